@@ -1,0 +1,140 @@
+"""RequestRecord: one request's forensics, one JSON line in records.jsonl.
+
+The top-level keys are a public contract (other tools read them; people attach these
+lines to bug reports), so raw reasoning and content are kept verbatim. The writer
+appends and flushes each record as it completes, so a killed run keeps every finished
+request; the reader tolerates a torn last line.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+RECORDS_FILE = "records.jsonl"
+
+
+@dataclass(slots=True)
+class Timings:
+    """`sent` is wall-clock epoch seconds; every other point is seconds after `sent`."""
+
+    sent: float = 0.0
+    first_byte: float | None = None
+    first_reasoning: float | None = None
+    first_content: float | None = None
+    end: float | None = None
+    chunks: int = 0
+    gap_mean: float | None = None
+    gap_p50: float | None = None
+    gap_max: float | None = None
+
+    @property
+    def ttft(self) -> float | None:
+        """Time to the first generated token, reasoning or visible."""
+        points = [p for p in (self.first_reasoning, self.first_content) if p is not None]
+        return min(points) if points else None
+
+
+@dataclass(slots=True)
+class Usage:
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    reasoning_tokens: int | None = None
+
+
+@dataclass(slots=True)
+class RequestRecord:
+    run_id: str
+    scenario: str
+    phase: str
+    seq: int
+    endpoint: str
+    item_id: str
+    params: dict[str, Any] = field(default_factory=dict)
+    timings: Timings = field(default_factory=Timings)
+    status: int | None = None
+    finish_reason: str | None = None
+    reasoning: str = ""
+    content: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    error: str | None = None
+    verdicts: list[str] = field(default_factory=list)
+    # Not part of the frozen contract, but kept for the report's plots and checks.
+    in_flight: int = 0
+    body_hash: str = ""
+    greedy: bool = False
+    worker: int = 0
+
+    def to_json(self) -> bytes:
+        return orjson.dumps(asdict(self))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RequestRecord:
+        data = dict(data)
+        timings = {k: v for k, v in (data.pop("timings", None) or {}).items()
+                   if k in Timings.__slots__}
+        usage = {k: v for k, v in (data.pop("usage", None) or {}).items()
+                 if k in Usage.__slots__}
+        known = {k: v for k, v in data.items() if k in cls.__slots__}
+        return cls(timings=Timings(**timings), usage=Usage(**usage), **known)
+
+    @property
+    def primary_verdict(self) -> str:
+        return self.verdicts[0] if self.verdicts else "ok"
+
+
+class RecordWriter:
+    """Append-only records.jsonl; every line is flushed to the OS when written.
+
+    A flush per record costs one write(2) and means that SIGKILL, an OOM kill or a
+    crash of the client loses no finished request.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fh: IO[bytes] = open(path, "ab", buffering=0)  # noqa: SIM115
+        self.count = 0
+
+    def write(self, record: RequestRecord) -> None:
+        self._fh.write(record.to_json() + b"\n")
+        self.count += 1
+
+    def write_raw(self, line: bytes) -> None:
+        """Append an already-serialised record (merging worker shards)."""
+        self._fh.write(line.rstrip(b"\n") + b"\n")
+        self.count += 1
+
+    def close(self) -> None:
+        if not self._fh.closed:
+            os.fsync(self._fh.fileno())
+            self._fh.close()
+
+    def __enter__(self) -> RecordWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def iter_record_dicts(path: Path) -> Iterator[dict[str, Any]]:
+    """Yield each complete record; a torn or garbled line (a killed writer) is skipped."""
+    with open(path, "rb") as fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            try:
+                obj = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(obj, dict):
+                yield obj
+
+
+def read_records(path: Path) -> list[RequestRecord]:
+    return [RequestRecord.from_dict(d) for d in iter_record_dicts(path)]

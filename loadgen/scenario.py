@@ -1,0 +1,307 @@
+"""Scenario files (TOML) -> one validated, immutable configuration.
+
+A scenario is the protocol a user runs: which server, how much load, which requests,
+and what the gate accepts. Everything a user can get wrong is caught here, before a
+single request is sent, and reported as one line naming the file, the key and the
+problem (exit code 3).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from .exit_codes import BadInputError
+from .taxonomy import DEFAULT_FAIL_ON, Verdict
+
+# Bounds that catch typos (an extra zero, a negative sign) without getting in the way
+# of real soaks.
+MAX_CONCURRENCY = 100_000
+MAX_COUNT = 100_000_000
+MAX_TOKENS = 10_000_000
+MAX_TIMEOUT_S = 7 * 24 * 3600.0
+
+PositiveSeconds = Annotated[float, Field(gt=0, le=MAX_TIMEOUT_S)]
+Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+
+
+class _Strict(BaseModel):
+    """Unknown keys are errors: a misspelt key silently ignored would change a verdict."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+
+
+class SimTarget(_Strict):
+    """Start the embedded reference server in-process for the run and stop it after."""
+
+    layout: Literal["packed", "capacity", "prefix"] = "capacity"
+    device: Literal["cpu", "cuda"] = "cpu"
+    max_num_seqs: int = Field(default=32, ge=1, le=4096)
+    max_model_len: int = Field(default=4096, ge=64, le=1_048_576)
+    guard: bool = True
+
+
+class TargetConfig(_Strict):
+    base_urls: list[str] = Field(
+        default_factory=list,
+        description="One or more OpenAI-compatible base URLs (data-parallel replicas are "
+        "driven round-robin). Empty when --base-url or [target.sim] provides it.",
+    )
+    model: str = Field(default="auto", min_length=1)
+    api_key_env: str | None = Field(
+        default=None,
+        description="The NAME of the environment variable that holds the API key; "
+        "the key itself never belongs in a scenario file.",
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+    )
+    ready_timeout_s: PositiveSeconds = 600.0
+    verify_tls: bool = True
+    receipts_dir: str | None = Field(
+        default=None, description="Directory where the server's patch receipts appear."
+    )
+    sim: SimTarget | None = None
+
+    @field_validator("base_urls")
+    @classmethod
+    def _urls_are_http(cls, urls: list[str]) -> list[str]:
+        cleaned = []
+        for url in urls:
+            if not url.startswith(("http://", "https://")):
+                raise ValueError(f"{url!r} is not an http:// or https:// URL")
+            cleaned.append(url.rstrip("/"))
+        return cleaned
+
+
+class LoadConfig(_Strict):
+    concurrency: int = Field(default=8, ge=1, le=MAX_CONCURRENCY)
+    rate_limit: float = Field(
+        default=0.0, ge=0, le=1_000_000, description="Requests per second; 0 is unlimited."
+    )
+    priming: Count = 0
+    measurement: Count = 32
+    connect_timeout_s: PositiveSeconds = 10.0
+    first_token_timeout_s: PositiveSeconds = 300.0
+    idle_timeout_s: PositiveSeconds = 120.0
+    total_timeout_s: PositiveSeconds = 3600.0
+    on_server_restart: Literal["continue", "invalid"] = "continue"
+    restart_ready_timeout_s: PositiveSeconds = 600.0
+
+
+class RequestConfig(_Strict):
+    max_tokens: int = Field(default=4096, ge=1, le=MAX_TOKENS)
+    temperature: float = Field(default=0.0, ge=0, le=2)
+    top_p: float = Field(default=1.0, gt=0, le=1)
+    seed: int | None = None
+    stream: bool = True
+    chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolTurnWorkload(_Strict):
+    """A multi-turn chat with tools whose healthy reply is one short tool call (#52448)."""
+
+    kind: Literal["tool-turn"]
+    seed: int = 0
+    accounts: int = Field(
+        default=1,
+        ge=1,
+        le=1_000_000,
+        description="Distinct account ids; 1 sends identical bodies (greedy divergence check).",
+    )
+
+
+class LongContextWorkload(_Strict):
+    """Documents padded to a spread of context lengths, so a batch mixes long and short."""
+
+    kind: Literal["long-context"]
+    seed: int = 0
+    context_tokens: list[Annotated[int, Field(ge=16, le=10_000_000)]] = Field(
+        default_factory=lambda: [512, 2048, 8192], min_length=1
+    )
+    weights: list[Annotated[float, Field(gt=0)]] | None = None
+    tools: bool = True
+
+    @model_validator(mode="after")
+    def _weights_match(self) -> LongContextWorkload:
+        if self.weights is not None and len(self.weights) != len(self.context_tokens):
+            raise ValueError("weights must have one entry per context_tokens entry")
+        return self
+
+
+class ReplayWorkload(_Strict):
+    """A JSONL file of request bodies captured from production, sent as they are."""
+
+    kind: Literal["replay"]
+    path: str = Field(min_length=1)
+    seed: int = 0
+    shuffle: bool = False
+
+
+Workload = Annotated[
+    ToolTurnWorkload | LongContextWorkload | ReplayWorkload, Field(discriminator="kind")
+]
+
+
+class GateConfig(_Strict):
+    role: Literal["control", "candidate"] = "candidate"
+    fail_on: list[Verdict] = Field(default_factory=lambda: list(DEFAULT_FAIL_ON))
+    allowed: Count = 0
+    max_infra_errors: Count = 0
+    min_measured: int = Field(default=1, ge=1, le=MAX_COUNT)
+    require_receipts: bool = False
+
+    @field_validator("fail_on")
+    @classmethod
+    def _no_ok(cls, verdicts: list[Verdict]) -> list[Verdict]:
+        if Verdict.OK in verdicts:
+            raise ValueError("'ok' cannot fail a run")
+        return verdicts
+
+
+class VerdictConfig(_Strict):
+    """Thresholds of the verdict rules; the defaults do not flag healthy reasoning."""
+
+    loop_min_period_chars: int = Field(default=8, ge=1, le=100_000)
+    loop_max_period_chars: int = Field(default=2000, ge=1, le=1_000_000)
+    loop_min_repeats: int = Field(default=4, ge=2, le=1_000_000)
+    loop_min_chars: int = Field(
+        default=200, ge=1, description="A loop must cover at least this many tail characters."
+    )
+    ngram_words: int = Field(default=8, ge=2, le=1000)
+    ngram_min_repeats: int = Field(default=6, ge=2, le=1_000_000)
+    ngram_tail_words: int = Field(default=400, ge=10, le=10_000_000)
+    special_tokens: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _period_range(self) -> VerdictConfig:
+        if self.loop_min_period_chars > self.loop_max_period_chars:
+            raise ValueError("loop_min_period_chars must not exceed loop_max_period_chars")
+        return self
+
+
+class TelemetryConfig(_Strict):
+    scrape_interval_s: float = Field(default=10.0, ge=0, le=MAX_TIMEOUT_S)
+
+
+class Scenario(_Strict):
+    name: str = Field(default="", pattern=r"^[A-Za-z0-9_.-]*$")
+    description: str = ""
+    target: TargetConfig = Field(default_factory=TargetConfig)
+    load: LoadConfig = Field(default_factory=LoadConfig)
+    request: RequestConfig = Field(default_factory=RequestConfig)
+    workload: Workload = Field(default_factory=lambda: ToolTurnWorkload(kind="tool-turn"))
+    gate: GateConfig = Field(default_factory=GateConfig)
+    verdicts: VerdictConfig = Field(default_factory=VerdictConfig)
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
+
+    def with_overrides(self, **overrides: Any) -> Scenario:
+        """Apply command-line overrides (None means 'not given') and validate again."""
+        data = self.model_dump(mode="python")
+        mapping = {
+            "base_urls": ("target", "base_urls"),
+            "model": ("target", "model"),
+            "concurrency": ("load", "concurrency"),
+            "priming": ("load", "priming"),
+            "measurement": ("load", "measurement"),
+            "rate_limit": ("load", "rate_limit"),
+            "max_tokens": ("request", "max_tokens"),
+            "verify_tls": ("target", "verify_tls"),
+            "receipts_dir": ("target", "receipts_dir"),
+        }
+        for key, value in overrides.items():
+            if value is None or (key == "base_urls" and not value):
+                continue
+            section, field = mapping[key]
+            data[section][field] = list(value) if key == "base_urls" else value
+        try:
+            return Scenario.model_validate(data)
+        except ValidationError as exc:
+            raise BadInputError(f"command line: {_first_problem(exc)}") from None
+
+
+def _first_problem(exc: ValidationError) -> str:
+    """Turn pydantic's report into 'key.path: problem' (one line, the first error)."""
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith("function-"))
+    # Discriminated unions put the tag in the path ("workload.tool-turn.seed"); drop it.
+    for tag in ("tool-turn.", "long-context.", "replay."):
+        loc = loc.replace(tag, "")
+    if err["type"] == "extra_forbidden":
+        problem = "unknown key"
+    elif err["type"] == "missing":
+        problem = "required key is missing"
+    else:
+        problem = err["msg"].removeprefix("Value error, ")
+        if "input" in err and not isinstance(err["input"], dict | list):
+            problem += f" (got {err['input']!r})"
+    return f"{loc or '(top level)'}: {problem}"
+
+
+def scenario_search_dirs() -> list[Path]:
+    """Where bare scenario names (e.g. `smoke`) are looked up, in order."""
+    dirs = [Path.cwd() / "scenarios"]
+    source_tree = Path(__file__).resolve().parent.parent / "scenarios"
+    dirs.append(source_tree)
+    try:
+        bundled = resources.files("loadgen") / "bundled_scenarios"
+        dirs.append(Path(str(bundled)))
+    except (ModuleNotFoundError, TypeError):  # pragma: no cover - odd installs
+        pass
+    return dirs
+
+
+def resolve_scenario_path(ref: str | Path) -> Path:
+    """A path as given, or a bare name looked up in the shipped scenarios."""
+    path = Path(ref)
+    if path.exists() or path.suffix or "/" in str(ref):
+        return path
+    for directory in scenario_search_dirs():
+        candidate = directory / f"{ref}.toml"
+        if candidate.is_file():
+            return candidate
+    return path
+
+
+def load_scenario(ref: str | Path) -> Scenario:
+    """Read and validate a scenario file; every problem becomes one BadInputError line."""
+    path = resolve_scenario_path(ref)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise BadInputError(f"{path}: no such scenario file") from None
+    except IsADirectoryError:
+        raise BadInputError(f"{path}: is a directory, not a scenario file") from None
+    except OSError as exc:
+        raise BadInputError(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise BadInputError(f"{path}: not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInputError(f"{path}: invalid TOML: {exc}") from None
+    data.setdefault("name", path.stem)
+    try:
+        scenario = Scenario.model_validate(data)
+    except ValidationError as exc:
+        raise BadInputError(f"{path}: {_first_problem(exc)}") from None
+    if isinstance(scenario.workload, ReplayWorkload):
+        replay = Path(scenario.workload.path)
+        if not replay.is_absolute():
+            replay = (path.parent / replay).resolve()
+        if not replay.is_file():
+            raise BadInputError(f"{path}: workload.path: no such file {str(replay)!r}")
+        scenario = scenario.model_copy(
+            update={"workload": scenario.workload.model_copy(update={"path": str(replay)})}
+        )
+    return scenario

@@ -1,0 +1,63 @@
+"""The failure taxonomy: verdict names and their severity order (most severe first)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Verdict(StrEnum):
+    """One classification of one reply (or, for `divergent`, of a group of replies).
+
+    The string values are public: records.jsonl, summary.json, junit.xml and scenario
+    gates all use them.
+    """
+
+    STUCK_IN_REASONING = "stuck_in_reasoning"
+    EMPTY_CONTENT = "empty_content"
+    TRUNCATED = "truncated"
+    REASONING_LOOP = "reasoning_loop"
+    TOKEN_LEAK = "token_leak"
+    DIVERGENT = "divergent"
+    HTTP_ERROR = "http_error"
+    TIMEOUT = "timeout"
+    STREAM_ERROR = "stream_error"
+    INTERRUPTED = "interrupted"
+    OK = "ok"
+
+
+# Most severe first: a record's verdict list is sorted by this order, and the first
+# entry is the one a one-line summary shows.
+SEVERITY: tuple[Verdict, ...] = (
+    Verdict.STUCK_IN_REASONING,
+    Verdict.EMPTY_CONTENT,
+    Verdict.REASONING_LOOP,
+    Verdict.TRUNCATED,
+    Verdict.TOKEN_LEAK,
+    Verdict.DIVERGENT,
+    Verdict.STREAM_ERROR,
+    Verdict.TIMEOUT,
+    Verdict.HTTP_ERROR,
+    Verdict.INTERRUPTED,
+    Verdict.OK,
+)
+_RANK = {v: i for i, v in enumerate(SEVERITY)}
+
+# Failures of the path to the model rather than of the model's output: they count
+# against the gate's infrastructure limit, never as a reproduction of the bug.
+INFRA_VERDICTS: frozenset[Verdict] = frozenset(
+    {Verdict.HTTP_ERROR, Verdict.TIMEOUT, Verdict.STREAM_ERROR}
+)
+
+# What a candidate gate fails on unless the scenario says otherwise.
+DEFAULT_FAIL_ON: tuple[Verdict, ...] = (
+    Verdict.STUCK_IN_REASONING,
+    Verdict.EMPTY_CONTENT,
+    Verdict.REASONING_LOOP,
+    Verdict.TOKEN_LEAK,
+    Verdict.DIVERGENT,
+)
+
+
+def by_severity(verdicts: set[Verdict] | list[Verdict]) -> list[Verdict]:
+    """Order verdicts most severe first, without duplicates."""
+    return sorted(set(verdicts), key=_RANK.__getitem__)
