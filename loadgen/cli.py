@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import sys
 from importlib.metadata import entry_points
+from pathlib import Path
 
 import click
 
 from . import __version__
 from .exit_codes import DsvQualError, ExitCode
+from .orchestrate import one_line, run_scenario
+from .report import write_reports
 from .scenario import load_scenario
+from .transport import TRANSPORTS
 
 COMMAND_PLUGINS_GROUP = "dsv4_qual.commands"
 
@@ -58,6 +62,61 @@ def validate(scenario: str) -> None:
         f"{sc.name}: ok ({sc.workload.kind}, concurrency {sc.load.concurrency}, "
         f"priming {sc.load.priming}, measurement {sc.load.measurement}, gate {sc.gate.role})"
     )
+
+
+@cli.command()
+@click.argument("scenario")
+@click.option("--base-url", "base_urls", multiple=True, metavar="URL",
+              help="Server base URL; repeat for data-parallel replicas (round-robin).")
+@click.option("--model", default=None, help="Model name (default: the scenario's, or auto).")
+@click.option("--concurrency", type=int, default=None, help="Requests in flight.")
+@click.option("--priming", type=int, default=None, help="Requests before measuring.")
+@click.option("--measurement", type=int, default=None, help="Requests measured and gated.")
+@click.option("--max-tokens", type=int, default=None, help="max_tokens of every request.")
+@click.option("--rate-limit", type=float, default=None, help="Requests per second (0: none).")
+@click.option("--receipts-dir", default=None, help="Where the server's patch receipts appear.")
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Results directory (default: results/<scenario>-<run id>).")
+@click.option("--insecure", is_flag=True, help="Do not verify TLS certificates (warns).")
+@click.option("--transport", type=click.Choice(TRANSPORTS), default="auto", show_default=True,
+              help="HTTP stack under httpx.")
+@click.option("--quiet", is_flag=True, help="No progress output.")
+def run(scenario: str, base_urls: tuple[str, ...], model: str | None,
+        concurrency: int | None, priming: int | None, measurement: int | None,
+        max_tokens: int | None, rate_limit: float | None, receipts_dir: str | None,
+        out: Path | None, insecure: bool, transport: str, quiet: bool) -> None:
+    """One run: wait until ready, priming, measurement, reports; exits with the gate's code.
+
+    \b
+    Examples:
+      dsv4-qual run scenarios/smoke.toml --base-url http://127.0.0.1:8000
+      dsv4-qual run pr-51318 --base-url http://gpu-a:8000 --base-url http://gpu-b:8000 \\
+          --receipts-dir /receipts --out results/pr-51318
+    """
+    sc = load_scenario(scenario).with_overrides(
+        base_urls=list(base_urls), model=model, concurrency=concurrency, priming=priming,
+        measurement=measurement, max_tokens=max_tokens, rate_limit=rate_limit,
+        receipts_dir=receipts_dir, verify_tls=False if insecure else None)
+    if insecure:
+        click.echo("dsv4-qual: warning: TLS certificate verification is OFF (--insecure)",
+                   err=True)
+    outcome = run_scenario(sc, out, quiet=quiet, transport=transport)
+    sys.exit(outcome.exit_code)
+
+
+@cli.command()
+@click.argument("results_dir", type=click.Path(path_type=Path))
+def report(results_dir: Path) -> None:
+    """Rebuild every report of a results directory from its records.jsonl.
+
+    \b
+    Example:
+      dsv4-qual report results/smoke-20261129T101500Z-01234
+    Exits with the gate's code, as the run did.
+    """
+    summary = write_reports(results_dir)
+    click.echo(one_line(summary, results_dir))
+    sys.exit(int(summary["gate"]["exit_code"]))
 
 
 def _load_command_plugins() -> None:

@@ -160,6 +160,11 @@ class GateConfig(_Strict):
     max_infra_errors: Count = 0
     min_measured: int = Field(default=1, ge=1, le=MAX_COUNT)
     require_receipts: bool = False
+    fail_on_stride_violations: bool = Field(
+        default=False,
+        description="Fail the gate when the plugin's stride guard saw any violation, "
+        "even if no request failed (receipts must be readable: target.receipts_dir).",
+    )
 
     @field_validator("fail_on")
     @classmethod

@@ -1,0 +1,406 @@
+"""One chat completion -> one filled-in RequestRecord.
+
+The client never raises out of `send`: a refused connection, a reset, a stall, a
+malformed stream or an in-band error event all end as a record whose `error` says
+what happened, so the runner keeps going and the verdicts can count it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import orjson
+
+from .records import RequestRecord
+from .sse import SSEParser
+
+CHAT_PATH = "/v1/chat/completions"
+MAX_ERROR_BODY = 64 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    connect: float
+    first_token: float
+    idle: float
+    total: float
+
+
+class _Watchdog:
+    """One timer per request that cancels it when its current deadline passes.
+
+    Deadlines move with every chunk (idle timeout); rescheduling a timer per chunk
+    costs a heap operation each, so the timer is only re-armed when it fires early.
+    """
+
+    __slots__ = ("_handle", "_loop", "_task", "deadline", "expired", "reason")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any]) -> None:
+        self._loop = loop
+        self._task = task
+        self._handle: asyncio.TimerHandle | None = None
+        self.deadline = 0.0
+        self.reason = ""
+        self.expired: str | None = None
+
+    def arm(self, deadline: float, reason: str) -> None:
+        self.deadline = deadline
+        self.reason = reason
+        if self._handle is None or self._handle.when() > deadline:
+            if self._handle is not None:
+                self._handle.cancel()
+            self._handle = self._loop.call_at(deadline, self._fire)
+
+    def _fire(self) -> None:
+        self._handle = None
+        if self.expired is not None:
+            return
+        if self._loop.time() >= self.deadline:
+            self.expired = self.reason
+            self._task.cancel()
+        else:
+            self._handle = self._loop.call_at(self.deadline, self._fire)
+
+    def disarm(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+
+class _ToolCalls:
+    """Assembles `delta.tool_calls` fragments by index into complete calls."""
+
+    __slots__ = ("calls",)
+
+    def __init__(self) -> None:
+        self.calls: dict[int, dict[str, Any]] = {}
+
+    def add(self, fragments: list[dict[str, Any]]) -> None:
+        for frag in fragments:
+            if not isinstance(frag, dict):
+                continue
+            idx = frag.get("index", len(self.calls))
+            call = self.calls.get(idx)
+            if call is None:
+                call = {"id": None, "type": "function", "function": {"name": "", "arguments": ""}}
+                self.calls[idx] = call
+            if frag.get("id"):
+                call["id"] = frag["id"]
+            if frag.get("type"):
+                call["type"] = frag["type"]
+            fn = frag.get("function") or {}
+            if fn.get("name"):
+                call["function"]["name"] += fn["name"]
+            if fn.get("arguments"):
+                call["function"]["arguments"] += fn["arguments"]
+
+    def result(self) -> list[dict[str, Any]]:
+        return [self.calls[k] for k in sorted(self.calls)]
+
+
+def _reasoning_of(obj: dict[str, Any]) -> str | None:
+    """vLLM >= 0.26 says `reasoning`; older vLLM, SGLang and others `reasoning_content`."""
+    value = obj.get("reasoning")
+    if value is None:
+        value = obj.get("reasoning_content")
+    return value if isinstance(value, str) else None
+
+
+def _error_text(obj: Any) -> str:
+    if isinstance(obj, dict):
+        err = obj.get("error", obj)
+        if isinstance(err, dict):
+            msg = err.get("message") or err.get("msg") or orjson.dumps(err).decode()
+            code = err.get("code") or err.get("type")
+            return f"{code}: {msg}" if code else str(msg)
+        return str(err)
+    return str(obj)
+
+
+class ChatClient:
+    """Streams chat completions over one shared httpx.AsyncClient."""
+
+    def __init__(
+        self, http: httpx.AsyncClient, timeouts: Timeouts, api_key: str | None = None
+    ) -> None:
+        self.http = http
+        self.timeouts = timeouts
+        self._headers = {"content-type": "application/json", "accept": "text/event-stream"}
+        if api_key:
+            self._headers["authorization"] = f"Bearer {api_key}"
+        # Every read is bounded by our own watchdog (first-token / idle / total);
+        # httpx enforces only the connect timeout.
+        self._timeout = httpx.Timeout(
+            connect=timeouts.connect, read=None, write=timeouts.connect, pool=None
+        )
+
+    async def send(self, record: RequestRecord, body: bytes, stream: bool) -> float | None:
+        """Fill `record` with what the server answered; never raises (but CancelledError).
+
+        Returns the server's Retry-After in seconds when it asked for a back-off.
+        """
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        dog = _Watchdog(loop, task)
+        t0 = loop.time()
+        record.timings.sent = time.time()
+        dog.arm(t0 + min(self.timeouts.first_token, self.timeouts.total), "first-token")
+        total_deadline = t0 + self.timeouts.total
+        state = _StreamState(record, loop, t0)
+        retry_after = None
+        try:
+            retry_after = await self._exchange(record, body, stream, dog, state, total_deadline)
+        except asyncio.CancelledError:
+            if dog.expired is None:
+                state.finish_timings()
+                raise  # an interrupt from outside: the runner records it
+            task.uncancel()
+            record.error = _timeout_message(dog.expired, self.timeouts)
+        except httpx.ConnectTimeout as exc:
+            record.error = f"timeout: connect ({exc or 'no connection within limit'})"
+        except httpx.ConnectError as exc:
+            record.error = f"connection failed: {exc or type(exc).__name__}"
+        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+            record.error = f"stream broken: {type(exc).__name__}: {exc}"
+        except httpx.TimeoutException as exc:
+            record.error = f"timeout: {type(exc).__name__}: {exc}"
+        except httpx.HTTPError as exc:
+            record.error = f"transport error: {type(exc).__name__}: {exc}"
+        except OSError as exc:
+            record.error = f"transport error: {type(exc).__name__}: {exc}"
+        finally:
+            dog.disarm()
+        state.finish_timings()
+        return retry_after
+
+    async def _exchange(
+        self,
+        record: RequestRecord,
+        body: bytes,
+        stream: bool,
+        dog: _Watchdog,
+        state: _StreamState,
+        total_deadline: float,
+    ) -> float | None:
+        request = self.http.build_request(
+            "POST", record.endpoint + CHAT_PATH, content=body, headers=self._headers,
+            timeout=self._timeout,
+        )
+        response = await self.http.send(request, stream=True)
+        try:
+            record.status = response.status_code
+            if response.status_code != 200:
+                return await self._read_error(record, response)
+            if stream:
+                await state.consume(response, dog, self.timeouts, total_deadline)
+            else:
+                await state.consume_json(response)
+            return None
+        finally:
+            with contextlib.suppress(Exception):
+                await response.aclose()
+
+    async def _read_error(self, record: RequestRecord, response: httpx.Response) -> float | None:
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            chunks.append(chunk)
+            size += len(chunk)
+            if size >= MAX_ERROR_BODY:
+                break
+        text = b"".join(chunks)[:MAX_ERROR_BODY]
+        try:
+            detail = _error_text(orjson.loads(text))
+        except orjson.JSONDecodeError:
+            detail = text.decode("utf-8", "replace").strip()[:2000]
+        record.error = f"HTTP {response.status_code}: {detail}"
+        retry_after = response.headers.get("retry-after")
+        if retry_after is not None:
+            with contextlib.suppress(ValueError):
+                return max(0.0, float(retry_after))
+        return None
+
+
+def _timeout_message(which: str, timeouts: Timeouts) -> str:
+    limit = {"first-token": timeouts.first_token, "idle": timeouts.idle,
+             "total": timeouts.total}[which]
+    what = {
+        "first-token": "no first token",
+        "idle": "stream idle",
+        "total": "request still running",
+    }[which]
+    return f"timeout: {which} ({what} after {limit:g} s)"
+
+
+class _StreamState:
+    """What one response has delivered so far (also on a timeout or a reset)."""
+
+    __slots__ = (
+        "_content",
+        "_done",
+        "_gaps",
+        "_last_tok",
+        "_loop",
+        "_reasoning",
+        "_t0",
+        "_tools",
+        "rec",
+    )
+
+    def __init__(self, record: RequestRecord, loop: asyncio.AbstractEventLoop, t0: float):
+        self.rec = record
+        self._loop = loop
+        self._t0 = t0
+        self._reasoning: list[str] = []
+        self._content: list[str] = []
+        self._tools = _ToolCalls()
+        self._gaps: list[float] = []
+        self._last_tok: float | None = None
+        self._done = 0
+
+    async def consume(
+        self,
+        response: httpx.Response,
+        dog: _Watchdog,
+        timeouts: Timeouts,
+        total_deadline: float,
+    ) -> None:
+        rec = self.rec
+        timings = rec.timings
+        loop = self._loop
+        parser = SSEParser()
+        idle = timeouts.idle
+        got_token = False
+        async for chunk in response.aiter_bytes():
+            now = loop.time()
+            if timings.first_byte is None:
+                timings.first_byte = now - self._t0
+            for event in parser.feed(chunk):
+                if self._event(event.data, event.event, now):
+                    got_token = True
+            if got_token:
+                dog.arm(min(now + idle, total_deadline), "idle" if now + idle < total_deadline
+                        else "total")
+        for event in parser.close():
+            self._event(event.data, event.event, loop.time())
+        if parser.problem and rec.error is None:
+            rec.error = f"stream error: {parser.problem}"
+        if self._done == 0 and rec.error is None:
+            rec.error = "stream error: stream ended without [DONE]"
+
+    def _event(self, data: bytes, event: bytes, now: float) -> bool:
+        """Apply one SSE event; True when it carried generated text or a tool call."""
+        rec = self.rec
+        if data == b"[DONE]":
+            self._done += 1
+            if self._done > 1 and rec.error is None:
+                rec.error = "stream error: duplicate [DONE]"
+            return False
+        if self._done and rec.error is None:
+            rec.error = "stream error: data after [DONE]"
+        try:
+            obj = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            if rec.error is None:
+                rec.error = f"stream error: invalid JSON in data line: {data[:120]!r}"
+            return False
+        if not isinstance(obj, dict):
+            if rec.error is None:
+                rec.error = f"stream error: data is not a JSON object: {data[:120]!r}"
+            return False
+        if event == b"error" or "error" in obj or obj.get("object") == "error":
+            if rec.error is None:
+                rec.error = f"stream error: in-band error event: {_error_text(obj)}"
+            return False
+        usage = obj.get("usage")
+        if usage:
+            self._usage(usage)
+        choices = obj.get("choices")
+        if not choices:
+            return False
+        choice = choices[0]
+        delta = choice.get("delta") or {}
+        token = False
+        reasoning = _reasoning_of(delta)
+        if reasoning:
+            self._reasoning.append(reasoning)
+            if rec.timings.first_reasoning is None:
+                rec.timings.first_reasoning = now - self._t0
+            token = True
+        content = delta.get("content")
+        if content:
+            self._content.append(content)
+            token = True
+            if rec.timings.first_content is None:
+                rec.timings.first_content = now - self._t0
+        tool_calls = delta.get("tool_calls")
+        if tool_calls:
+            self._tools.add(tool_calls)
+            token = True
+            if rec.timings.first_content is None:
+                rec.timings.first_content = now - self._t0
+        finish = choice.get("finish_reason")
+        if finish:
+            rec.finish_reason = finish
+        if token:
+            if self._last_tok is not None:
+                self._gaps.append(now - self._last_tok)
+            self._last_tok = now
+            rec.timings.chunks += 1
+        return token
+
+    def _usage(self, usage: dict[str, Any]) -> None:
+        u = self.rec.usage
+        u.prompt_tokens = usage.get("prompt_tokens", u.prompt_tokens)
+        u.completion_tokens = usage.get("completion_tokens", u.completion_tokens)
+        details = usage.get("completion_tokens_details") or {}
+        if isinstance(details, dict) and details.get("reasoning_tokens") is not None:
+            u.reasoning_tokens = details["reasoning_tokens"]
+
+    async def consume_json(self, response: httpx.Response) -> None:
+        raw = await response.aread()
+        now = self._loop.time()
+        rec = self.rec
+        rec.timings.first_byte = now - self._t0
+        try:
+            obj = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            rec.error = f"stream error: response is not JSON: {raw[:120]!r}"
+            return
+        if not isinstance(obj, dict) or "error" in obj or not obj.get("choices"):
+            rec.error = f"stream error: unexpected response: {_error_text(obj)}"[:2000]
+            return
+        choice = obj["choices"][0]
+        msg = choice.get("message") or {}
+        reasoning = _reasoning_of(msg)
+        if reasoning:
+            self._reasoning.append(reasoning)
+            rec.timings.first_reasoning = rec.timings.first_byte
+        if msg.get("content"):
+            self._content.append(msg["content"])
+            rec.timings.first_content = rec.timings.first_byte
+        for i, call in enumerate(msg.get("tool_calls") or []):
+            self._tools.add([{**call, "index": i}])
+        rec.finish_reason = choice.get("finish_reason")
+        if obj.get("usage"):
+            self._usage(obj["usage"])
+        self._done = 1
+
+    def finish_timings(self) -> None:
+        rec = self.rec
+        if rec.timings.end is None:
+            rec.timings.end = self._loop.time() - self._t0
+        rec.reasoning = "".join(self._reasoning)
+        rec.content = "".join(self._content)
+        rec.tool_calls = self._tools.result()
+        gaps = self._gaps
+        if gaps:
+            rec.timings.gap_mean = sum(gaps) / len(gaps)
+            rec.timings.gap_max = max(gaps)
+            rec.timings.gap_p50 = sorted(gaps)[len(gaps) // 2]

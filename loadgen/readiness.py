@@ -1,0 +1,83 @@
+"""Wait until a server can take requests: GET /health, then GET /v1/models.
+
+vLLM opens its port long before the engine is ready, and /health alone answers 200
+before the first request would succeed on some versions, so both must pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from .exit_codes import RunInvalidError
+
+
+@dataclass(frozen=True)
+class ServerReady:
+    base_url: str
+    models: dict[str, Any]
+    waited_s: float
+
+    @property
+    def model_ids(self) -> list[str]:
+        return [m.get("id") for m in self.models.get("data", []) if isinstance(m, dict)]
+
+    def max_model_len(self, model: str) -> int | None:
+        for m in self.models.get("data", []):
+            if isinstance(m, dict) and m.get("id") == model:
+                value = m.get("max_model_len")
+                return value if isinstance(value, int) else None
+        return None
+
+
+async def probe(http: httpx.AsyncClient, base_url: str, timeout: float = 10.0) -> dict | None:
+    """The /v1/models document if the server is ready now, else None."""
+    try:
+        health = await http.get(f"{base_url}/health", timeout=timeout)
+        if health.status_code != 200:
+            return None
+        models = await http.get(f"{base_url}/v1/models", timeout=timeout)
+        if models.status_code != 200:
+            return None
+        data = models.json()
+    except (httpx.HTTPError, ValueError, OSError):
+        return None
+    if not isinstance(data, dict) or not data.get("data"):
+        return None
+    return data
+
+
+async def wait_ready(
+    http: httpx.AsyncClient, base_url: str, timeout_s: float, interval_s: float = 1.0
+) -> ServerReady:
+    """Poll until ready; after `timeout_s` the run is invalid (exit 2)."""
+    start = time.monotonic()
+    deadline = start + timeout_s
+    while True:
+        models = await probe(http, base_url, timeout=min(10.0, max(timeout_s, 0.1)))
+        if models is not None:
+            return ServerReady(base_url, models, time.monotonic() - start)
+        if time.monotonic() >= deadline:
+            raise RunInvalidError(
+                f"server {base_url} not ready after {timeout_s:g} s "
+                "(GET /health and GET /v1/models must both answer 200)"
+            )
+        await asyncio.sleep(min(interval_s, max(0.0, deadline - time.monotonic())))
+
+
+def choose_model(requested: str, ready: ServerReady) -> str:
+    """`auto` takes the first served model; a named one must be served."""
+    ids = ready.model_ids
+    if requested == "auto":
+        if not ids:
+            raise RunInvalidError(f"server {ready.base_url} serves no model")
+        return ids[0]
+    if requested not in ids:
+        raise RunInvalidError(
+            f"server {ready.base_url} does not serve model {requested!r} (it serves {ids})"
+        )
+    return requested

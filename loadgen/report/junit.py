@@ -1,0 +1,46 @@
+"""junit.xml: one testcase per gated check, so any CI (Buildkite, Jenkins, GitLab)
+shows which check failed without reading our formats."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from .gate import GateResult
+
+
+def write_junit(path: Path, scenario: str, gate: GateResult, duration_s: float | None) -> None:
+    suite = ET.Element("testsuite", {
+        "name": f"dsv4-qual.{scenario}",
+        "tests": str(len(gate.checks) + len(gate.per_verdict)),
+        "failures": "0", "errors": "0", "skipped": "0",
+        "time": f"{duration_s or 0.0:.3f}",
+    })
+    failures = errors = 0
+    classname = f"dsv4-qual.{scenario}.{gate.role}"
+    for check in gate.checks:
+        case = ET.SubElement(suite, "testcase", {"classname": classname, "name": check.name})
+        if not check.passed:
+            tag = "error" if check.kind == "error" else "failure"
+            ET.SubElement(case, tag, {"message": check.message}).text = check.message
+            if tag == "error":
+                errors += 1
+            else:
+                failures += 1
+        ET.SubElement(case, "system-out").text = check.message
+    # A candidate's gate breaks down by verdict: each gated verdict is a testcase that
+    # fails when the gate failed and this verdict contributed to it.
+    for verdict, count in gate.per_verdict.items():
+        case = ET.SubElement(suite, "testcase",
+                             {"classname": classname, "name": f"verdict {verdict}"})
+        message = f"{count} measured request(s) with {verdict}"
+        if gate.role == "candidate" and not gate.passed and gate.exit_code == 1 and count:
+            ET.SubElement(case, "failure", {"message": message}).text = message
+            failures += 1
+        ET.SubElement(case, "system-out").text = message
+    suite.set("failures", str(failures))
+    suite.set("errors", str(errors))
+    root = ET.Element("testsuites", {"name": "dsv4-qual"})
+    root.append(suite)
+    ET.indent(root)
+    path.write_bytes(ET.tostring(root, encoding="utf-8", xml_declaration=True))

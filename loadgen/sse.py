@@ -1,0 +1,104 @@
+"""Incremental Server-Sent Events parser.
+
+Network chunks arrive cut anywhere (mid-line, mid-UTF-8 sequence, mid-`\\r\\n`). The
+parser keeps one buffer, scans each byte once for line ends and hands back complete
+events. It never raises on odd input: what it cannot parse it reports as a problem
+string, so the client can classify the stream instead of crashing the run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# One event larger than this is a broken server, not a long answer.
+MAX_EVENT_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(slots=True)
+class SSEEvent:
+    data: bytes
+    event: bytes = b""
+
+
+class SSEParser:
+    """Feed bytes, get complete events (per the WHATWG event-stream rules).
+
+    Lines end with LF, CRLF or a lone CR. `data:` lines of one event are joined with
+    LF; a blank line dispatches; lines starting with `:` are comments; `event:` names
+    the event (an in-band `event: error` matters to us); other fields are ignored.
+    """
+
+    __slots__ = ("_buf", "_data", "_event", "_has_data", "_pending_cr", "problem")
+
+    def __init__(self) -> None:
+        self._buf = b""
+        self._data: list[bytes] = []
+        self._event = b""
+        self._has_data = False
+        self._pending_cr = False
+        self.problem: str | None = None
+
+    def feed(self, chunk: bytes) -> list[SSEEvent]:
+        if not chunk:
+            return []
+        if self._pending_cr:
+            # The previous chunk ended in CR: a following LF belongs to that line end.
+            self._pending_cr = False
+            if chunk[:1] == b"\n":
+                chunk = chunk[1:]
+        if b"\r" in chunk:
+            if chunk.endswith(b"\r"):
+                self._pending_cr = True
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        buf = self._buf + chunk if self._buf else chunk
+        events: list[SSEEvent] = []
+        start = 0
+        find = buf.find
+        while True:
+            end = find(b"\n", start)
+            if end < 0:
+                break
+            self._line(buf[start:end], events)
+            start = end + 1
+        self._buf = buf[start:]
+        if len(self._buf) > MAX_EVENT_BYTES:
+            self.problem = self.problem or f"SSE line over {MAX_EVENT_BYTES} bytes"
+            self._buf = b""
+        return events
+
+    def _line(self, line: bytes, events: list[SSEEvent]) -> None:
+        if not line:
+            if self._has_data:
+                events.append(SSEEvent(b"\n".join(self._data), self._event))
+            self._data = []
+            self._event = b""
+            self._has_data = False
+            return
+        if line[:5] == b"data:":
+            value = line[6:] if line[5:6] == b" " else line[5:]
+            self._data.append(value)
+            self._has_data = True
+            return
+        if line[:1] == b":":
+            return
+        name, _, value = line.partition(b":")
+        if value[:1] == b" ":
+            value = value[1:]
+        if name == b"event":
+            self._event = value
+        elif name not in (b"id", b"retry"):
+            # Legal per the spec (ignored), but no OpenAI-compatible server sends it:
+            # a qualifier reports it rather than guess.
+            self.problem = self.problem or f"malformed SSE line: {line[:80]!r}"
+
+    def close(self) -> list[SSEEvent]:
+        """End of stream: a final event without its blank line still counts."""
+        events: list[SSEEvent] = []
+        if self._buf:
+            self._line(self._buf, events)
+            self._buf = b""
+        if self._has_data:
+            events.append(SSEEvent(b"\n".join(self._data), self._event))
+            self._data = []
+            self._has_data = False
+        return events

@@ -1,0 +1,210 @@
+"""Server facts for server.json: models, version, /metrics over time, patch receipts.
+
+A verdict about a server is only as good as what we know it ran: which vLLM, which
+C128A layout (from the plugin's receipts), and how loaded it was while we measured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+
+# Prometheus series we keep, summed over their label sets. vLLM renamed a few over
+# releases; every spelling seen is listed.
+TRACKED_METRICS: dict[str, tuple[str, ...]] = {
+    "requests_running": ("vllm:num_requests_running",),
+    "requests_waiting": ("vllm:num_requests_waiting",),
+    "kv_cache_usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
+    "preemptions": ("vllm:num_preemptions_total", "vllm:num_preemptions"),
+    "prompt_tokens": ("vllm:prompt_tokens_total",),
+    "generation_tokens": ("vllm:generation_tokens_total",),
+    "spec_accepted_tokens": ("vllm:spec_decode_num_accepted_tokens_total",),
+    "spec_draft_tokens": ("vllm:spec_decode_num_draft_tokens_total",),
+    "stride_violations": ("dsv4_qual_c128a_stride_violations_total",),
+    "c128a_builder_calls": ("dsv4_qual_c128a_builder_calls_total",),
+}
+
+
+def parse_prometheus(text: str) -> dict[str, float]:
+    """Sum every sample of each metric family name (labels dropped)."""
+    sums: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line or line[0] == "#":
+            continue
+        name_end = line.find("{")
+        if name_end < 0:
+            name_end = line.find(" ")
+        if name_end <= 0:
+            continue
+        name = line[:name_end]
+        value_part = line[line.rfind("}") + 1:] if "{" in line[:name_end + 1] else line[name_end:]
+        fields = value_part.split()
+        if not fields:
+            continue
+        try:
+            value = float(fields[0])
+        except ValueError:
+            continue
+        if math.isnan(value):
+            continue
+        sums[name] = sums.get(name, 0.0) + value
+    return sums
+
+
+def labelled(text: str, name: str) -> list[dict[str, str]]:
+    """Label sets of one metric (e.g. the sim's `dsv4_qual_c128a_layout_info`)."""
+    out = []
+    for line in text.splitlines():
+        if line.startswith(name + "{"):
+            body = line[len(name) + 1:line.rfind("}")]
+            labels = {}
+            for part in body.split(","):
+                key, _, value = part.partition("=")
+                if key:
+                    labels[key.strip()] = value.strip().strip('"')
+            out.append(labels)
+    return out
+
+
+def tracked(sums: dict[str, float]) -> dict[str, float]:
+    out = {}
+    for key, names in TRACKED_METRICS.items():
+        for name in names:
+            if name in sums:
+                out[key] = sums[name]
+                break
+    return out
+
+
+async def fetch_metrics(http: httpx.AsyncClient, base_url: str) -> str | None:
+    try:
+        resp = await http.get(f"{base_url}/metrics", timeout=10.0)
+    except (httpx.HTTPError, OSError):
+        return None
+    return resp.text if resp.status_code == 200 else None
+
+
+async def fetch_json(http: httpx.AsyncClient, url: str) -> Any:
+    try:
+        resp = await http.get(url, timeout=10.0)
+        if resp.status_code != 200:
+            return None
+        return resp.json()
+    except (httpx.HTTPError, OSError, ValueError):
+        return None
+
+
+def read_receipts(directory: str | Path | None) -> list[dict[str, Any]]:
+    """Every patch receipt JSON in the directory (a half-written one is skipped)."""
+    if not directory:
+        return []
+    path = Path(directory)
+    if not path.is_dir():
+        return []
+    receipts = []
+    for file in sorted(path.glob("*.json")):
+        with contextlib.suppress(OSError, orjson.JSONDecodeError):
+            data = orjson.loads(file.read_bytes())
+            if isinstance(data, dict):
+                data.setdefault("file", file.name)
+                receipts.append(data)
+    return receipts
+
+
+def receipts_summary(receipts: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the report states about the patch: layouts, versions, guard counts."""
+    layouts = sorted({str(r.get("layout")) for r in receipts if r.get("layout")})
+    versions = sorted({str(r.get("vllm_version")) for r in receipts if r.get("vllm_version")})
+    guard_calls = 0
+    violations = 0
+    first_violation = None
+    for r in receipts:
+        guard = r.get("guard") or {}
+        guard_calls += int(guard.get("calls") or 0)
+        violations += int(guard.get("violations") or 0)
+        if first_violation is None and guard.get("first_violation"):
+            first_violation = guard["first_violation"]
+    return {
+        "count": len(receipts),
+        "layouts": layouts,
+        "vllm_versions": versions,
+        "patched": all(bool(r.get("patched")) for r in receipts) if receipts else None,
+        "guard_calls": guard_calls,
+        "stride_violations": violations,
+        "first_violation": first_violation,
+    }
+
+
+class Telemetry:
+    """Collects the server facts of one run; written as server.json at the end."""
+
+    def __init__(self, http: httpx.AsyncClient, base_urls: list[str],
+                 receipts_dir: str | None, interval_s: float) -> None:
+        self.http = http
+        self.base_urls = base_urls
+        self.receipts_dir = receipts_dir
+        self.interval_s = interval_s
+        self.servers: dict[str, dict[str, Any]] = {u: {} for u in base_urls}
+        self.samples: list[dict[str, Any]] = []
+        self._task: asyncio.Task[None] | None = None
+        self._t0 = time.time()
+
+    async def snapshot(self, label: str) -> None:
+        for url in self.base_urls:
+            info = self.servers[url]
+            if label == "before":
+                info["models"] = await fetch_json(self.http, f"{url}/v1/models")
+                info["version"] = await fetch_json(self.http, f"{url}/version")
+            text = await fetch_metrics(self.http, url)
+            info[f"metrics_{label}"] = text
+            if text is not None:
+                info[f"tracked_{label}"] = tracked(parse_prometheus(text))
+                layout = labelled(text, "dsv4_qual_c128a_layout_info")
+                if layout:
+                    info["c128a_layout"] = layout[0].get("layout")
+
+    async def _scrape_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval_s)
+            await self.sample()
+
+    async def sample(self) -> None:
+        for url in self.base_urls:
+            text = await fetch_metrics(self.http, url)
+            if text is not None:
+                self.samples.append({"t": time.time() - self._t0, "server": url,
+                                     **tracked(parse_prometheus(text))})
+
+    def start(self) -> None:
+        if self.interval_s > 0 and self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._scrape_forever())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    def document(self) -> dict[str, Any]:
+        receipts = read_receipts(self.receipts_dir)
+        layout = next((s.get("c128a_layout") for s in self.servers.values()
+                       if s.get("c128a_layout")), None)
+        summary = receipts_summary(receipts)
+        if layout is None and summary["layouts"]:
+            layout = ",".join(summary["layouts"])
+        return {
+            "servers": self.servers,
+            "samples": self.samples,
+            "receipts_dir": self.receipts_dir,
+            "receipts": receipts,
+            "receipts_summary": summary,
+            "c128a_layout": layout,
+        }

@@ -1,0 +1,1 @@
+"""Root test configuration: stdlib and pytest only (GPU hosts run a subset with few packages)."""

@@ -1,0 +1,409 @@
+"""A real OpenAI-compatible test server that answers each request the way it is told.
+
+Which behaviour a request gets: the body's `fake_mode` (a scenario sets it through
+`request.extra_body`), else the next entry of the server's plan (cycled by arrival
+order). The server counts what it did per mode, so tests compare its own counters
+with the run's summary. Chunks are shaped like vLLM 0.32's stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import itertools
+import socket
+import threading
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+
+import orjson
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+MODEL = "fake-dsv4"
+HEALTHY_REASONING = ("The user wants account {acc} upgraded to business and then "
+                     "cancelled. I should do the upgrade first with change_plan. ")
+LOOP_SENTENCE = "Wait, the user wants to upgrade XEHM4B to business, then cancel it. "
+
+
+class Chunks:
+    """vLLM-shaped SSE chunk builder for one response."""
+
+    def __init__(self, model: str) -> None:
+        self.id = f"chatcmpl-{time.monotonic_ns()}"
+        self.model = model
+        self.created = int(time.time())
+
+    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> bytes:
+        choice: dict[str, Any] = {"index": 0, "delta": delta, "logprobs": None,
+                                  "finish_reason": finish}
+        if finish:
+            choice["stop_reason"] = None
+        obj = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
+               "model": self.model, "choices": [choice]}
+        return b"data: " + orjson.dumps(obj) + b"\n\n"
+
+    def role(self) -> bytes:
+        return self._chunk({"role": "assistant", "content": ""})
+
+    def reasoning(self, text: str) -> bytes:
+        return self._chunk({"reasoning": text})
+
+    def content(self, text: str) -> bytes:
+        return self._chunk({"content": text})
+
+    def finish(self, reason: str) -> bytes:
+        return self._chunk({"content": ""}, reason)
+
+    def tool_call(self, name: str, arguments: str) -> list[bytes]:
+        head = self._chunk({"tool_calls": [{"id": f"chatcmpl-tool-{self.created}",
+                                            "type": "function", "index": 0,
+                                            "function": {"name": name, "arguments": ""}}]})
+        parts = [arguments[i:i + 12] for i in range(0, len(arguments), 12)]
+        return [head] + [self._chunk({"tool_calls": [{"index": 0,
+                                                      "function": {"arguments": p}}]})
+                         for p in parts]
+
+    def usage(self, prompt: int, completion: int, reasoning: int) -> bytes:
+        obj = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
+               "model": self.model, "choices": [],
+               "usage": {"prompt_tokens": prompt, "total_tokens": prompt + completion,
+                         "completion_tokens": completion,
+                         "completion_tokens_details": {"reasoning_tokens": reasoning}}}
+        return b"data: " + orjson.dumps(obj) + b"\n\n"
+
+
+DONE = b"data: [DONE]\n\n"
+
+
+def _words(text: str) -> list[str]:
+    return [w + " " for w in text.split()]
+
+
+def _reasoning_tokens(text: str, limit: int) -> list[str]:
+    out: list[str] = []
+    for w in itertools.cycle(_words(text)):
+        if len(out) >= limit:
+            return out
+        out.append(w)
+    return out  # pragma: no cover
+
+
+class FakeOpenAI:
+    """The server's state: its plan, counters and knobs the tests turn."""
+
+    def __init__(self, plan: Iterable[str] = ("ok",), model: str = MODEL,
+                 max_model_len: int = 4096, token_delay_s: float = 0.0) -> None:
+        self.plan = list(plan)
+        self._next = itertools.cycle(self.plan)
+        self.model = model
+        self.max_model_len = max_model_len
+        self.token_delay_s = token_delay_s
+        self.counts: Counter[str] = Counter()
+        self.healthy = True
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.bodies: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.app = Starlette(routes=[
+            Route("/health", self.health),
+            Route("/version", self.version),
+            Route("/v1/models", self.models),
+            Route("/metrics", self.metrics),
+            Route("/tokenize", self.tokenize, methods=["POST"]),
+            Route("/v1/chat/completions", self.chat, methods=["POST"]),
+        ])
+
+    # -- plain endpoints ------------------------------------------------------------
+
+    async def health(self, request: Request) -> Response:
+        return Response(status_code=200 if self.healthy else 503)
+
+    async def version(self, request: Request) -> Response:
+        return JSONResponse({"version": "0.0.0-fake"})
+
+    async def models(self, request: Request) -> Response:
+        if not self.healthy:
+            return Response(status_code=503)
+        return JSONResponse({"object": "list", "data": [
+            {"id": self.model, "object": "model", "owned_by": "fake",
+             "max_model_len": self.max_model_len}]})
+
+    async def metrics(self, request: Request) -> Response:
+        lines = [
+            "# TYPE vllm:num_requests_running gauge",
+            f'vllm:num_requests_running{{model_name="{self.model}"}} {self.in_flight}',
+            f'vllm:num_requests_waiting{{model_name="{self.model}"}} 0',
+            f"vllm:generation_tokens_total{{model_name=\"{self.model}\"}} "
+            f"{sum(self.counts.values()) * 10}",
+        ]
+        return PlainTextResponse("\n".join(lines) + "\n")
+
+    async def tokenize(self, request: Request) -> Response:
+        body = await request.json()
+        text = body.get("prompt") or ""
+        n = max(1, len(text) // 4)
+        return JSONResponse({"count": n, "max_model_len": self.max_model_len,
+                             "tokens": list(range(n))})
+
+    # -- chat --------------------------------------------------------------------------
+
+    async def chat(self, request: Request) -> Response:
+        raw = await request.body()
+        body = orjson.loads(raw)
+        self.bodies.append(body)
+        self.headers.append(dict(request.headers))
+        mode = body.get("fake_mode") or next(self._next)
+        self.counts[mode] += 1
+        if body.get("model") != self.model:
+            return JSONResponse({"error": {"message": f"The model `{body.get('model')}` "
+                                           "does not exist.", "type": "NotFoundError",
+                                           "code": 404}}, status_code=404)
+        max_tokens = int(body.get("max_tokens") or 64)
+        if max_tokens > self.max_model_len:
+            return JSONResponse({"error": {
+                "message": f"max_tokens={max_tokens} cannot be greater than "
+                           f"max_model_len={self.max_model_len}.",
+                "type": "BadRequestError", "code": 400}}, status_code=400)
+        handler = getattr(self, "mode_" + mode.replace("-", "_"), None)
+        if handler is None:
+            return JSONResponse({"error": {"message": f"unknown fake_mode {mode}"}},
+                                status_code=422)
+        return await handler(body, max_tokens)
+
+    def _stream(self, parts: AsyncIterator[bytes] | Iterable[bytes],
+                headers: dict[str, str] | None = None) -> StreamingResponse:
+        return StreamingResponse(self._tracked(parts), media_type="text/event-stream",
+                                 headers=headers)
+
+    async def _tracked(self, parts: AsyncIterator[bytes] | Iterable[bytes]
+                       ) -> AsyncIterator[bytes]:
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            if hasattr(parts, "__aiter__"):
+                async for p in parts:  # type: ignore[union-attr]
+                    yield p
+            else:
+                for p in parts:  # type: ignore[union-attr]
+                    if self.token_delay_s:
+                        await asyncio.sleep(self.token_delay_s)
+                    yield p
+        finally:
+            self.in_flight -= 1
+
+    def _healthy_tool(self, body: dict[str, Any]) -> list[bytes]:
+        c = Chunks(self.model)
+        reasoning = [c.reasoning(w) for w in _words(HEALTHY_REASONING.format(acc="XEHM4B"))]
+        args = orjson.dumps({"account_id": "XEHM4B", "plan": "business"}).decode()
+        calls = c.tool_call("change_plan", args)
+        return [c.role(), *reasoning, *calls, c.finish("tool_calls"),
+                c.usage(300, len(reasoning) + len(calls), len(reasoning)), DONE]
+
+    async def mode_ok(self, body: dict[str, Any], max_tokens: int) -> Response:
+        if body.get("tools"):
+            return self._stream(self._healthy_tool(body))
+        return await self.mode_answer(body, max_tokens)
+
+    async def mode_answer(self, body: dict[str, Any], max_tokens: int) -> Response:
+        c = Chunks(self.model)
+        reasoning = [c.reasoning(w) for w in _words("Let me think about this briefly.")]
+        content = [c.content(w) for w in _words("The account is now on the business plan.")]
+        return self._stream([c.role(), *reasoning, *content, c.finish("stop"),
+                             c.usage(200, len(reasoning) + len(content), len(reasoning)), DONE])
+
+    async def mode_stuck(self, body: dict[str, Any], max_tokens: int) -> Response:
+        c = Chunks(self.model)
+        toks = _reasoning_tokens(LOOP_SENTENCE, max_tokens)
+        return self._stream([c.role(), *(c.reasoning(t) for t in toks), c.finish("length"),
+                             c.usage(300, len(toks), len(toks)), DONE])
+
+    async def mode_empty(self, body: dict[str, Any], max_tokens: int) -> Response:
+        c = Chunks(self.model)
+        toks = _words("I will think about it.")
+        return self._stream([c.role(), *(c.reasoning(t) for t in toks), c.finish("stop"),
+                             c.usage(300, len(toks), len(toks)), DONE])
+
+    async def mode_truncated(self, body: dict[str, Any], max_tokens: int) -> Response:
+        c = Chunks(self.model)
+        content = _words("Sure. First I will upgrade the account and then I will")
+        return self._stream([c.role(), c.reasoning("Upgrade first. "),
+                             *(c.content(t) for t in content), c.finish("length"),
+                             c.usage(300, len(content) + 1, 1), DONE])
+
+    async def mode_loop(self, body: dict[str, Any], max_tokens: int) -> Response:
+        c = Chunks(self.model)
+        toks = _reasoning_tokens(LOOP_SENTENCE, 200)
+        return self._stream([c.role(), *(c.reasoning(t) for t in toks),
+                             c.content("Done."), c.finish("stop"),
+                             c.usage(300, len(toks) + 1, len(toks)), DONE])
+
+    async def mode_leak(self, body: dict[str, Any], max_tokens: int) -> Response:
+        c = Chunks(self.model)
+        return self._stream([c.role(), c.reasoning("Upgrade it. "),
+                             c.content("Upgrading now.</think><|im_end|>"), c.finish("stop"),
+                             c.usage(300, 5, 1), DONE])
+
+    async def _error(self, status: int, headers: dict[str, str] | None = None) -> Response:
+        return JSONResponse({"error": {"message": f"injected {status}", "type": "Injected",
+                                       "code": status}}, status_code=status, headers=headers)
+
+    async def mode_http_500(self, body: dict[str, Any], max_tokens: int) -> Response:
+        return await self._error(500)
+
+    async def mode_http_502(self, body: dict[str, Any], max_tokens: int) -> Response:
+        return Response(b"<html>502 Bad Gateway</html>", status_code=502,
+                        media_type="text/html")
+
+    async def mode_http_503(self, body: dict[str, Any], max_tokens: int) -> Response:
+        return await self._error(503)
+
+    async def mode_http_429(self, body: dict[str, Any], max_tokens: int) -> Response:
+        return await self._error(429, {"retry-after": "1"})
+
+    async def mode_http_429_bare(self, body: dict[str, Any], max_tokens: int) -> Response:
+        return await self._error(429)
+
+    async def mode_reset(self, body: dict[str, Any], max_tokens: int) -> Response:
+        c = Chunks(self.model)
+
+        async def parts() -> AsyncIterator[bytes]:
+            yield c.role()
+            yield c.reasoning("The user wants ")
+            await asyncio.sleep(0.01)
+            raise ConnectionResetError("injected reset mid-stream")
+
+        return self._stream(parts())
+
+    async def mode_stall_first(self, body: dict[str, Any], max_tokens: int) -> Response:
+        await asyncio.sleep(float(body.get("fake_stall_s", 30)))
+        return await self.mode_ok(body, max_tokens)
+
+    async def mode_stall_mid(self, body: dict[str, Any], max_tokens: int) -> Response:
+        c = Chunks(self.model)
+        stall = float(body.get("fake_stall_s", 30))
+
+        async def parts() -> AsyncIterator[bytes]:
+            yield c.role()
+            yield c.reasoning("The user wants ")
+            await asyncio.sleep(stall)
+            yield c.finish("stop")
+            yield DONE
+
+        return self._stream(parts())
+
+    async def mode_slow_total(self, body: dict[str, Any], max_tokens: int) -> Response:
+        """Tokens keep coming (never idle) but the request runs past a total limit."""
+        c = Chunks(self.model)
+        gap = float(body.get("fake_gap_s", 0.05))
+        count = int(body.get("fake_tokens", 200))
+
+        async def parts() -> AsyncIterator[bytes]:
+            yield c.role()
+            for _ in range(count):
+                await asyncio.sleep(gap)
+                yield c.reasoning("hmm ")
+            yield c.finish("length")
+            yield DONE
+
+        return self._stream(parts())
+
+    async def mode_malformed_sse(self, body: dict[str, Any], max_tokens: int) -> Response:
+        parts = self._healthy_tool(body)
+        return self._stream([parts[0], b"this is not an sse line\n\n", *parts[1:]])
+
+    async def mode_invalid_json(self, body: dict[str, Any], max_tokens: int) -> Response:
+        parts = self._healthy_tool(body)
+        return self._stream([parts[0], b'data: {"choices": [{"delta": \n\n', *parts[1:]])
+
+    async def mode_no_done(self, body: dict[str, Any], max_tokens: int) -> Response:
+        return self._stream(self._healthy_tool(body)[:-1])
+
+    async def mode_dup_done(self, body: dict[str, Any], max_tokens: int) -> Response:
+        return self._stream([*self._healthy_tool(body), DONE])
+
+    async def mode_inband_error(self, body: dict[str, Any], max_tokens: int) -> Response:
+        c = Chunks(self.model)
+        err = orjson.dumps({"error": {"message": "engine dead", "type": "EngineDeadError",
+                                      "code": 500}})
+        return self._stream([c.role(), c.reasoning("The user "), b"data: " + err + b"\n\n",
+                             DONE])
+
+    async def mode_big_chunk(self, body: dict[str, Any], max_tokens: int) -> Response:
+        c = Chunks(self.model)
+        big = "x" * (3 * 1024 * 1024)
+        return self._stream([c.role(), c.reasoning("Long answer. "), c.content(big),
+                             c.finish("stop"), c.usage(300, 2, 1), DONE])
+
+    async def mode_non_utf8(self, body: dict[str, Any], max_tokens: int) -> Response:
+        parts = self._healthy_tool(body)
+        bad = b'data: {"choices":[{"index":0,"delta":{"reasoning":"\xff\xfe"}}]}\n\n'
+        return self._stream([parts[0], bad, *parts[1:]])
+
+    async def mode_gzip(self, body: dict[str, Any], max_tokens: int) -> Response:
+        payload = gzip.compress(b"".join(self._healthy_tool(body)))
+        return Response(payload, media_type="text/event-stream",
+                        headers={"content-encoding": "gzip"})
+
+    async def mode_close(self, body: dict[str, Any], max_tokens: int) -> Response:
+        return self._stream(self._healthy_tool(body), headers={"connection": "close"})
+
+    async def mode_trickle(self, body: dict[str, Any], max_tokens: int) -> Response:
+        """Sends the healthy reply a few bytes at a time (a slow writer)."""
+        data = b"".join(self._healthy_tool(body))
+
+        async def parts() -> AsyncIterator[bytes]:
+            for i in range(0, len(data), 7):
+                await asyncio.sleep(0.0005)
+                yield data[i:i + 7]
+
+        return self._stream(parts())
+
+    async def mode_nonstream(self, body: dict[str, Any], max_tokens: int) -> Response:
+        return JSONResponse({
+            "id": "chatcmpl-1", "object": "chat.completion", "model": self.model,
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": None, "reasoning": "Upgrade first.",
+                "tool_calls": [{"id": "t1", "type": "function", "function": {
+                    "name": "change_plan",
+                    "arguments": '{"account_id": "XEHM4B", "plan": "business"}'}}]}}],
+            "usage": {"prompt_tokens": 300, "completion_tokens": 40, "total_tokens": 340,
+                      "completion_tokens_details": {"reasoning_tokens": 4}}})
+
+
+class ServerThread:
+    """uvicorn on 127.0.0.1 with an ephemeral port, in a daemon thread."""
+
+    def __init__(self, app: Any) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        config = uvicorn.Config(app, log_level="critical", lifespan="off",
+                                timeout_keep_alive=30)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run,
+                                       kwargs={"sockets": [self.sock]}, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> ServerThread:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("test server did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+        self.sock.close()
