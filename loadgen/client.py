@@ -163,7 +163,10 @@ class ChatClient:
             task.uncancel()
             record.error = _timeout_message(dog.expired, self.timeouts)
         except httpx.ConnectTimeout as exc:
-            record.error = f"timeout: connect ({exc or 'no connection within limit'})"
+            if _really_timed_out(exc):
+                record.error = f"timeout: connect ({exc or 'no connection within limit'})"
+            else:
+                record.error = f"connection failed: {exc.__cause__ or exc}"
         except httpx.ConnectError as exc:
             record.error = f"connection failed: {exc or type(exc).__name__}"
         except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
@@ -225,6 +228,13 @@ class ChatClient:
             with contextlib.suppress(ValueError):
                 return max(0.0, float(retry_after))
         return None
+
+
+def _really_timed_out(exc: BaseException) -> bool:
+    """httpx-aiohttp maps every aiohttp connection error to ConnectTimeout; the cause
+    tells a refused or reset connection from one that really ran out of time."""
+    cause = exc.__cause__
+    return cause is None or isinstance(cause, TimeoutError)
 
 
 def _timeout_message(which: str, timeouts: Timeouts) -> str:

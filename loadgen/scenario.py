@@ -238,10 +238,10 @@ class Scenario(_Strict):
 def _first_problem(exc: ValidationError) -> str:
     """Turn pydantic's report into 'key.path: problem' (one line, the first error)."""
     err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith("function-"))
     # Discriminated unions put the tag in the path ("workload.tool-turn.seed"); drop it.
-    for tag in ("tool-turn.", "long-context.", "replay."):
-        loc = loc.replace(tag, "")
+    tags = {"tool-turn", "long-context", "replay"}
+    loc = ".".join(str(p) for p in err["loc"]
+                   if not str(p).startswith("function-") and str(p) not in tags)
     if err["type"] == "extra_forbidden":
         problem = "unknown key"
     elif err["type"] == "missing":

@@ -336,7 +336,8 @@ class FakeOpenAI:
 
     async def mode_big_chunk(self, body: dict[str, Any], max_tokens: int) -> Response:
         c = Chunks(self.model)
-        big = "x" * (3 * 1024 * 1024)
+        # 3 MB of text that is not a loop (a counting sequence).
+        big = "".join(f"{i:08x} " for i in range(3 * 1024 * 1024 // 9))
         return self._stream([c.role(), c.reasoning("Long answer. "), c.content(big),
                              c.finish("stop"), c.usage(300, 2, 1), DONE])
 

@@ -1,0 +1,108 @@
+"""Scenario validation: every mistake is one line naming file, key and problem; exit 3."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from loadgen.exit_codes import BadInputError
+from loadgen.scenario import load_scenario
+from tests.loadgen.conftest import run_cli
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def write(tmp_path: Path, text: str, name: str = "s.toml") -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+@pytest.mark.parametrize("text,key,problem", [
+    ("[load]\nconcurrency = -4\n", "load.concurrency", "greater than or equal to 1"),
+    ("[load]\nconcurency = 4\n", "load.concurency", "unknown key"),
+    ("[load]\nconcurrency = 'many'\n", "load.concurrency", "valid integer"),
+    ("[load]\nmeasurement = 1000000000000\n", "load.measurement", "less than or equal"),
+    ("[load]\npriming = -1\n", "load.priming", "greater than or equal to 0"),
+    ("[request]\ntemperature = 9\n", "request.temperature", "less than or equal to 2"),
+    ("[target]\nbase_urls = ['localhost:8000']\n", "target.base_urls", "not an http"),
+    ("[target]\napi_key_env = 'sk-live-abc'\n", "target.api_key_env", "match pattern"),
+    ("[workload]\nkind = 'nope'\n", "workload", "does not match any of the expected tags"),
+    ("[workload]\nkind = 'tool-turn'\nlengths = [1]\n", "workload.lengths", "unknown key"),
+    ("[workload]\nkind = 'long-context'\ncontext_tokens = [100]\nweights = [1, 2]\n",
+     "workload", "one entry per context_tokens"),
+    ("[gate]\nrole = 'both'\n", "gate.role", "'control' or 'candidate'"),
+    ("[gate]\nfail_on = ['ok']\n", "gate.fail_on", "'ok' cannot fail"),
+    ("[gate]\nfail_on = ['stuk_in_reasoning']\n", "gate.fail_on.0", "Input should be"),
+    ("bogus = 1\n", "bogus", "unknown key"),
+])
+def test_bad_values_name_key_and_problem(tmp_path: Path, text: str, key: str, problem: str):
+    path = write(tmp_path, text)
+    with pytest.raises(BadInputError) as err:
+        load_scenario(path)
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.startswith(f"{path}: {key}:"), message
+    assert problem in message, message
+
+
+def test_missing_file_and_bad_toml(tmp_path: Path) -> None:
+    with pytest.raises(BadInputError, match="no such scenario file"):
+        load_scenario(tmp_path / "absent.toml")
+    with pytest.raises(BadInputError, match="invalid TOML"):
+        load_scenario(write(tmp_path, "[load\nconcurrency=1"))
+    with pytest.raises(BadInputError, match="is a directory"):
+        load_scenario(tmp_path)
+
+
+def test_replay_file_must_exist(tmp_path: Path) -> None:
+    path = write(tmp_path, "[workload]\nkind = 'replay'\npath = 'bodies.jsonl'\n")
+    with pytest.raises(BadInputError, match=r"workload\.path: no such file"):
+        load_scenario(path)
+    (tmp_path / "bodies.jsonl").write_text('{"messages": []}\n')
+    sc = load_scenario(path)
+    assert sc.workload.path == str((tmp_path / "bodies.jsonl").resolve())
+
+
+def test_bare_name_resolves_to_shipped_scenarios() -> None:
+    assert load_scenario("smoke").name == "smoke"
+
+
+def test_overrides_are_validated() -> None:
+    sc = load_scenario("smoke")
+    assert sc.with_overrides(concurrency=3, base_urls=["http://h:1/"]).load.concurrency == 3
+    assert sc.with_overrides(base_urls=["http://h:1/"]).target.base_urls == ["http://h:1"]
+    with pytest.raises(BadInputError, match=r"command line: load\.concurrency"):
+        sc.with_overrides(concurrency=0)
+
+
+def test_every_shipped_scenario_validates() -> None:
+    files = sorted((REPO / "scenarios").glob("*.toml"))
+    assert files
+    for f in files:
+        proc = run_cli("validate", str(f))
+        assert proc.returncode == 0, (f, proc.stderr)
+
+
+@pytest.mark.parametrize("args", [
+    ["validate", "does-not-exist.toml"],
+    ["run", "does-not-exist.toml"],
+    ["run", "scenarios/smoke.toml", "--concurrency", "-1", "--base-url", "http://127.0.0.1:9"],
+    ["run", "scenarios/smoke.toml", "--concurrency", "abc"],
+    ["run", "scenarios/smoke.toml"],  # no target at all
+    ["run", "scenarios/smoke.toml", "--base-url", "ftp://x"],
+    ["nonsense-command"],
+    ["run", "--no-such-flag", "scenarios/smoke.toml"],
+])
+def test_cli_bad_input_exits_3_with_one_line(args: list[str]) -> None:
+    proc = run_cli(*args)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip(), "a reason must be printed"
+
+
+def test_validate_ok_prints_a_summary() -> None:
+    proc = run_cli("validate", "scenarios/smoke.toml")
+    assert proc.returncode == 0
+    assert "smoke: ok (tool-turn, concurrency 8" in proc.stdout

@@ -1,0 +1,92 @@
+"""The incremental SSE parser: cut anywhere, any line ending, never raises."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from loadgen.sse import SSEParser
+
+STREAM = (
+    b'data: {"choices":[{"delta":{"role":"assistant","content":""}}]}\n\n'
+    b": keep-alive comment\n\n"
+    b'data: {"choices":[{"delta":{"reasoning":"caf\xc3\xa9 "}}]}\n\n'
+    b"event: error\ndata: {\"error\": {\"message\": \"boom\"}}\n\n"
+    b"data: first line\ndata: second line\n\n"
+    b"data: [DONE]\n\n"
+)
+EXPECTED = [
+    (b'{"choices":[{"delta":{"role":"assistant","content":""}}]}', b""),
+    (b'{"choices":[{"delta":{"reasoning":"caf\xc3\xa9 "}}]}', b""),
+    (b'{"error": {"message": "boom"}}', b"error"),
+    (b"first line\nsecond line", b""),
+    (b"[DONE]", b""),
+]
+
+
+def _parse(chunks: list[bytes]) -> tuple[list[tuple[bytes, bytes]], str | None]:
+    p = SSEParser()
+    out = []
+    for c in chunks:
+        out += [(e.data, e.event) for e in p.feed(c)]
+    out += [(e.data, e.event) for e in p.close()]
+    return out, p.problem
+
+
+def test_whole_stream() -> None:
+    assert _parse([STREAM]) == (EXPECTED, None)
+
+
+def test_every_split_point_gives_the_same_events() -> None:
+    for i in range(len(STREAM) + 1):
+        assert _parse([STREAM[:i], STREAM[i:]]) == (EXPECTED, None), i
+
+
+def test_byte_at_a_time() -> None:
+    assert _parse([STREAM[i:i + 1] for i in range(len(STREAM))]) == (EXPECTED, None)
+
+
+def test_crlf_and_lone_cr_line_endings_split_anywhere() -> None:
+    for ending in (b"\r\n", b"\r"):
+        stream = STREAM.replace(b"\n", ending)
+        for i in range(len(stream) + 1):
+            assert _parse([stream[:i], stream[i:]]) == (EXPECTED, None), (ending, i)
+
+
+def test_final_event_without_blank_line_still_counts() -> None:
+    assert _parse([b"data: [DONE]"]) == ([(b"[DONE]", b"")], None)
+
+
+def test_data_without_space_and_id_retry_fields() -> None:
+    events, problem = _parse([b"id: 7\nretry: 100\ndata:{}\n\n"])
+    assert events == [(b"{}", b"")] and problem is None
+
+
+def test_malformed_line_is_reported_not_raised() -> None:
+    events, problem = _parse([b"this is not sse\n\ndata: [DONE]\n\n"])
+    assert events == [(b"[DONE]", b"")]
+    assert problem is not None and "malformed SSE line" in problem
+
+
+def test_multi_megabyte_event() -> None:
+    big = b"x" * (3 * 1024 * 1024)
+    chunks = [b"data: " + big[:100], big[100:], b"\n\n"]
+    events, problem = _parse(chunks)
+    assert problem is None and events == [(big, b"")]
+
+
+@given(st.lists(st.binary(max_size=64), max_size=40))
+def test_fuzz_never_raises(chunks: list[bytes]) -> None:
+    p = SSEParser()
+    for c in chunks:
+        for e in p.feed(c):
+            assert isinstance(e.data, bytes)
+    p.close()
+
+
+@given(st.binary(max_size=400), st.integers(min_value=0, max_value=400))
+def test_fuzz_split_invariance(data: bytes, cut: int) -> None:
+    """Where the network cuts the bytes never changes the events."""
+    whole = _parse([data])
+    cut = min(cut, len(data))
+    assert _parse([data[:cut], data[cut:]])[0] == whole[0]
