@@ -1,0 +1,106 @@
+"""The results directory: server.json telemetry, markdown forensics, junit, html, progress."""
+
+from __future__ import annotations
+
+import io
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from loadgen.progress import Progress
+from loadgen.telemetry import parse_prometheus, receipts_summary, tracked
+from tests.loadgen.conftest import run_cli
+
+SC = """
+[load]
+concurrency = 4
+priming = 4
+measurement = 12
+[request]
+max_tokens = 48
+[workload]
+kind = "tool-turn"
+[telemetry]
+scrape_interval_s = 0.05
+"""
+
+
+def run(tmp_path: Path, srv, *extra: str) -> tuple[int, Path]:
+    sc = tmp_path / "r.toml"
+    sc.write_text(SC)
+    out = tmp_path / "out"
+    proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet", *extra)
+    return proc.returncode, out
+
+
+def test_server_json_and_reports(fake_server, tmp_path: Path) -> None:
+    _, srv = fake_server(("ok", "ok", "stuck"), token_delay_s=0.002)
+    code, out = run(tmp_path, srv)
+    assert code == 1
+    server = json.loads((out / "server.json").read_text())
+    info = server["servers"][srv.url]
+    assert info["models"]["data"][0]["id"] == "fake-dsv4"
+    assert info["version"] == {"version": "0.0.0-fake"}
+    assert "vllm:num_requests_running" in info["metrics_before"]
+    assert info["tracked_after"]["generation_tokens"] > info["tracked_before"]["generation_tokens"]
+    assert server["samples"], "periodic /metrics samples during the run"
+
+    md = (out / "report.md").read_text()
+    assert "## First failures (measurement)" in md or "## First failures (priming)" in md
+    assert "Wait, the user wants to upgrade XEHM4B to business, then cancel it." in md
+    assert "| stuck_in_reasoning |" in md
+
+    root = ET.parse(out / "junit.xml").getroot()
+    suite = root.find("testsuite")
+    # the gate, and the two gated verdicts the stuck replies carry
+    assert suite.get("failures") == "3"
+    names = {c.get("name"): c for c in suite.iter("testcase")}
+    assert names["failures <= 0"].find("failure") is not None
+    assert names["verdict stuck_in_reasoning"].find("failure") is not None
+    assert names["verdict reasoning_loop"].find("failure") is not None
+    assert names["verdict token_leak"].find("failure") is None
+    assert "verdict divergent" not in names  # opt-in only
+
+    html = (out / "report.html").read_text()
+    assert html.count("data:image/png;base64,") >= 4
+    assert "Wait, the user wants" in html
+    summary = json.loads((out / "summary.json").read_text())
+    m = summary["phases"]["measurement"]
+    assert m["verdicts"]["stuck_in_reasoning"] == 4
+    assert m["finish_reasons"] == {"length": 4, "tool_calls": 8}
+    assert m["latency_s"]["ttft"]["p50"] > 0
+    assert summary["client"]["cpu_ms_per_request"] > 0
+
+
+def test_prometheus_parsing_and_receipts_summary() -> None:
+    text = ("# HELP x\nvllm:num_requests_running{model_name=\"m\",engine=\"0\"} 3\n"
+            "vllm:num_requests_running{model_name=\"m\",engine=\"1\"} 2\n"
+            "vllm:kv_cache_usage_perc 0.5\nvllm:spec_decode_num_accepted_tokens_total 70\n"
+            "vllm:spec_decode_num_draft_tokens_total 100\nbad line\nfoo NaN\n")
+    sums = parse_prometheus(text)
+    assert tracked(sums) == {"requests_running": 5.0, "kv_cache_usage": 0.5,
+                             "spec_accepted_tokens": 70.0, "spec_draft_tokens": 100.0}
+    s = receipts_summary([
+        {"layout": "capacity", "vllm_version": "0.27.1", "patched": True,
+         "guard": {"calls": 10, "violations": 0}},
+        {"layout": "capacity", "vllm_version": "0.27.1", "patched": True,
+         "guard": {"calls": 5, "violations": 2, "first_violation": {"row_stride": 128}}},
+    ])
+    assert s["count"] == 2 and s["layouts"] == ["capacity"] and s["patched"] is True
+    assert s["guard_calls"] == 15 and s["stride_violations"] == 2
+    assert s["first_violation"] == {"row_stride": 128}
+
+
+def test_progress_falls_back_to_plain_lines() -> None:
+    buf = io.StringIO()
+    p = Progress(stream=buf, plain_interval_s=0)
+    assert p.live_mode is False
+    p.start_phase("measurement", 3)
+    p.update("ok", 10)
+    p.update("stuck_in_reasoning", 64)
+    p.end_phase()
+    p.close()
+    text = buf.getvalue()
+    assert "measurement: 3 requests" in text
+    assert "2/3 done" in text and "stuck_in_reasoning=1" in text
+    assert "\x1b[" not in text
