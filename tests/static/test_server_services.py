@@ -1,0 +1,208 @@
+"""Every vLLM server the compose files start: a command vLLM's image entrypoint accepts,
+the DeepSeek-V4-Flash DSpark recipe, the plugin's settings, and what the node needs."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from static_support import (
+    COMPOSE,
+    DOCKERFILE_SERVER,
+    FLAG_LISTS,
+    MULTINODE,
+    all_servers,
+    env_example,
+    flags,
+    known_flags,
+    model,
+    raw,
+    seconds,
+)
+
+SERVERS = list(all_servers())
+IDS = [f"{label}:{name}" for label, name, _ in SERVERS]
+
+# Flags that legitimately differ between servers: how each one spreads over GPUs
+# and nodes, and where it listens.
+TOPOLOGY = {
+    "--tensor-parallel-size",
+    "--data-parallel-size",
+    "--data-parallel-size-local",
+    "--data-parallel-address",
+    "--data-parallel-rpc-port",
+    "--data-parallel-start-rank",
+    "--data-parallel-hybrid-lb",
+    "--headless",
+    "--host",
+    "--port",
+}
+CONTROLS = {"server-control", "replica-control"}
+
+
+def test_there_is_a_server_in_each_role() -> None:
+    names = {name for _, name, _ in SERVERS}
+    assert {
+        "server",
+        "server-control",
+        "replica-0",
+        "replica-1",
+        "replica-control",
+        "head",
+        "worker",
+        "hybrid",
+    } <= names
+
+
+@pytest.mark.parametrize(("label", "name", "svc"), SERVERS, ids=IDS)
+def test_command_fits_the_vllm_image_entrypoint(label: str, name: str, svc: dict) -> None:
+    """vLLM's image runs ENTRYPOINT ["vllm", "serve"] + the command: model id first,
+    never a second `serve`, and the entrypoint left alone."""
+    command = svc["command"]
+    assert isinstance(command, list), "a list, so that JSON values stay one argument"
+    assert command[0] == env_example().values["DSV4_MODEL"]
+    assert not command[0].startswith("-")
+    assert "serve" not in command and "vllm" not in command
+    assert "entrypoint" not in svc
+    flags(command)  # every other item is a --flag
+
+
+@pytest.mark.parametrize("flag_list", FLAG_LISTS, ids=lambda p: f"vllm-{p.stem}")
+@pytest.mark.parametrize(("label", "name", "svc"), SERVERS, ids=IDS)
+def test_every_flag_is_known_to_vllm(label: str, name: str, svc: dict, flag_list: Path) -> None:
+    unknown = set(flags(svc["command"])) - known_flags(flag_list)
+    assert not unknown, f"vLLM {flag_list.stem} has no {sorted(unknown)}"
+
+
+def test_flag_lists_cover_the_default_release_and_the_newest() -> None:
+    versions = {p.stem for p in FLAG_LISTS}
+    assert env_example().values["DSV4_VLLM_TAG"].removeprefix("v") in versions
+    assert "0.33.0" in versions
+
+
+@pytest.mark.parametrize(("label", "name", "svc"), SERVERS, ids=IDS)
+def test_the_dspark_recipe(label: str, name: str, svc: dict) -> None:
+    """The setup of #52448 / PR #51318: DSpark-7, FULL_AND_PIECEWISE, 70000, fp8, 256."""
+    f = flags(svc["command"])
+    spec = json.loads(f["--speculative-config"])
+    assert spec == {
+        "method": "dspark",
+        "num_speculative_tokens": 7,
+        "draft_sample_method": "greedy",
+    }
+    assert json.loads(f["--compilation-config"]) == {"cudagraph_mode": "FULL_AND_PIECEWISE"}
+    assert json.loads(f["--attention-config"]) == {"use_fp4_indexer_cache": False}
+    assert f["--max-model-len"] == "70000"
+    assert f["--kv-cache-dtype"] == "fp8"
+    assert f["--block-size"] == "256"
+    for parser in ("--tokenizer-mode", "--reasoning-parser", "--tool-call-parser"):
+        assert f[parser] == "deepseek_v4", parser
+    for switch in ("--enable-auto-tool-choice", "--enable-expert-parallel", "--trust-remote-code"):
+        assert switch in f and f[switch] is None, switch
+    assert "--enforce-eager" not in f, "eager mode suppresses the bug under test"
+
+
+def test_all_servers_share_one_recipe() -> None:
+    """Only topology differs, so control, candidate and replicas are comparable."""
+    recipes = {
+        (label, name): {k: v for k, v in flags(svc["command"]).items() if k not in TOPOLOGY}
+        for label, name, svc in SERVERS
+    }
+    reference = recipes[("compose.yaml", "server")]
+    for key, recipe in recipes.items():
+        assert recipe == reference, f"{key} differs from compose.yaml:server"
+
+
+@pytest.mark.parametrize(("label", "name", "svc"), SERVERS, ids=IDS)
+def test_plugin_settings(label: str, name: str, svc: dict) -> None:
+    env = svc["environment"]
+    if name in CONTROLS:
+        # v0.27.x's own builder is the buggy one; nothing may hide it.
+        assert env["DSV4_QUAL_C128A_LAYOUT"] == "off"
+        assert env["DSV4_QUAL_GUARD"] == "0"
+    else:
+        assert env["DSV4_QUAL_C128A_LAYOUT"] == "capacity"
+        assert env["DSV4_QUAL_GUARD"] == "1"
+    assert env["DSV4_QUAL_STRICT"] == "1"
+    receipts = env["DSV4_QUAL_RECEIPT_DIR"]
+    assert any(v.endswith(":" + receipts) for v in svc["volumes"]), "receipts on a volume"
+
+
+@pytest.mark.parametrize(("label", "name", "svc"), SERVERS, ids=IDS)
+def test_breakable_cuda_graphs_are_left_to_vllm(label: str, name: str, svc: dict) -> None:
+    """vLLM enables them for DSV4 only if the variable is unset: one of #52448's
+    three conditions, so setting it at all could hide the bug from the control."""
+    assert "VLLM_USE_BREAKABLE_CUDAGRAPH" not in svc["environment"]
+
+
+@pytest.mark.parametrize(("label", "name", "svc"), SERVERS, ids=IDS)
+def test_what_the_node_gives_the_server(label: str, name: str, svc: dict) -> None:
+    assert svc["ipc"] == "host"
+    (gpus,) = svc["deploy"]["resources"]["reservations"]["devices"]
+    assert gpus["driver"] == "nvidia" and gpus["capabilities"] == ["gpu"]
+    assert ("count" in gpus) != ("device_ids" in gpus)
+    assert "HF_TOKEN" in svc["environment"]
+    assert any(v.endswith(":/root/.cache/huggingface") for v in svc["volumes"])
+    assert svc["ulimits"]["memlock"] == -1
+
+
+@pytest.mark.parametrize(("label", "name", "svc"), SERVERS, ids=IDS)
+def test_api_servers_have_a_patient_health_check(label: str, name: str, svc: dict) -> None:
+    f = flags(svc["command"])
+    if "--headless" in f:
+        assert "healthcheck" not in svc, "a headless node has no HTTP endpoint to probe"
+        return
+    check = svc["healthcheck"]
+    assert f"127.0.0.1:{f['--port']}/health" in " ".join(check["test"])
+    # Loading (and on a first run downloading) DSV4 takes far longer than Docker's
+    # default; an early "unhealthy" would abort the run.
+    assert seconds(check["start_period"]) >= 3600
+
+
+def test_replicas_that_run_together_do_not_share_gpus() -> None:
+    services = model(COMPOSE)["services"]
+
+    def gpus(name: str) -> set[str]:
+        (dev,) = services[name]["deploy"]["resources"]["reservations"]["devices"]
+        (ids,) = dev["device_ids"]
+        return set(ids.split(","))
+
+    for a, b in (("replica-0", "replica-1"), ("replica-control", "replica-1")):
+        assert not gpus(a) & gpus(b), f"{a} and {b} share GPUs"
+        for name in (a, b):
+            f = flags(services[name]["command"])
+            tp, dp = int(f["--tensor-parallel-size"]), int(f["--data-parallel-size"])
+            assert tp * dp == len(gpus(name)), f"{name}: TP x DP must use its GPUs"
+
+
+def test_multinode_roles() -> None:
+    services = model(MULTINODE)["services"]
+    head, worker, hybrid = (flags(services[r]["command"]) for r in ("head", "worker", "hybrid"))
+    assert "--headless" not in head and "--data-parallel-start-rank" not in head
+    assert "--headless" in worker and "--port" not in worker
+    assert "--data-parallel-hybrid-lb" in hybrid and "--headless" not in hybrid
+    for role in (head, worker, hybrid):
+        assert role["--data-parallel-address"] == "10.0.0.1"
+        assert {
+            "--data-parallel-size",
+            "--data-parallel-size-local",
+            "--data-parallel-rpc-port",
+        } <= set(role)
+    for svc in services.values():
+        assert svc["network_mode"] == "host", "other nodes reach the RPC port and NCCL"
+
+
+def test_server_dockerfile_keeps_vllms_entrypoint() -> None:
+    text = DOCKERFILE_SERVER.read_text()
+    assert not re.search(r"^\s*(ENTRYPOINT|CMD)\b", text, re.M)
+    final_from = re.findall(r"^FROM\s+(\S+)", text, re.M)[-1]
+    assert final_from == "${VLLM_IMAGE}:${VLLM_TAG}${VLLM_DIGEST}"
+
+
+def test_server_image_is_built_from_the_configured_vllm() -> None:
+    build = raw(COMPOSE)["services"]["server"]["build"]
+    assert build["dockerfile"] == "docker/Dockerfile.server"
+    args = model(COMPOSE)["services"]["server"]["build"]["args"]
+    assert args["VLLM_TAG"] == env_example().values["DSV4_VLLM_TAG"] == "v0.27.1"
