@@ -112,12 +112,83 @@ def register() -> None:
         _register()
 
 
+@dataclass
+class _Target:
+    """What this process's vLLM offers at the patch point."""
+
+    version: str | None
+    module: ModuleType | None
+    current: Any  # the function in place now (possibly ours)
+    upstream: Any  # vLLM's own function (what ours replaced, if anything)
+    version_problem: str | None
+    target_problem: str | None
+
+
+def _inspect_target(supported: str) -> _Target:
+    version = vllm_compat.installed_vllm_version()
+    if version is None:
+        version_problem = "cannot determine the installed vLLM version"
+    elif not vllm_compat.is_supported(version, supported):
+        version_problem = (
+            f"vLLM {version} is not in the supported range {supported} "
+            f"(set {settings_mod.ENV_SUPPORTED_VLLM} to override after checking the target)"
+        )
+    else:
+        version_problem = None
+    module, import_problem = _import_target()
+    current = getattr(module, vllm_compat.TARGET_ATTRIBUTE, None) if module else None
+    upstream = getattr(current, _MARK_UPSTREAM, current)
+    return _Target(
+        version=version,
+        module=module,
+        current=current,
+        upstream=upstream,
+        version_problem=version_problem,
+        target_problem=import_problem or vllm_compat.signature_problem(upstream),
+    )
+
+
+def _install(target: _Target, layout: str, upstream_variant: str) -> Any:
+    """Put our builder for ``layout`` in place (unless it already is); return what is in place."""
+    if getattr(target.current, _MARK_LAYOUT, None) == layout:
+        return target.current
+    replacement = observe_first_call(builder(layout), _record_first_call)
+    setattr(replacement, _MARK_LAYOUT, layout)
+    setattr(replacement, _MARK_UPSTREAM, target.upstream)
+    setattr(target.module, vllm_compat.TARGET_ATTRIBUTE, replacement)
+    logger.info(
+        "dsv4-qual: patched %s -> %s (layout %s, vLLM %s whose own builder is %s, pid %d)",
+        vllm_compat.TARGET,
+        qualified_name(replacement),
+        layout,
+        target.version,
+        upstream_variant,
+        os.getpid(),
+    )
+    return replacement
+
+
+def _leave_upstream(target: _Target, upstream_variant: str) -> None:
+    """Layout ``off``: upstream's function in place (put back if ours was installed)."""
+    if target.current is not target.upstream:
+        setattr(target.module, vllm_compat.TARGET_ATTRIBUTE, target.upstream)
+        _STATE.announced_off = False
+    if not _STATE.announced_off:
+        _STATE.announced_off = True
+        logger.info(
+            "dsv4-qual: layout off; vLLM's own %s stays in place (vLLM %s, builder %s, pid %d)",
+            vllm_compat.TARGET,
+            target.version,
+            upstream_variant,
+            os.getpid(),
+        )
+
+
 def _register() -> None:
     strict = settings_mod.strict_from_env()
     receipt_dir = os.environ.get(settings_mod.ENV_RECEIPT_DIR, "").strip() or None
-    requested_layout = os.environ.get(settings_mod.ENV_LAYOUT, settings_mod.DEFAULT_LAYOUT)
     fields: dict[str, Any] = {
-        "layout": requested_layout,
+        "layout": os.environ.get(settings_mod.ENV_LAYOUT, settings_mod.DEFAULT_LAYOUT),
         "patched": False,
         "strict": strict,
         "vllm_version": None,
@@ -127,85 +198,47 @@ def _register() -> None:
         "installed": None,
         "warnings": [],
         "error": None,
+        "registrations": _STATE.registrations,
     }
 
     def refuse(message: str) -> None:
         """Strict: write the receipt, then stop the process. Relaxed: warn, leave vLLM alone."""
         message = _one_line(f"dsv4-qual: {message}")
+        _ensure_receipt(receipt_dir, {**fields, "error": message})
         if strict:
-            _ensure_receipt(receipt_dir, {**fields, "error": message})
             _fatal(message)
         logger.warning("%s (DSV4_QUAL_STRICT=0: leaving vLLM's builder in place)", message)
-        _ensure_receipt(receipt_dir, {**fields, "error": message})
 
     try:
         settings = settings_mod.Settings.from_env()
     except settings_mod.SettingsError as err:
         refuse(str(err))
         return
-    fields.update(layout=settings.layout, supported_vllm=settings.supported_vllm)
+    target = _inspect_target(settings.supported_vllm)
+    variant = vllm_compat.upstream_variant(target.version)
+    fields.update(
+        layout=settings.layout,
+        supported_vllm=settings.supported_vllm,
+        vllm_version=target.version,
+        upstream_variant=variant,
+        installed=qualified_name(target.current) if target.current is not None else None,
+    )
 
-    version = vllm_compat.installed_vllm_version()
-    fields.update(vllm_version=version, upstream_variant=vllm_compat.upstream_variant(version))
-
-    module, import_problem = _import_target()
-    current = getattr(module, vllm_compat.TARGET_ATTRIBUTE, None) if module else None
-    upstream = getattr(current, _MARK_UPSTREAM, current)
-    if upstream is not None:
-        fields["installed"] = qualified_name(current)
-
-    version_problem = None
-    if version is None:
-        version_problem = "cannot determine the installed vLLM version"
-    elif not vllm_compat.is_supported(version, settings.supported_vllm):
-        version_problem = (
-            f"vLLM {version} is not in the supported range {settings.supported_vllm} "
-            f"(set {settings_mod.ENV_SUPPORTED_VLLM} to override after checking the target)"
-        )
-    target_problem = import_problem or vllm_compat.signature_problem(upstream)
-
-    if target_problem:
-        refuse(target_problem if not version_problem else f"{version_problem}; {target_problem}")
+    if target.target_problem:
+        problems = [p for p in (target.version_problem, target.target_problem) if p]
+        refuse("; ".join(problems))
         return
-    if version_problem:
+    if target.version_problem:
         if strict:
-            refuse(version_problem)
-        message = f"dsv4-qual: {version_problem}; patching anyway (DSV4_QUAL_STRICT=0)"
+            refuse(target.version_problem)
+        message = f"dsv4-qual: {target.version_problem}; patching anyway (DSV4_QUAL_STRICT=0)"
         logger.warning("%s", message)
         fields["warnings"].append(message)
 
-    assert module is not None and upstream is not None
     if settings.layout == settings_mod.OFF:
-        if current is not upstream:
-            setattr(module, vllm_compat.TARGET_ATTRIBUTE, upstream)
-            _STATE.announced_off = False
-        if not _STATE.announced_off:
-            _STATE.announced_off = True
-            logger.info(
-                "dsv4-qual: layout off; vLLM's own %s stays in place (vLLM %s, builder %s, pid %d)",
-                vllm_compat.TARGET,
-                version,
-                fields["upstream_variant"],
-                os.getpid(),
-            )
-        fields["installed"] = qualified_name(upstream)
-        _ensure_receipt(receipt_dir, fields)
-        return
-
-    if getattr(current, _MARK_LAYOUT, None) != settings.layout:
-        replacement = observe_first_call(builder(settings.layout), _record_first_call)
-        setattr(replacement, _MARK_LAYOUT, settings.layout)
-        setattr(replacement, _MARK_UPSTREAM, upstream)
-        setattr(module, vllm_compat.TARGET_ATTRIBUTE, replacement)
-        current = replacement
-        logger.info(
-            "dsv4-qual: patched %s -> %s (layout %s, vLLM %s whose own builder is %s, pid %d)",
-            vllm_compat.TARGET,
-            qualified_name(replacement),
-            settings.layout,
-            version,
-            fields["upstream_variant"],
-            os.getpid(),
-        )
-    fields.update(patched=True, installed=qualified_name(current))
+        _leave_upstream(target, variant)
+        fields["installed"] = qualified_name(target.upstream)
+    else:
+        fields.update(patched=True, installed=qualified_name(_install(target, settings.layout,
+                                                                      variant)))
     _ensure_receipt(receipt_dir, fields)

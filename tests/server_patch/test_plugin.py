@@ -128,7 +128,8 @@ def test_register_is_idempotent(fake_vllm, monkeypatch, tmp_path, caplog):
     assert _target_module().build_c128a_topk_metadata is first
     assert getattr(first, plugin._MARK_UPSTREAM) is upstream  # never wraps itself
     assert len(_patch_log_lines(caplog)) == 1
-    assert len(list(tmp_path.glob("*.json"))) == 1
+    (receipt,) = load_receipts(tmp_path)
+    assert receipt["registrations"] == 3 and receipt["patched"] is True
     # A layout change in between re-installs, still on top of the original upstream.
     monkeypatch.setenv("DSV4_QUAL_C128A_LAYOUT", "prefix")
     plugin.register()
