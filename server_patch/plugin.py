@@ -1,0 +1,244 @@
+"""The ``vllm.general_plugins`` entry point: patch vLLM's C128A builder.
+
+vLLM calls ``register()`` with no arguments in every process it starts (API
+server, engine core, each worker), before the model's attention builders
+exist. We replace the module global
+``vllm.models.deepseek_v4.sparse_mla.build_c128a_topk_metadata``, which vLLM
+looks up by name on every metadata build, with our builder for the chosen
+layout, and leave a receipt.
+
+Why a failure is a ``SystemExit`` and not an ``Exception``: vLLM imports each
+plugin inside ``try: ... except Exception: logger.exception(...)`` and goes on
+without it, and a server that silently runs the unpatched (possibly packed)
+builder is exactly what strict mode exists to prevent. ``SystemExit`` is a
+``BaseException``: no ``except Exception`` on the way swallows it (the plugin
+loader, ``EngineCore``'s startup handler, ``WorkerProc.worker_main``, which
+re-raises it explicitly), so the process stops, printing our one-line message,
+and vLLM's process monitors turn a dead engine core or worker into a failed
+startup. Checks run in ``register()``, never at import: an import error would
+be swallowed by the loader.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, NoReturn
+
+from server_patch import settings as settings_mod
+from server_patch import vllm_compat
+from server_patch.c128a import builder, observe_first_call, qualified_name
+from server_patch.receipts import Receipt, process_title
+
+# A child of vLLM's logger, so the line goes through vLLM's handler and level
+# (vLLM configures "vllm" and does not propagate it to the root logger).
+logger = logging.getLogger("vllm.plugins.dsv4_qual")
+
+_MARK_LAYOUT = "_dsv4_qual_layout"
+_MARK_UPSTREAM = "_dsv4_qual_upstream"
+
+
+class FatalPluginError(SystemExit):
+    """Stops the process: strict mode found a vLLM we cannot vouch for.
+
+    Subclasses ``SystemExit`` so that vLLM's ``except Exception`` handlers
+    cannot swallow it; its text (the exit "code") is printed on stderr.
+    """
+
+
+@dataclass
+class _State:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    receipt: Receipt | None = None
+    registrations: int = 0
+    announced_off: bool = False
+
+
+_STATE = _State()
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _fatal(message: str) -> NoReturn:
+    message = _one_line(message)
+    logger.error(message)
+    raise FatalPluginError(message)
+
+
+def _import_target() -> tuple[ModuleType | None, str | None]:
+    try:
+        return importlib.import_module(vllm_compat.TARGET_MODULE), None
+    except Exception as err:
+        return None, f"cannot import {vllm_compat.TARGET_MODULE}: {type(err).__name__}: {err}"
+
+
+def _record_first_call(info: dict[str, Any]) -> None:
+    receipt = _STATE.receipt
+    if receipt is None:
+        return
+    receipt.update(first_call=info, process=process_title())
+
+
+def _ensure_receipt(receipt_dir: str | None, fields: dict[str, Any]) -> None:
+    """Create or update this process's receipt; a write failure is logged, not fatal.
+
+    The load generator's gate reports a missing receipt, which is the right
+    place for that failure; the server itself keeps serving.
+    """
+    if receipt_dir is None:
+        return
+    try:
+        receipt = _STATE.receipt
+        if receipt is None or receipt.directory != Path(receipt_dir):
+            receipt = Receipt(receipt_dir, {"first_call": None, **fields})
+            _STATE.receipt = receipt
+        path = receipt.update(**fields)
+        logger.debug("dsv4-qual: receipt %s", path)
+    except OSError as err:
+        logger.warning("dsv4-qual: could not write the patch receipt in %s: %s", receipt_dir, err)
+
+
+def register() -> None:
+    """Entry point for ``vllm.general_plugins``; safe to call any number of times per process."""
+    with _STATE.lock:
+        _STATE.registrations += 1
+        _register()
+
+
+@dataclass
+class _Target:
+    """What this process's vLLM offers at the patch point."""
+
+    version: str | None
+    module: ModuleType | None
+    current: Any  # the function in place now (possibly ours)
+    upstream: Any  # vLLM's own function (what ours replaced, if anything)
+    version_problem: str | None
+    target_problem: str | None
+
+
+def _inspect_target(supported: str) -> _Target:
+    version = vllm_compat.installed_vllm_version()
+    if version is None:
+        version_problem = "cannot determine the installed vLLM version"
+    elif not vllm_compat.is_supported(version, supported):
+        version_problem = (
+            f"vLLM {version} is not in the supported range {supported} "
+            f"(set {settings_mod.ENV_SUPPORTED_VLLM} to override after checking the target)"
+        )
+    else:
+        version_problem = None
+    module, import_problem = _import_target()
+    current = getattr(module, vllm_compat.TARGET_ATTRIBUTE, None) if module else None
+    upstream = getattr(current, _MARK_UPSTREAM, current)
+    return _Target(
+        version=version,
+        module=module,
+        current=current,
+        upstream=upstream,
+        version_problem=version_problem,
+        target_problem=import_problem or vllm_compat.signature_problem(upstream),
+    )
+
+
+def _install(target: _Target, layout: str, upstream_variant: str) -> Any:
+    """Put our builder for ``layout`` in place (unless it already is); return what is in place."""
+    if getattr(target.current, _MARK_LAYOUT, None) == layout:
+        return target.current
+    replacement = observe_first_call(builder(layout), _record_first_call)
+    setattr(replacement, _MARK_LAYOUT, layout)
+    setattr(replacement, _MARK_UPSTREAM, target.upstream)
+    setattr(target.module, vllm_compat.TARGET_ATTRIBUTE, replacement)
+    logger.info(
+        "dsv4-qual: patched %s -> %s (layout %s, vLLM %s whose own builder is %s, pid %d)",
+        vllm_compat.TARGET,
+        qualified_name(replacement),
+        layout,
+        target.version,
+        upstream_variant,
+        os.getpid(),
+    )
+    return replacement
+
+
+def _leave_upstream(target: _Target, upstream_variant: str) -> None:
+    """Layout ``off``: upstream's function in place (put back if ours was installed)."""
+    if target.current is not target.upstream:
+        setattr(target.module, vllm_compat.TARGET_ATTRIBUTE, target.upstream)
+        _STATE.announced_off = False
+    if not _STATE.announced_off:
+        _STATE.announced_off = True
+        logger.info(
+            "dsv4-qual: layout off; vLLM's own %s stays in place (vLLM %s, builder %s, pid %d)",
+            vllm_compat.TARGET,
+            target.version,
+            upstream_variant,
+            os.getpid(),
+        )
+
+
+def _register() -> None:
+    strict = settings_mod.strict_from_env()
+    receipt_dir = os.environ.get(settings_mod.ENV_RECEIPT_DIR, "").strip() or None
+    fields: dict[str, Any] = {
+        "layout": os.environ.get(settings_mod.ENV_LAYOUT, settings_mod.DEFAULT_LAYOUT),
+        "patched": False,
+        "strict": strict,
+        "vllm_version": None,
+        "upstream_variant": vllm_compat.UNKNOWN,
+        "supported_vllm": None,
+        "target": vllm_compat.TARGET,
+        "installed": None,
+        "warnings": [],
+        "error": None,
+        "registrations": _STATE.registrations,
+    }
+
+    def refuse(message: str) -> None:
+        """Strict: write the receipt, then stop the process. Relaxed: warn, leave vLLM alone."""
+        message = _one_line(f"dsv4-qual: {message}")
+        _ensure_receipt(receipt_dir, {**fields, "error": message})
+        if strict:
+            _fatal(message)
+        logger.warning("%s (DSV4_QUAL_STRICT=0: leaving vLLM's builder in place)", message)
+
+    try:
+        settings = settings_mod.Settings.from_env()
+    except settings_mod.SettingsError as err:
+        refuse(str(err))
+        return
+    target = _inspect_target(settings.supported_vllm)
+    variant = vllm_compat.upstream_variant(target.version)
+    fields.update(
+        layout=settings.layout,
+        supported_vllm=settings.supported_vllm,
+        vllm_version=target.version,
+        upstream_variant=variant,
+        installed=qualified_name(target.current) if target.current is not None else None,
+    )
+
+    if target.target_problem:
+        problems = [p for p in (target.version_problem, target.target_problem) if p]
+        refuse("; ".join(problems))
+        return
+    if target.version_problem:
+        if strict:
+            refuse(target.version_problem)
+        message = f"dsv4-qual: {target.version_problem}; patching anyway (DSV4_QUAL_STRICT=0)"
+        logger.warning("%s", message)
+        fields["warnings"].append(message)
+
+    if settings.layout == settings_mod.OFF:
+        _leave_upstream(target, variant)
+        fields["installed"] = qualified_name(target.upstream)
+    else:
+        fields.update(patched=True, installed=qualified_name(_install(target, settings.layout,
+                                                                      variant)))
+    _ensure_receipt(receipt_dir, fields)
