@@ -7,8 +7,6 @@ much a run of that size can prove.
 
 from __future__ import annotations
 
-from scipy.stats import beta
-
 
 def upper_bound(failures: int, n: int, confidence: float = 0.95) -> float | None:
     """One-sided exact upper bound of the rate; None when nothing was measured."""
@@ -16,6 +14,8 @@ def upper_bound(failures: int, n: int, confidence: float = 0.95) -> float | None
         return None
     if failures >= n:
         return 1.0
+    from scipy.stats import beta  # heavy: imported when a report is written, not before
+
     return float(beta.ppf(confidence, failures + 1, n - failures))
 
 
@@ -25,6 +25,8 @@ def lower_bound(failures: int, n: int, confidence: float = 0.95) -> float | None
         return None
     if failures <= 0:
         return 0.0
+    from scipy.stats import beta
+
     return float(beta.ppf(1 - confidence, failures, n - failures + 1))
 
 
