@@ -1,0 +1,47 @@
+"""`dsv4-qual sim`: serve the embedded reference server in the foreground."""
+
+from __future__ import annotations
+
+import click
+
+# Kept torch-free at import: the loadgen's CLI lists this command on every start.
+# (A test checks these names equal server_patch.c128a.LAYOUTS.)
+LAYOUT_CHOICES = ("packed", "capacity", "prefix")
+
+
+@click.command("sim")
+@click.option("--layout", type=click.Choice(LAYOUT_CHOICES), default="capacity", show_default=True,
+              help="C128A builder layout: packed reproduces the bug, capacity/prefix do not.")
+@click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
+              help="cuda captures the decode consumer in a real CUDA graph.")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+@click.option("--max-num-seqs", type=click.IntRange(1, 4096), default=32, show_default=True)
+@click.option("--max-model-len", type=click.IntRange(64, 1_048_576), default=4096,
+              show_default=True)
+@click.option("--receipts-dir", default=None, help="Write a patch receipt here.")
+@click.option("--step-delay", type=click.FloatRange(0, 10), default=0.0, show_default=True,
+              help="Seconds to sleep between engine steps (slows decode down).")
+def sim_command(layout: str, device: str, host: str, port: int, max_num_seqs: int,
+                max_model_len: int, receipts_dir: str | None, step_delay: float) -> None:
+    """Serve the embedded reference server (OpenAI-compatible, vLLM-shaped).
+
+    \b
+    Examples:
+      dsv4-qual sim --layout packed --port 8000      # the bug, on any machine
+      dsv4-qual sim --layout capacity --device cuda  # the fix, under a real CUDA graph
+    """
+    import torch
+
+    from server_patch.sim.config import SimConfig
+    from server_patch.sim.server import serve
+
+    if device == "cuda" and not torch.cuda.is_available():
+        raise click.UsageError("--device cuda: no CUDA device is available")
+    cfg = SimConfig(layout=layout, device=device, max_num_seqs=max_num_seqs,
+                    max_model_len=max_model_len, receipts_dir=receipts_dir,
+                    step_delay_s=step_delay)
+    click.echo(f"dsv4-qual sim: layout {layout} on {device}, http://{host}:{port} "
+               f"(max_num_seqs {max_num_seqs}, max_model_len {max_model_len}, "
+               f"C128A capacity {cfg.capacity})", err=True)
+    serve(cfg, host, port)

@@ -1,0 +1,74 @@
+"""The sim's knobs, scaled down from DeepSeek-V4 so a CPU steps it in milliseconds.
+
+DeepSeek-V4's C128A layers keep one compressed KV entry per 128 tokens, and vLLM
+sizes the metadata buffers' capacity as cdiv(max_model_len, 128) rounded up to 128.
+The sim keeps the same arithmetic with a smaller ratio and alignment, so short
+prompts already span several compressed entries and the active width of a batch is
+well below the capacity, which is the condition of the bug.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from server_patch.c128a import LAYOUTS
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def next_pow2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    layout: str = "capacity"
+    device: str = "cpu"
+    max_num_seqs: int = 32
+    max_model_len: int = 4096
+    compress_ratio: int = 16
+    kv_block_size: int = 64  # tokens per KV block, as vLLM's --block-size
+    alignment: int = 16  # the sim's _C128A_TOPK_ALIGNMENT
+    max_num_batched_tokens: int = 16384
+    model: str = "dsv4-sim"
+    seed: int = 0
+    guard: bool = True
+    receipts_dir: str | None = None
+    step_delay_s: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, not {self.layout!r}")
+        if self.device not in ("cpu", "cuda"):
+            raise ValueError(f"device must be cpu or cuda, not {self.device!r}")
+        if self.kv_block_size % self.compress_ratio:
+            raise ValueError("kv_block_size must be a multiple of compress_ratio")
+        if self.max_num_batched_tokens < self.max_model_len:
+            raise ValueError("max_num_batched_tokens must hold one max_model_len prompt")
+
+    @property
+    def capacity(self) -> int:
+        """Compressed columns per metadata row: vLLM's c128a_max_compressed."""
+        return cdiv(cdiv(self.max_model_len, self.compress_ratio), self.alignment) * self.alignment
+
+    @property
+    def compressed_per_block(self) -> int:
+        """Compressed entries per KV block: vLLM's block_size // compress_ratio."""
+        return self.kv_block_size // self.compress_ratio
+
+    @property
+    def blocks_per_seq(self) -> int:
+        return cdiv(self.max_model_len, self.kv_block_size)
+
+    @property
+    def num_kv_blocks(self) -> int:
+        # Room for every running sequence at full length: the sim never preempts.
+        return self.max_num_seqs * self.blocks_per_seq + 1
+
+    def active_width(self, max_seq_len: int) -> int:
+        """The batch-dependent width #50004 introduced (also passed by #52823's caller)."""
+        width = next_pow2(max(max_seq_len // self.compress_ratio, 1))
+        return min(max(width, self.alignment), self.capacity)

@@ -1,0 +1,57 @@
+"""The sparse-decode consumer of a FULL graph: reads decode rows at the capture stride.
+
+On `--device cuda` it is a real `torch.cuda.CUDAGraph` captured once at the maximum
+batch, replayed every pure-decode step: the graph keeps the pointers and the row
+stride of capture and reads whatever the builder has written there since. On the
+CPU, `FrozenDecodeReader` does the same arithmetic without a graph.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import torch
+
+from server_patch.c128a import FrozenDecodeReader
+
+
+class DecodeConsumer(Protocol):
+    def read(self, num_rows: int) -> torch.Tensor:
+        """Slot ids each decode row's attention reads; -1 past a row's length."""
+        ...
+
+
+class CudaGraphConsumer:
+    """A CUDA graph whose body reads `max_rows` decode rows at the captured stride."""
+
+    def __init__(self, buffer: torch.Tensor, lens: torch.Tensor, captured_view: torch.Tensor,
+                 max_rows: int) -> None:
+        frozen = FrozenDecodeReader.capture(buffer, lens, captured_view)
+        self.max_rows = max_rows
+        self.out = torch.empty((max_rows, frozen.width), dtype=torch.int64, device=buffer.device)
+        cols = torch.arange(frozen.width, device=buffer.device)
+        rows = buffer.as_strided((max_rows, frozen.width), (frozen.row_stride, 1),
+                                 frozen.storage_offset)
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):  # warm up outside the capture, as vLLM does
+            self._body(rows, lens, cols)
+        torch.cuda.current_stream().wait_stream(stream)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            self._body(rows, lens, cols)
+
+    def _body(self, rows: torch.Tensor, lens: torch.Tensor, cols: torch.Tensor) -> None:
+        n = lens[: self.max_rows].to(torch.int64).unsqueeze(1)
+        self.out.copy_(torch.where(cols.unsqueeze(0) < n, rows.to(torch.int64), -1))
+
+    def read(self, num_rows: int) -> torch.Tensor:
+        self.graph.replay()
+        return self.out[:num_rows]
+
+
+def make_consumer(buffer: torch.Tensor, lens: torch.Tensor, captured_view: torch.Tensor,
+                  max_rows: int) -> DecodeConsumer:
+    if buffer.is_cuda:
+        return CudaGraphConsumer(buffer, lens, captured_view, max_rows)
+    return FrozenDecodeReader.capture(buffer, lens, captured_view)

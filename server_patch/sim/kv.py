@@ -1,0 +1,56 @@
+"""The paged compressed-KV pool, shared by every request, with recycled blocks.
+
+Like vLLM's, blocks go back to a free list when a request ends and the most recently
+freed blocks are handed out first, so a stale metadata row points at slots that now
+hold another request's entries: what the packed layout's misplaced reads land on.
+Block 0 is never handed out (vLLM's null block): capture-time dummy rows point there.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from server_patch.sim.config import SimConfig
+
+# An entry's value names its owner and its index: what a correct read must return.
+_INDEX_BITS = 20
+
+
+def entry_value(uid: int | torch.Tensor, index: int | torch.Tensor) -> int | torch.Tensor:
+    return uid * (1 << _INDEX_BITS) + index
+
+
+class KVPool:
+    def __init__(self, cfg: SimConfig, device: torch.device) -> None:
+        self.cfg = cfg
+        self.per_block = cfg.compressed_per_block
+        self.num_blocks = cfg.num_kv_blocks
+        self.entries = torch.zeros(self.num_blocks * self.per_block, dtype=torch.int64,
+                                   device=device)
+        # LIFO: the last freed block is the next one handed out.
+        self.free: list[int] = list(range(self.num_blocks - 1, 0, -1))
+
+    @property
+    def usage(self) -> float:
+        return 1.0 - len(self.free) / (self.num_blocks - 1)
+
+    def allocate(self, blocks: list[int], tokens: int) -> None:
+        """Grow a request's block list to hold `tokens` tokens."""
+        need = -(-tokens // self.cfg.kv_block_size)
+        while len(blocks) < need:
+            if not self.free:
+                raise RuntimeError("KV pool exhausted (the sim sizes it to never happen)")
+            blocks.append(self.free.pop())
+
+    def release(self, blocks: list[int]) -> None:
+        self.free.extend(blocks)
+        blocks.clear()
+
+    def write(self, slots: torch.Tensor, values: torch.Tensor) -> None:
+        if slots.numel():
+            self.entries[slots] = values
+
+    def read(self, slots: torch.Tensor) -> torch.Tensor:
+        """Entries at slots; a slot outside the pool (garbage index) reads as -1."""
+        inside = (slots >= 0) & (slots < self.entries.numel())
+        return torch.where(inside, self.entries[slots.clamp(0, self.entries.numel() - 1)], -1)

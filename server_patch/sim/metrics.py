@@ -1,0 +1,54 @@
+"""The sim's /metrics in Prometheus text, with vLLM's metric names where they exist."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from server_patch.sim.config import SimConfig
+    from server_patch.sim.engine import Engine
+
+
+def render_metrics(cfg: SimConfig, engine: Engine, guard: dict[str, Any] | None) -> str:
+    st = engine.stats
+    m = f'model_name="{cfg.model}"'
+    lines = [
+        "# HELP vllm:num_requests_running Requests in the running batch.",
+        "# TYPE vllm:num_requests_running gauge",
+        f"vllm:num_requests_running{{{m}}} {len(engine.running)}",
+        "# TYPE vllm:num_requests_waiting gauge",
+        f"vllm:num_requests_waiting{{{m}}} {len(engine.waiting)}",
+        "# TYPE vllm:kv_cache_usage_perc gauge",
+        f"vllm:kv_cache_usage_perc{{{m}}} {engine.pool.usage:.6f}",
+        "# TYPE vllm:num_preemptions_total counter",
+        f"vllm:num_preemptions_total{{{m}}} 0",
+        "# TYPE vllm:prompt_tokens_total counter",
+        f"vllm:prompt_tokens_total{{{m}}} {st.prompt_tokens}",
+        "# TYPE vllm:generation_tokens_total counter",
+        f"vllm:generation_tokens_total{{{m}}} {st.generation_tokens}",
+        "# TYPE vllm:request_success_total counter",
+        f"vllm:request_success_total{{{m}}} {st.finished_requests}",
+        "# HELP dsv4_qual_c128a_layout_info The C128A builder layout this server runs.",
+        "# TYPE dsv4_qual_c128a_layout_info gauge",
+        f'dsv4_qual_c128a_layout_info{{layout="{cfg.layout}",device="{cfg.device}"}} 1',
+        "# HELP dsv4_qual_sim_steps_total Engine steps (pure decode: replayed graph).",
+        "# TYPE dsv4_qual_sim_steps_total counter",
+        f'dsv4_qual_sim_steps_total{{kind="pure_decode"}} {st.pure_decode_steps}',
+        f'dsv4_qual_sim_steps_total{{kind="other"}} {st.steps - st.pure_decode_steps}',
+        "# HELP dsv4_qual_sim_misread_rows_total Decode rows that read another context.",
+        "# TYPE dsv4_qual_sim_misread_rows_total counter",
+        f"dsv4_qual_sim_misread_rows_total {st.misread_rows}",
+        "# HELP dsv4_qual_sim_corrupted_requests_total Requests lost to a wrong read.",
+        "# TYPE dsv4_qual_sim_corrupted_requests_total counter",
+        f"dsv4_qual_sim_corrupted_requests_total {st.corrupted_requests}",
+        "# TYPE dsv4_qual_sim_finished_requests_total counter",
+        f"dsv4_qual_sim_finished_requests_total {st.finished_requests}",
+    ]
+    if guard is not None:
+        lines += [
+            "# TYPE dsv4_qual_c128a_builder_calls_total counter",
+            f"dsv4_qual_c128a_builder_calls_total {guard.get('calls', 0)}",
+            "# TYPE dsv4_qual_c128a_stride_violations_total counter",
+            f"dsv4_qual_c128a_stride_violations_total {guard.get('violations', 0)}",
+        ]
+    return "\n".join(lines) + "\n"

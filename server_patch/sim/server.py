@@ -1,0 +1,94 @@
+"""Assemble the sim (builder, receipt, engine, API) and serve it with uvicorn."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import uvicorn
+
+from server_patch.c128a import builder, observe_first_call, qualified_name
+from server_patch.receipts import Receipt, tool_version
+from server_patch.sim.api import SimApp
+from server_patch.sim.config import SimConfig
+from server_patch.sim.engine import Engine
+
+logger = logging.getLogger(__name__)
+
+
+def make_app(cfg: SimConfig) -> SimApp:
+    """The sim's ASGI app; the engine starts with the app's lifespan."""
+    build = builder(cfg.layout)
+    receipt = None
+    if cfg.receipts_dir:
+        receipt = Receipt(cfg.receipts_dir, {
+            "layout": cfg.layout, "patched": True, "strict": True,
+            "vllm_version": None, "server": "dsv4-qual-sim", "upstream_variant": None,
+            "target": "dsv4-qual-sim C128A builder", "installed": qualified_name(build),
+            "tool_version": tool_version(), "device": cfg.device,
+        })
+        receipt.write()
+        build = observe_first_call(build, lambda info: receipt.update(first_call=info))
+    return SimApp(cfg, Engine(cfg, build))
+
+
+def bind(host: str, port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    return sock
+
+
+def serve(cfg: SimConfig, host: str, port: int) -> None:
+    """Serve in the foreground until interrupted (the `dsv4-qual sim` command)."""
+    sim = make_app(cfg)
+    sock = bind(host, port)
+    logger.info("dsv4-qual sim: layout %s on %s, http://%s:%d", cfg.layout, cfg.device, host,
+                sock.getsockname()[1])
+    uvicorn.Server(uvicorn.Config(sim.app, log_level="warning")).run(sockets=[sock])
+
+
+@dataclass
+class RunningSim:
+    """A sim served from a background thread of this process."""
+
+    base_url: str
+    receipts_dir: str | None
+    server: Any
+    thread: threading.Thread
+    sock: socket.socket
+    sim: SimApp
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
+        self.sock.close()
+
+
+def start_in_thread(cfg: SimConfig, host: str = "127.0.0.1", port: int = 0,
+                    timeout_s: float = 60.0) -> RunningSim:
+    sim = make_app(cfg)
+    sock = bind(host, port)
+    server = uvicorn.Server(uvicorn.Config(sim.app, log_level="critical",
+                                           timeout_keep_alive=60))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},
+                              name="dsv4-qual-sim", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + timeout_s
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the embedded sim did not start")
+        time.sleep(0.01)
+    url = f"http://{host}:{sock.getsockname()[1]}"
+    return RunningSim(url, cfg.receipts_dir, server, thread, sock, sim)
+
+
+def default_receipts_dir() -> str:
+    import tempfile
+
+    return tempfile.mkdtemp(prefix=f"dsv4-qual-sim-receipts-{os.getpid()}-")

@@ -1,0 +1,71 @@
+"""The sim end to end through `dsv4-qual run`: packed reproduces, capacity/prefix don't."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.loadgen.conftest import REPO, run_cli
+
+SCENARIO = (REPO / "scenarios" / "sim-smoke.toml").read_text()
+
+
+def run_sim(tmp_path: Path, layout: str, concurrency: int, measurement: int = 48,
+            priming: int = 0) -> dict:
+    text = SCENARIO.replace('layout = "capacity"', f'layout = "{layout}"')
+    text = text.replace("concurrency = 16", f"concurrency = {concurrency}")
+    text = text.replace("measurement = 64", f"measurement = {measurement}")
+    text = text.replace("min_measured = 64", f"min_measured = {measurement}")
+    text = text.replace("priming = 16", f"priming = {priming}")
+    sc = tmp_path / f"sim-{layout}-{concurrency}.toml"
+    sc.write_text(text)
+    out = tmp_path / f"out-{layout}-{concurrency}"
+    proc = run_cli("run", str(sc), "--out", str(out), "--quiet", timeout=300)
+    summary = json.loads((out / "summary.json").read_text())
+    summary["_exit"] = proc.returncode
+    summary["_server"] = json.loads((out / "server.json").read_text())
+    return summary
+
+
+def sim_metric(summary: dict, name: str) -> float:
+    server = next(iter(summary["_server"]["servers"].values()))
+    for line in server["metrics_after"].splitlines():
+        if line.startswith(name + " ") or line.startswith(name + "{"):
+            return float(line.rsplit(" ", 1)[1])
+    raise KeyError(name)
+
+
+def test_packed_reproduces_stuck_in_reasoning_under_concurrency(tmp_path: Path) -> None:
+    s = run_sim(tmp_path, "packed", concurrency=16)
+    m = s["phases"]["measurement"]
+    assert s["_exit"] == 1
+    assert m["verdicts"].get("stuck_in_reasoning", 0) >= 10, m["verdicts"]
+    assert m["infra_errors"] == 0
+    # Every stuck reply ran to max_tokens with empty content: the #52448 signature.
+    assert m["finish_reasons"].get("length", 0) >= m["verdicts"]["stuck_in_reasoning"]
+    # The server's own ground truth agrees: requests lost to a wrong read.
+    assert sim_metric(s, "dsv4_qual_sim_corrupted_requests_total") >= \
+        m["verdicts"]["stuck_in_reasoning"]
+    assert s["target"]["c128a_layout"] == "packed"
+
+
+@pytest.mark.parametrize("layout", ["capacity", "prefix"])
+def test_capacity_and_prefix_stay_clean_in_the_same_workload(tmp_path: Path, layout: str):
+    s = run_sim(tmp_path, layout, concurrency=16)
+    m = s["phases"]["measurement"]
+    assert s["_exit"] == 0, s["gate"]
+    assert m["verdicts"] == {"ok": 48}
+    assert sim_metric(s, "dsv4_qual_sim_misread_rows_total") == 0
+    assert sim_metric(s, 'dsv4_qual_sim_steps_total{kind="pure_decode"}') > 100
+    assert any(c["name"] == "patch receipts present" and c["passed"]
+               for c in s["gate"]["checks"])
+    assert s["target"]["receipts"]["layouts"] == [layout]
+
+
+@pytest.mark.parametrize("layout", ["packed", "capacity", "prefix"])
+def test_concurrency_one_is_clean_in_every_layout(tmp_path: Path, layout: str) -> None:
+    s = run_sim(tmp_path, layout, concurrency=1, measurement=6)
+    assert s["_exit"] == 0, s["gate"]
+    assert s["phases"]["measurement"]["verdicts"] == {"ok": 6}
