@@ -119,6 +119,48 @@ def report(results_dir: Path) -> None:
     sys.exit(int(summary["gate"]["exit_code"]))
 
 
+def _cores(text: str) -> list[int]:
+    try:
+        return [int(c) for c in text.split(",") if c.strip()]
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not a comma-separated list of CPUs") from None
+
+
+@cli.command("bench-client")
+@click.option("--concurrency", "concurrencies", type=click.IntRange(1, 100_000), multiple=True,
+              default=(64, 256), show_default=True)
+@click.option("--mode", "modes", type=click.Choice(["burst", "paced"]), multiple=True,
+              default=("burst", "paced"), show_default=True,
+              help="burst: whole reply at once; paced: one token every 2 ms.")
+@click.option("--transport", "transports", type=click.Choice(["aiohttp", "httpx"]),
+              multiple=True, default=("aiohttp",), show_default=True)
+@click.option("--workers", "workers_list", type=click.IntRange(1, 512), multiple=True,
+              default=(1,), show_default=True)
+@click.option("--requests", type=click.IntRange(1, 10_000_000), default=2000, show_default=True)
+@click.option("--tokens", type=click.IntRange(2, 100_000), default=64, show_default=True)
+@click.option("--repeats", type=click.IntRange(1, 100), default=3, show_default=True)
+@click.option("--stub-cores", default="0", show_default=True, help="CPUs for the stub.")
+@click.option("--client-cores", default="1", show_default=True, help="CPUs for the client.")
+def bench_client(concurrencies: tuple[int, ...], modes: tuple[str, ...],
+                 transports: tuple[str, ...], workers_list: tuple[int, ...], requests: int,
+                 tokens: int, repeats: int, stub_cores: str, client_cores: str) -> None:
+    """The load generator's own speed against a fast local stub (medians of repeats).
+
+    \b
+    Example (stub on CPU 0, client on CPU 1):
+      dsv4-qual bench-client --concurrency 64 --concurrency 256 --repeats 3
+    On a 16-core host, scaling:
+      dsv4-qual bench-client --mode burst --workers 1 --workers 4 \\
+          --stub-cores 0,1,2,3 --client-cores 4,5,6,7
+    """
+    from .bench.client import bench, render
+
+    clients = _cores(client_cores)
+    results = bench(list(concurrencies), list(modes), list(transports), list(workers_list),
+                    requests, tokens, repeats, _cores(stub_cores), clients)
+    click.echo(render(results, tokens, clients))
+
+
 def _load_command_plugins() -> None:
     """Commands contributed by other packages of the distribution (e.g. `sim`)."""
     for ep in entry_points(group=COMMAND_PLUGINS_GROUP):

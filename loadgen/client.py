@@ -138,6 +138,7 @@ class ChatClient:
         self._timeout = httpx.Timeout(
             connect=timeouts.connect, read=None, write=timeouts.connect, pool=None
         )
+        self._urls: dict[str, httpx.URL] = {}
 
     async def send(self, record: RequestRecord, body: bytes, stream: bool) -> float | None:
         """Fill `record` with what the server answered; never raises (but CancelledError).
@@ -191,9 +192,11 @@ class ChatClient:
         state: _StreamState,
         total_deadline: float,
     ) -> float | None:
+        url = self._urls.get(record.endpoint)
+        if url is None:  # parse each endpoint's URL once, not per request
+            url = self._urls[record.endpoint] = httpx.URL(record.endpoint + CHAT_PATH)
         request = self.http.build_request(
-            "POST", record.endpoint + CHAT_PATH, content=body, headers=self._headers,
-            timeout=self._timeout,
+            "POST", url, content=body, headers=self._headers, timeout=self._timeout,
         )
         response = await self.http.send(request, stream=True)
         try:
@@ -337,8 +340,10 @@ class _StreamState:
         choice = choices[0]
         delta = choice.get("delta") or {}
         token = False
-        reasoning = _reasoning_of(delta)
-        if reasoning:
+        reasoning = delta.get("reasoning")  # vLLM >= 0.26; older servers: reasoning_content
+        if reasoning is None:
+            reasoning = delta.get("reasoning_content")
+        if reasoning and isinstance(reasoning, str):
             self._reasoning.append(reasoning)
             if rec.timings.first_reasoning is None:
                 rec.timings.first_reasoning = now - self._t0

@@ -75,6 +75,8 @@ def run_scenario(
     quiet: bool = False,
     transport: str = "auto",
     echo: bool = True,
+    workers: int = 1,
+    html: bool = True,
 ) -> RunOutcome:
     """Run a scenario end to end and write every report; never raises on a bad server."""
     run_id = new_run_id()
@@ -105,7 +107,7 @@ def run_scenario(
     write_json(out_dir / SERVER_FILE, runner.server_document())
     write_json(out_dir / RUN_FILE, {"scenario": scenario.model_dump(mode="json"),
                                     "run": state.to_dict()})
-    summary = write_reports(out_dir)
+    summary = write_reports(out_dir, html=html)
     code = int(summary["gate"]["exit_code"])
     if echo:
         print(one_line(summary, out_dir), file=sys.stdout, flush=True)

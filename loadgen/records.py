@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -72,7 +72,8 @@ class RequestRecord:
     worker: int = 0
 
     def to_json(self) -> bytes:
-        return orjson.dumps(asdict(self))
+        # orjson serialises (slotted) dataclasses natively, ~10x faster than asdict().
+        return orjson.dumps(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RequestRecord:

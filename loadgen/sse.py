@@ -55,6 +55,15 @@ class SSEParser:
         start = 0
         find = buf.find
         while True:
+            if not self._has_data and not self._event:
+                # Fast path: a whole `data: ...` event (what every OpenAI-compatible
+                # server sends) is one slice, not two lines through the state machine.
+                end = find(b"\n\n", start)
+                if end >= 0 and buf.startswith(b"data: ", start) and \
+                        buf.find(b"\n", start, end) < 0:
+                    events.append(SSEEvent(buf[start + 6:end]))
+                    start = end + 2
+                    continue
             end = find(b"\n", start)
             if end < 0:
                 break
