@@ -80,11 +80,13 @@ def validate(scenario: str) -> None:
 @click.option("--insecure", is_flag=True, help="Do not verify TLS certificates (warns).")
 @click.option("--transport", type=click.Choice(TRANSPORTS), default="auto", show_default=True,
               help="HTTP stack under httpx.")
+@click.option("--workers", type=click.IntRange(1, 512), default=1, show_default=True,
+              help="Processes sharing each phase (one event loop each).")
 @click.option("--quiet", is_flag=True, help="No progress output.")
 def run(scenario: str, base_urls: tuple[str, ...], model: str | None,
         concurrency: int | None, priming: int | None, measurement: int | None,
         max_tokens: int | None, rate_limit: float | None, receipts_dir: str | None,
-        out: Path | None, insecure: bool, transport: str, quiet: bool) -> None:
+        out: Path | None, insecure: bool, transport: str, workers: int, quiet: bool) -> None:
     """One run: wait until ready, priming, measurement, reports; exits with the gate's code.
 
     \b
@@ -100,7 +102,7 @@ def run(scenario: str, base_urls: tuple[str, ...], model: str | None,
     if insecure:
         click.echo("dsv4-qual: warning: TLS certificate verification is OFF (--insecure)",
                    err=True)
-    outcome = run_scenario(sc, out, quiet=quiet, transport=transport)
+    outcome = run_scenario(sc, out, quiet=quiet, transport=transport, workers=workers)
     sys.exit(outcome.exit_code)
 
 

@@ -61,7 +61,7 @@ def default_out_dir(scenario: Scenario, run_id: str) -> Path:
     return Path("results") / f"{scenario.name or 'run'}-{run_id}"
 
 
-def _event_loop_policy() -> None:
+def event_loop_policy() -> None:
     with contextlib.suppress(ImportError):
         import uvloop
 
@@ -92,10 +92,10 @@ def run_scenario(
         raise BadInputError("no target: give --base-url URL or set target.base_urls "
                             "(or [target.sim]) in the scenario")
     runner = Runner(scenario, out_dir, run_id, quiet=quiet, transport=transport,
-                    api_key=api_key)
+                    api_key=api_key, workers=workers)
     write_json(out_dir / RUN_FILE, {"scenario": scenario.model_dump(mode="json"),
                                     "run": runner.state.to_dict()})
-    _event_loop_policy()
+    event_loop_policy()
     try:
         state = asyncio.run(runner.run())
     except KeyboardInterrupt:  # a second Ctrl-C before the handlers were in place

@@ -86,6 +86,7 @@ class Runner:
         transport: str = "auto",
         api_key: str | None = None,
         shard: tuple[int, int] = (0, 1),
+        workers: int = 1,
     ) -> None:
         self.sc = scenario
         self.out_dir = out_dir
@@ -95,7 +96,11 @@ class Runner:
         self.api_key = api_key
         self.progress = Progress(quiet=quiet)
         self.shard = shard
+        self.workers = workers
         self.in_flight = 0
+        # With --workers, the in-flight count every process sees (shared memory).
+        self.shared_in_flight: Any = None
+        self.worker_reports: list[dict[str, Any]] = []
         self.writer: RecordWriter | None = None
         self._items: Iterator[WorkItem] | None = None
         self._bodies: dict[str, tuple[bytes, str]] = {}
@@ -154,8 +159,48 @@ class Runner:
                     task.cancel()
                 self.writer.close()
                 self.state.client = selfmon.report(self.writer.count)
+                if self.worker_reports:
+                    self.state.client = combine_reports(self.state.client, self.worker_reports)
                 self.state.finished = time.time()
         return self.state
+
+    async def run_shard(self, phase: str, start_seq: int, count: int) -> dict[str, Any]:
+        """One worker process's part of a phase (`--workers`): its seqs, its records.
+
+        The parent waited for readiness and resolved the model; the shard only sends.
+        """
+        sc = self.sc
+        load = sc.load
+        timeouts = Timeouts(load.connect_timeout_s, load.first_token_timeout_s,
+                            load.idle_timeout_s, load.total_timeout_s)
+        selfmon = SelfMonitor()
+        async with make_http_client(self.transport, load.concurrency, sc.target.verify_tls,
+                                    load.connect_timeout_s) as http:
+            self.client = ChatClient(http, timeouts, self.api_key)
+            self.writer = RecordWriter(self.out_dir / RECORDS_FILE)
+            loop = asyncio.get_running_loop()
+            self._install_signals(loop)
+            for url in self.state.base_urls:
+                self._healthy[url] = asyncio.Event()
+                self._healthy[url].set()
+            items = make_workload(sc, self.state.chars_per_token).items()
+            for _ in range(start_seq):  # the same item for the same seq as one process
+                next(items)
+            self._items = items
+            self._next_seq = start_seq
+            selfmon.start()
+            try:
+                await self._run_phase(phase, count)
+            except RunInvalidError as exc:
+                self.state.invalid = str(exc)
+            finally:
+                self._remove_signals(loop)
+                await selfmon.stop()
+                for task in self._recovering.values():
+                    task.cancel()
+                self.writer.close()
+        return {**selfmon.report(self.writer.count), "records": self.writer.count,
+                "interrupted": self.state.interrupted, "invalid": self.state.invalid}
 
     def server_document(self) -> dict[str, Any]:
         return self.telemetry.document() if self.telemetry else {}
@@ -180,6 +225,9 @@ class Runner:
     async def _run_phase(self, phase: str, count: int) -> None:
         if count <= 0:
             return
+        if self.workers > 1:
+            await self._run_phase_sharded(phase, count)
+            return
         self._end_seq = self._next_seq + count
         self.progress.start_phase(phase, count)
         workers = [self._worker(phase) for _ in range(min(self.sc.load.concurrency, count))]
@@ -194,6 +242,31 @@ class Runner:
             self.progress.end_phase()
         if self._stop_reason and self._stop_reason.startswith("invalid: "):
             raise RunInvalidError(self._stop_reason.removeprefix("invalid: "))
+
+    async def _run_phase_sharded(self, phase: str, count: int) -> None:
+        """Hand the phase to worker processes; follow their records for progress."""
+        from .shards import run_sharded_phase
+
+        start = self._next_seq
+        self.progress.start_phase(phase, count)
+        self._phase_task = asyncio.ensure_future(run_sharded_phase(self, phase, start, count))
+        try:
+            reports = await self._phase_task
+        except asyncio.CancelledError:
+            if self._stop_reason is None:
+                raise
+            reports = []
+        finally:
+            self._phase_task = None
+            self.progress.end_phase()
+        self.worker_reports += reports
+        assert self._items is not None
+        for _ in range(count):
+            next(self._items)
+        self._next_seq = start + count
+        invalid = next((r["invalid"] for r in reports if r.get("invalid")), None)
+        if invalid:
+            raise RunInvalidError(invalid)
 
     def _stop(self, reason: str) -> None:
         if self._stop_reason is None:
@@ -236,7 +309,13 @@ class Runner:
             record = self._new_record(phase, seq, item, endpoint, body_hash)
             self.in_flight += 1
             self.progress.in_flight = self.in_flight
-            record.in_flight = self.in_flight
+            shared = self.shared_in_flight
+            if shared is not None:
+                with shared.get_lock():
+                    shared.value += 1
+                    record.in_flight = shared.value
+            else:
+                record.in_flight = self.in_flight
             try:
                 retry_after = await self.client.send(record, body, stream)
             except asyncio.CancelledError:
@@ -247,6 +326,9 @@ class Runner:
             finally:
                 self.in_flight -= 1
                 self.progress.in_flight = self.in_flight
+                if shared is not None:
+                    with shared.get_lock():
+                        shared.value -= 1
             record.verdicts = classify(record, self.sc.verdicts)
             self.writer.write(record)
             self.progress.update(record.verdicts[0], record.usage.completion_tokens or 0)
@@ -340,6 +422,22 @@ class Runner:
                     "approx_prompt_tokens": item.approx_prompt_tokens},
             body_hash=body_hash, greedy=req.temperature == 0.0, worker=self.shard[0],
         )
+
+
+def combine_reports(parent: dict[str, Any], workers: list[dict[str, Any]]) -> dict[str, Any]:
+    """The client's self-monitoring over all worker processes."""
+    cpu = sum(w.get("cpu_s") or 0.0 for w in workers)
+    records = sum(w.get("records") or 0 for w in workers)
+    lags = [w["loop_lag_ms_p99"] for w in workers if w.get("loop_lag_ms_p99") is not None]
+    return {
+        **parent,
+        "workers": len({w.get("worker") for w in workers}) or len(workers),
+        "cpu_s": round(cpu, 3),
+        "cpu_ms_per_request": round(cpu * 1000 / records, 3) if records else None,
+        "loop_lag_ms_p99": max(lags) if lags else None,
+        "saturated": any(w.get("saturated") for w in workers),
+        "per_worker": workers,
+    }
 
 
 def new_run_id() -> str:

@@ -98,8 +98,11 @@ class FakeOpenAI:
     """The server's state: its plan, counters and knobs the tests turn."""
 
     def __init__(self, plan: Iterable[str] = ("ok",), model: str = MODEL,
-                 max_model_len: int = 4096, token_delay_s: float = 0.0) -> None:
+                 max_model_len: int = 4096, token_delay_s: float = 0.0,
+                 mode_by_text: dict[str, str] | None = None) -> None:
         self.plan = list(plan)
+        # A mode chosen by the request's own text: the same body, the same reply.
+        self.mode_by_text = mode_by_text or {}
         self._next = itertools.cycle(self.plan)
         self.model = model
         self.max_model_len = max_model_len
@@ -158,7 +161,7 @@ class FakeOpenAI:
         body = orjson.loads(raw)
         self.bodies.append(body)
         self.headers.append(dict(request.headers))
-        mode = body.get("fake_mode") or next(self._next)
+        mode = body.get("fake_mode") or self._mode_for(raw) or next(self._next)
         self.counts[mode] += 1
         if body.get("model") != self.model:
             return JSONResponse({"error": {"message": f"The model `{body.get('model')}` "
@@ -175,6 +178,12 @@ class FakeOpenAI:
             return JSONResponse({"error": {"message": f"unknown fake_mode {mode}"}},
                                 status_code=422)
         return await handler(body, max_tokens)
+
+    def _mode_for(self, raw: bytes) -> str | None:
+        for text, mode in self.mode_by_text.items():
+            if text.encode() in raw:
+                return mode
+        return None
 
     def _stream(self, parts: AsyncIterator[bytes] | Iterable[bytes],
                 headers: dict[str, str] | None = None) -> StreamingResponse:
