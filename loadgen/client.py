@@ -80,27 +80,41 @@ class _ToolCalls:
     def __init__(self) -> None:
         self.calls: dict[int, dict[str, Any]] = {}
 
-    def add(self, fragments: list[dict[str, Any]]) -> None:
+    def add(self, fragments: list[Any]) -> bool:
+        """Merge fragments; False when one is not shaped like a tool-call delta."""
         for frag in fragments:
             if not isinstance(frag, dict):
-                continue
+                return False
             idx = frag.get("index", len(self.calls))
+            fn = frag.get("function") or {}
+            if not isinstance(idx, int) or not isinstance(fn, dict):
+                return False
+            name, args = fn.get("name"), fn.get("arguments")
+            if not isinstance(name or "", str) or not isinstance(args or "", str):
+                return False
             call = self.calls.get(idx)
             if call is None:
                 call = {"id": None, "type": "function", "function": {"name": "", "arguments": ""}}
                 self.calls[idx] = call
             if frag.get("id"):
-                call["id"] = frag["id"]
+                call["id"] = str(frag["id"])
             if frag.get("type"):
-                call["type"] = frag["type"]
-            fn = frag.get("function") or {}
-            if fn.get("name"):
-                call["function"]["name"] += fn["name"]
-            if fn.get("arguments"):
-                call["function"]["arguments"] += fn["arguments"]
+                call["type"] = str(frag["type"])
+            if name:
+                call["function"]["name"] += name
+            if args:
+                call["function"]["arguments"] += args
+        return True
 
     def result(self) -> list[dict[str, Any]]:
         return [self.calls[k] for k in sorted(self.calls)]
+
+
+def _count(value: Any, default: int | None) -> int | None:
+    """A token count from a usage object; anything but a non-negative int is ignored."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return default
 
 
 def _reasoning_of(obj: dict[str, Any]) -> str | None:
@@ -337,32 +351,39 @@ class _StreamState:
         choices = obj.get("choices")
         if not choices:
             return False
-        choice = choices[0]
-        delta = choice.get("delta") or {}
+        choice = choices[0] if isinstance(choices, list) else None
+        delta = choice.get("delta") or {} if isinstance(choice, dict) else None
+        if not isinstance(delta, dict):
+            return self._malformed(f"choices[0].delta is not an object: {data[:120]!r}")
         token = False
         reasoning = delta.get("reasoning")  # vLLM >= 0.26; older servers: reasoning_content
         if reasoning is None:
             reasoning = delta.get("reasoning_content")
-        if reasoning and isinstance(reasoning, str):
+        if reasoning:
+            if not isinstance(reasoning, str):
+                return self._malformed(f"reasoning is not text: {data[:120]!r}")
             self._reasoning.append(reasoning)
             if rec.timings.first_reasoning is None:
                 rec.timings.first_reasoning = now - self._t0
             token = True
         content = delta.get("content")
         if content:
+            if not isinstance(content, str):
+                return self._malformed(f"content is not text: {data[:120]!r}")
             self._content.append(content)
             token = True
             if rec.timings.first_content is None:
                 rec.timings.first_content = now - self._t0
         tool_calls = delta.get("tool_calls")
         if tool_calls:
-            self._tools.add(tool_calls)
+            if not isinstance(tool_calls, list) or not self._tools.add(tool_calls):
+                return self._malformed(f"malformed tool_calls: {data[:120]!r}")
             token = True
             if rec.timings.first_content is None:
                 rec.timings.first_content = now - self._t0
         finish = choice.get("finish_reason")
         if finish:
-            rec.finish_reason = finish
+            rec.finish_reason = str(finish)
         if token:
             if self._last_tok is not None:
                 self._gaps.append(now - self._last_tok)
@@ -370,13 +391,21 @@ class _StreamState:
             rec.timings.chunks += 1
         return token
 
-    def _usage(self, usage: dict[str, Any]) -> None:
+    def _malformed(self, what: str) -> bool:
+        if self.rec.error is None:
+            self.rec.error = f"stream error: {what}"
+        return False
+
+    def _usage(self, usage: Any) -> None:
+        if not isinstance(usage, dict):
+            self._malformed("usage is not an object")
+            return
         u = self.rec.usage
-        u.prompt_tokens = usage.get("prompt_tokens", u.prompt_tokens)
-        u.completion_tokens = usage.get("completion_tokens", u.completion_tokens)
+        u.prompt_tokens = _count(usage.get("prompt_tokens"), u.prompt_tokens)
+        u.completion_tokens = _count(usage.get("completion_tokens"), u.completion_tokens)
         details = usage.get("completion_tokens_details") or {}
-        if isinstance(details, dict) and details.get("reasoning_tokens") is not None:
-            u.reasoning_tokens = details["reasoning_tokens"]
+        if isinstance(details, dict):
+            u.reasoning_tokens = _count(details.get("reasoning_tokens"), u.reasoning_tokens)
 
     async def consume_json(self, response: httpx.Response) -> None:
         raw = await response.aread()
@@ -388,21 +417,34 @@ class _StreamState:
         except orjson.JSONDecodeError:
             rec.error = f"stream error: response is not JSON: {raw[:120]!r}"
             return
-        if not isinstance(obj, dict) or "error" in obj or not obj.get("choices"):
+        choices = obj.get("choices") if isinstance(obj, dict) else None
+        if "error" in (obj if isinstance(obj, dict) else {}) or not choices \
+                or not isinstance(choices, list) or not isinstance(choices[0], dict):
             rec.error = f"stream error: unexpected response: {_error_text(obj)}"[:2000]
             return
-        choice = obj["choices"][0]
+        choice = choices[0]
         msg = choice.get("message") or {}
+        if not isinstance(msg, dict):
+            rec.error = "stream error: choices[0].message is not an object"
+            return
         reasoning = _reasoning_of(msg)
         if reasoning:
             self._reasoning.append(reasoning)
             rec.timings.first_reasoning = rec.timings.first_byte
-        if msg.get("content"):
-            self._content.append(msg["content"])
+        content = msg.get("content")
+        if content:
+            if not isinstance(content, str):
+                rec.error = "stream error: message.content is not text"
+                return
+            self._content.append(content)
             rec.timings.first_content = rec.timings.first_byte
-        for i, call in enumerate(msg.get("tool_calls") or []):
-            self._tools.add([{**call, "index": i}])
-        rec.finish_reason = choice.get("finish_reason")
+        calls = msg.get("tool_calls") or []
+        if not isinstance(calls, list) or not self._tools.add(
+                [{**c, "index": i} if isinstance(c, dict) else c for i, c in enumerate(calls)]):
+            rec.error = "stream error: malformed message.tool_calls"
+            return
+        finish = choice.get("finish_reason")
+        rec.finish_reason = str(finish) if finish is not None else None
         if obj.get("usage"):
             self._usage(obj["usage"])
         self._done = 1

@@ -34,21 +34,40 @@ class ServerReady:
         return None
 
 
+class Probe:
+    """The last readiness answer, kept so that 'not ready' can say why."""
+
+    def __init__(self) -> None:
+        self.reason = "no answer yet"
+
+    async def __call__(self, http: httpx.AsyncClient, base_url: str,
+                       timeout: float = 10.0) -> dict | None:
+        """The /v1/models document if the server is ready now, else None."""
+        try:
+            health = await http.get(f"{base_url}/health", timeout=timeout)
+            if health.status_code != 200:
+                self.reason = f"GET /health answered {health.status_code}"
+                return None
+            models = await http.get(f"{base_url}/v1/models", timeout=timeout)
+            if models.status_code != 200:
+                self.reason = f"GET /v1/models answered {models.status_code}"
+                return None
+            data = models.json()
+        except (httpx.HTTPError, OSError) as exc:
+            cause = exc.__cause__ or exc
+            self.reason = f"{type(cause).__name__}: {cause}"[:300]
+            return None
+        except ValueError:
+            self.reason = "GET /v1/models did not return JSON"
+            return None
+        if not isinstance(data, dict) or not data.get("data"):
+            self.reason = "GET /v1/models lists no model"
+            return None
+        return data
+
+
 async def probe(http: httpx.AsyncClient, base_url: str, timeout: float = 10.0) -> dict | None:
-    """The /v1/models document if the server is ready now, else None."""
-    try:
-        health = await http.get(f"{base_url}/health", timeout=timeout)
-        if health.status_code != 200:
-            return None
-        models = await http.get(f"{base_url}/v1/models", timeout=timeout)
-        if models.status_code != 200:
-            return None
-        data = models.json()
-    except (httpx.HTTPError, ValueError, OSError):
-        return None
-    if not isinstance(data, dict) or not data.get("data"):
-        return None
-    return data
+    return await Probe()(http, base_url, timeout)
 
 
 async def wait_ready(
@@ -57,14 +76,15 @@ async def wait_ready(
     """Poll until ready; after `timeout_s` the run is invalid (exit 2)."""
     start = time.monotonic()
     deadline = start + timeout_s
+    check = Probe()
     while True:
-        models = await probe(http, base_url, timeout=min(10.0, max(timeout_s, 0.1)))
+        models = await check(http, base_url, timeout=min(10.0, max(timeout_s, 0.1)))
         if models is not None:
             return ServerReady(base_url, models, time.monotonic() - start)
         if time.monotonic() >= deadline:
             raise RunInvalidError(
                 f"server {base_url} not ready after {timeout_s:g} s "
-                "(GET /health and GET /v1/models must both answer 200)"
+                f"(GET /health and GET /v1/models must both answer 200; last: {check.reason})"
             )
         await asyncio.sleep(min(interval_s, max(0.0, deadline - time.monotonic())))
 

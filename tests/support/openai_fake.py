@@ -374,6 +374,11 @@ class FakeOpenAI:
 
         return self._stream(parts())
 
+    async def mode_slow_read(self, body: dict[str, Any], max_tokens: int) -> Response:
+        """Answers normally, after taking its time (a server slow to read and reply)."""
+        await asyncio.sleep(float(body.get("fake_stall_s", 0.5)))
+        return await self.mode_ok(body, max_tokens)
+
     async def mode_nonstream(self, body: dict[str, Any], max_tokens: int) -> Response:
         return JSONResponse({
             "id": "chatcmpl-1", "object": "chat.completion", "model": self.model,
@@ -389,10 +394,10 @@ class FakeOpenAI:
 class ServerThread:
     """uvicorn on 127.0.0.1 with an ephemeral port, in a daemon thread."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, port: int = 0) -> None:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
+        self.sock.bind(("127.0.0.1", port))
         self.port = self.sock.getsockname()[1]
         config = uvicorn.Config(app, log_level="critical", lifespan="off",
                                 timeout_keep_alive=30)
@@ -417,3 +422,8 @@ class ServerThread:
         self.server.should_exit = True
         self.thread.join(timeout=10)
         self.sock.close()
+
+    def crash(self) -> None:
+        """Go away like a killed server: open streams are cut, not finished."""
+        self.server.force_exit = True
+        self.stop()

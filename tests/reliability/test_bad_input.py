@@ -1,0 +1,161 @@
+"""Bad bytes from a server and bad input from a user: never a traceback."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import uvicorn
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from loadgen.client import Timeouts, _StreamState
+from loadgen.records import RequestRecord
+from loadgen.scenario import VerdictConfig
+from loadgen.verdicts import classify
+from tests.loadgen.conftest import run_cli
+from tests.support.openai_fake import FakeOpenAI
+
+SSE_PIECES = [b"data: ", b"[DONE]", b"\n", b"\r\n", b"\n\n", b"event: error\n", b": ping\n",
+              b'{"choices":[{"delta":{"reasoning":"x"}}]}', b'{"error":{"message":"e"}}',
+              b'{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{"}}]}}]}',
+              b'{"choices":[{"finish_reason":"length","delta":{}}]}', b'{"usage":{"x":1}}',
+              b"\xff\xfe", b"{", b"}", b"null", b"[]", b'{"choices":"no"}',
+              b'{"choices":[{"delta":{"content":5}}]}', b'{"choices":[null]}']
+
+
+class _Response:
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.chunks = chunks
+
+    async def aiter_bytes(self):
+        for c in self.chunks:
+            yield c
+
+
+class _Dog:
+    def arm(self, deadline: float, reason: str) -> None:
+        pass
+
+
+async def _consume(chunks: list[bytes]) -> RequestRecord:
+    rec = RequestRecord(run_id="r", scenario="s", phase="measurement", seq=0,
+                        endpoint="http://x", item_id="i", status=200)
+    loop = asyncio.get_running_loop()
+    state = _StreamState(rec, loop, loop.time())
+    await state.consume(_Response(chunks), _Dog(), Timeouts(1, 1, 1, 1), loop.time() + 10)
+    state.finish_timings()
+    return rec
+
+
+chunk_lists = st.lists(st.one_of(st.sampled_from(SSE_PIECES), st.binary(max_size=40)),
+                       max_size=40)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(chunk_lists)
+def test_any_bytes_end_as_a_record_never_an_exception(chunks: list[bytes]) -> None:
+    rec = asyncio.run(_consume(chunks))
+    verdicts = classify(rec, VerdictConfig())
+    assert verdicts and all(isinstance(v, str) for v in verdicts)
+    rec.to_json()  # whatever arrived, the record serialises
+
+
+def test_typed_garbage_in_a_well_formed_stream_is_a_stream_error() -> None:
+    chunks = [b'data: {"choices":[{"delta":{"content":5}}]}\n\n', b"data: [DONE]\n\n"]
+    rec = asyncio.run(_consume(chunks))
+    assert rec.content == ""  # a number is not text; it is not glued into the content
+
+
+# -- TLS --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def https_server(tmp_path: Path):
+    trustme = pytest.importorskip("trustme")
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1")
+    cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert.private_key_and_cert_chain_pem.write_to_path(str(cert_file))
+    cert.private_key_pem.write_to_path(str(key_file))
+    fake = FakeOpenAI(("ok",))
+    config = uvicorn.Config(fake.app, host="127.0.0.1", port=0, log_level="critical",
+                            ssl_certfile=str(cert_file), ssl_keyfile=str(key_file))
+    server = uvicorn.Server(config)
+    import socket
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.01)
+    yield f"https://127.0.0.1:{port}", fake
+    server.should_exit = True
+    thread.join(10)
+
+
+SC = """
+[target]
+ready_timeout_s = 3
+[load]
+concurrency = 2
+priming = 0
+measurement = 4
+[request]
+max_tokens = 32
+[workload]
+kind = "tool-turn"
+[gate]
+min_measured = 4
+"""
+
+
+def test_tls_is_verified_by_default(https_server, tmp_path: Path) -> None:
+    url, fake = https_server
+    sc = tmp_path / "t.toml"
+    sc.write_text(SC)
+    proc = run_cli("run", str(sc), "--base-url", url, "--out", str(tmp_path / "o"), "--quiet")
+    assert proc.returncode == 2
+    assert "certificate" in proc.stdout.lower() or "ssl" in proc.stdout.lower(), proc.stdout
+    assert sum(fake.counts.values()) == 0
+
+
+def test_insecure_turns_verification_off_with_a_warning(https_server, tmp_path: Path) -> None:
+    url, fake = https_server
+    sc = tmp_path / "t.toml"
+    sc.write_text(SC)
+    proc = run_cli("run", str(sc), "--base-url", url, "--out", str(tmp_path / "o"), "--quiet",
+                   "--insecure")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "TLS certificate verification is OFF" in proc.stderr
+    assert fake.counts["ok"] == 4
+
+
+# -- secrets -----------------------------------------------------------------------------
+
+
+def test_the_key_never_reaches_any_output(fake_server, tmp_path: Path) -> None:
+    _, srv = fake_server(("ok", "http_500", "stuck"))
+    secret = "sk-qual-3b1d7a-NEVER-WRITTEN"
+    sc = tmp_path / "k.toml"
+    sc.write_text(SC.replace("[target]\n", '[target]\napi_key_env = "QUAL_KEY"\n')
+                  .replace("min_measured = 4", "min_measured = 4\nmax_infra_errors = 4"))
+    out = tmp_path / "o"
+    proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out),
+                   env={"QUAL_KEY": secret})
+    assert proc.returncode in (0, 1)
+    report = run_cli("report", str(out), env={"QUAL_KEY": secret})
+    files = [p for p in out.rglob("*") if p.is_file()]
+    assert {p.name for p in files} >= {"records.jsonl", "summary.json", "report.md",
+                                       "junit.xml", "report.html", "server.json", "run.json"}
+    for path in files:
+        assert secret.encode() not in path.read_bytes(), path.name
+    for text in (proc.stdout, proc.stderr, report.stdout, report.stderr):
+        assert secret not in text
+    assert os.environ.get("QUAL_KEY") is None

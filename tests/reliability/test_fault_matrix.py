@@ -1,0 +1,100 @@
+"""Every fault, through `dsv4-qual run` against a server that misbehaves on purpose.
+
+Half the requests of each run meet the fault, half are healthy: each fault must land
+under its verdict, the run must go on to the end, and the summary's counts must equal
+what the server says it did.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.loadgen.conftest import run_cli
+
+SC = """
+[load]
+concurrency = 4
+priming = 0
+measurement = 8
+connect_timeout_s = 2
+first_token_timeout_s = 1.5
+idle_timeout_s = 1
+total_timeout_s = 6
+[request]
+max_tokens = 48
+[workload]
+kind = "tool-turn"
+[gate]
+min_measured = 8
+max_infra_errors = 8
+"""
+
+MATRIX = [
+    ("http_500", "http_error"),
+    ("http_502", "http_error"),
+    ("http_503", "http_error"),
+    ("http_429", "http_error"),
+    ("http_429_bare", "http_error"),
+    ("reset", "stream_error"),
+    ("stall_first", "timeout"),
+    ("stall_mid", "timeout"),
+    ("slow_total", "timeout"),
+    ("malformed_sse", "stream_error"),
+    ("invalid_json", "stream_error"),
+    ("no_done", "stream_error"),
+    ("dup_done", "stream_error"),
+    ("inband_error", "stream_error"),
+    ("big_chunk", "ok"),
+    ("non_utf8", "stream_error"),
+    ("gzip", "ok"),
+    ("close", "ok"),
+    ("trickle", "ok"),
+    ("slow_read", "ok"),
+    ("stuck", "stuck_in_reasoning"),
+    ("empty", "empty_content"),
+    ("truncated", "truncated"),
+    ("loop", "reasoning_loop"),
+    ("leak", "token_leak"),
+]
+OUTPUT_FAILURES = {"stuck_in_reasoning", "empty_content", "reasoning_loop", "token_leak"}
+
+
+@pytest.mark.parametrize("mode,verdict", MATRIX)
+def test_fault_gets_its_verdict_and_the_run_goes_on(fake_server, tmp_path: Path, mode: str,
+                                                    verdict: str) -> None:
+    fake, srv = fake_server(("ok", mode))
+    sc = tmp_path / "f.toml"
+    extra = '\n[request.extra_body]\nfake_gap_s = 0.05\nfake_tokens = 400\n' \
+        if mode == "slow_total" else ""
+    sc.write_text(SC.replace("max_tokens = 48", "max_tokens = 48" + extra)
+                  if extra else SC)
+    out = tmp_path / "out"
+    proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet",
+                   timeout=180)
+    summary = json.loads((out / "summary.json").read_text())
+    m = summary["phases"]["measurement"]
+    records = (out / "records.jsonl").read_text().splitlines()
+    assert len(records) == 8 == m["requests"]  # nothing lost, nothing stopped the run
+    assert fake.counts == {"ok": 4, mode: 4}
+    if verdict == "ok":
+        assert m["verdicts"].get("ok") == 8, m["verdicts"]
+    else:
+        assert m["verdicts"].get(verdict) == 4, m["verdicts"]
+        assert m["verdicts"].get("ok") == 4
+    expected_code = 1 if verdict in OUTPUT_FAILURES else 0
+    assert proc.returncode == expected_code, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr
+
+
+def test_infrastructure_errors_over_the_limit_make_the_run_invalid(fake_server,
+                                                                   tmp_path: Path) -> None:
+    _, srv = fake_server(("ok", "http_500"))
+    sc = tmp_path / "f.toml"
+    sc.write_text(SC.replace("max_infra_errors = 8", "max_infra_errors = 3"))
+    proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(tmp_path / "o"),
+                   "--quiet")
+    assert proc.returncode == 2
+    assert "4 http_error/timeout/stream_error in measurement" in proc.stdout
