@@ -114,6 +114,26 @@ class VllmServer:
                 continue  # being written right now; the caller polls again
         return sorted(found, key=lambda r: int(r.get("pid", 0)))  # type: ignore[call-overload]
 
+    def rpc(self, method: str, timeout_s: float = 60.0) -> list[object]:
+        """Call a worker method through vLLM's dev-mode /collective_rpc; one result a worker."""
+        req = urllib.request.Request(
+            self.base_url + "/collective_rpc",
+            data=json.dumps({"method": method, "timeout": timeout_s}).encode(),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(req, timeout=timeout_s + 10) as rsp:
+            return list(json.loads(rsp.read())["results"])
+
+    def wait_receipts(self, count: int, timeout_s: float = 60.0) -> list[dict[str, object]]:
+        """Receipts from at least `count` processes (they appear as each process starts)."""
+        deadline = time.monotonic() + timeout_s
+        found = self.receipts()
+        while len(found) < count and time.monotonic() < deadline:
+            time.sleep(0.5)
+            found = self.receipts()
+        return found
+
     def wait_ready(self, timeout_s: float) -> float:
         """Poll /v1/models until 200; fail early, with the log, if the server exits."""
         deadline = time.monotonic() + timeout_s
@@ -152,6 +172,24 @@ class VllmServer:
         _signal_group(self.proc.pid, signal.SIGKILL)
         if self.proc.poll() is None:
             self.proc.wait(timeout=10)
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process below `pid` (Linux /proc): vLLM's engine core and worker."""
+    parent_of: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        parent_of[int(stat.parent.name)] = int(fields[1])
+    found: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        frontier = {child for child, parent in parent_of.items() if parent in frontier}
+        frontier -= found
+        found |= frontier
+    return found
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
