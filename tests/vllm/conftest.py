@@ -42,11 +42,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     """On failure, show the tail of every vLLM log this test could have caused."""
     outcome = yield
     report = outcome.get_result()
-    if report.failed and _STARTED:
-        for server in _STARTED[-3:]:
-            report.sections.append(
-                (f"vLLM log {server.log_path} (tail)", server.log_tail(80))
-            )
+    uses = set(getattr(item, "fixturenames", ()))
+    if not report.failed or not uses & {"vllm_server", "vllm_server_factory"}:
+        return
+    session = [s for s in _STARTED if s.log_path.parent.name.startswith("vllm-session")]
+    own = [s for s in _STARTED if s not in session][-2:]
+    for server in (own if "vllm_server_factory" in uses else session):
+        report.sections.append((f"vLLM log {server.log_path} (tail)", server.log_tail(40)))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
