@@ -7,7 +7,7 @@ under tests/fixtures/vllm/ plus a manifest. The `vllm` test tier replays the sam
 against a live server and checks that the shapes still match, so the fixtures cannot
 silently drift from reality.
 
-    python tests/vllm/vllm_harness.py serve vllm-serve &          # prints base_url
+    python tests/vllm/vllm_harness.py serve &          # prints base_url
     python tests/vllm/capture_fixtures.py --base-url http://127.0.0.1:PORT
 
 Stdlib only.

@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -268,7 +269,10 @@ def ready_timeout_s() -> float:
 
 
 def main(argv: list[str]) -> int:
-    """`serve [WORKDIR]`: start one server, print its URL, stop it on Ctrl-C or SIGTERM."""
+    """`serve [WORKDIR]`: start one server, print its URL, stop it on Ctrl-C or SIGTERM.
+
+    WORKDIR (default: a new temporary folder) receives server.log and receipts/.
+    """
     if not argv or argv[0] != "serve":
         print("usage: vllm_harness.py serve [WORKDIR]", file=sys.stderr)
         return 2
@@ -276,7 +280,8 @@ def main(argv: list[str]) -> int:
     if python is None:
         print(f"no vllm venv at {venv_dir()} (run .ci/vllm-venv.sh)", file=sys.stderr)
         return 2
-    work = Path(argv[1] if len(argv) > 1 else "vllm-serve").resolve()
+    # Default outside the checkout: logs and receipts never land in the work tree.
+    work = Path(argv[1] if len(argv) > 1 else tempfile.mkdtemp(prefix="vllm-serve-")).resolve()
     model = build_tiny_model(python)
     server = start_server(python, model, log_path=work / "server.log",
                           receipt_dir=work / "receipts")
