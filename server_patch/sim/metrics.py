@@ -44,6 +44,15 @@ def render_metrics(cfg: SimConfig, engine: Engine, guard: dict[str, Any] | None)
         "# TYPE dsv4_qual_sim_finished_requests_total counter",
         f"dsv4_qual_sim_finished_requests_total {st.finished_requests}",
     ]
+    if st.first_corruption_step is not None:
+        lines += [
+            "# HELP dsv4_qual_sim_first_corruption Where the first request was lost "
+            "(engine step; requests finished cleanly before it).",
+            "# TYPE dsv4_qual_sim_first_corruption gauge",
+            f'dsv4_qual_sim_first_corruption{{at="step"}} {st.first_corruption_step}',
+            f'dsv4_qual_sim_first_corruption{{at="finished_before"}} '
+            f"{st.finished_before_first_corruption}",
+        ]
     if guard is not None:
         lines += [
             "# TYPE dsv4_qual_c128a_builder_calls_total counter",
