@@ -121,6 +121,28 @@ def report(results_dir: Path) -> None:
     sys.exit(int(summary["gate"]["exit_code"]))
 
 
+@cli.command()
+@click.option("--scenario", "scenario_ref", default="sim-smoke", show_default=True,
+              help="A scenario with a [target.sim] section.")
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Where control/ and candidate/ go (default: results/demo-<time>).")
+@click.option("--quiet", is_flag=True, help="Only the side-by-side table.")
+def demo(scenario_ref: str, out: Path | None, quiet: bool) -> None:
+    """The main job on the embedded sim: control (packed) vs candidate (capacity).
+
+    Exits 0 only when the control reproduced the bug and the candidate stayed clean;
+    2 when the control did not reproduce (this setup cannot see the bug).
+
+    \b
+    Example:
+      dsv4-qual demo --out results/demo
+    """
+    from .demo import run_demo
+    from .runner import new_run_id
+
+    sys.exit(run_demo(scenario_ref, out or Path("results") / f"demo-{new_run_id()}", quiet))
+
+
 def _cores(text: str) -> list[int]:
     try:
         return [int(c) for c in text.split(",") if c.strip()]

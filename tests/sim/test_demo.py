@@ -1,0 +1,39 @@
+"""`dsv4-qual demo`: the README's first command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.loadgen.conftest import REPO, run_cli
+
+
+def test_demo_reproduces_under_packed_and_stays_clean_under_capacity(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    proc = run_cli("demo", "--out", str(out), "--quiet", timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "control reproduced the bug and the candidate stayed clean" in proc.stdout
+    control = json.loads((out / "control" / "summary.json").read_text())
+    candidate = json.loads((out / "candidate" / "summary.json").read_text())
+    assert control["gate"]["role"] == "control" and control["gate"]["passed"]
+    assert control["target"]["c128a_layout"] == "packed"
+    assert control["phases"]["measurement"]["verdicts"]["stuck_in_reasoning"] > 0
+    assert candidate["gate"]["role"] == "candidate" and candidate["gate"]["passed"]
+    assert candidate["target"]["c128a_layout"] == "capacity"
+    assert candidate["phases"]["measurement"]["verdicts"] == {"ok": 64}
+    for role in ("control", "candidate"):
+        for name in ("records.jsonl", "summary.json", "report.md", "junit.xml",
+                     "report.html", "server.json"):
+            assert (out / role / name).is_file()
+
+
+def test_demo_exits_2_when_the_control_cannot_reproduce(tmp_path: Path) -> None:
+    text = (REPO / "scenarios" / "sim-smoke.toml").read_text()
+    text = text.replace("concurrency = 16", "concurrency = 1")
+    text = text.replace("measurement = 64", "measurement = 4").replace(
+        "min_measured = 64", "min_measured = 4").replace("priming = 16", "priming = 0")
+    sc = tmp_path / "serial.toml"
+    sc.write_text(text)
+    proc = run_cli("demo", "--scenario", str(sc), "--out", str(tmp_path / "d"), "--quiet")
+    assert proc.returncode == 2
+    assert "control did not reproduce the bug" in proc.stdout
