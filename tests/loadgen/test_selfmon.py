@@ -1,0 +1,40 @@
+"""The client watching itself: a blocked event loop is reported as saturation."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from loadgen.report.aggregate import RunStats
+from loadgen.report.gate import evaluate
+from loadgen.report.markdown import render_markdown
+from loadgen.scenario import GateConfig
+from loadgen.selfmon import SelfMonitor
+
+
+def test_a_blocked_loop_is_saturation() -> None:
+    async def go(block: bool) -> dict:
+        mon = SelfMonitor(interval_s=0.01)
+        mon.start()
+        for _ in range(20):
+            if block:
+                time.sleep(0.08)  # a client too busy to read its sockets on time
+            await asyncio.sleep(0.01)
+        await mon.stop()
+        return mon.report(requests=100)
+
+    busy = asyncio.run(go(True))
+    assert busy["saturated"] is True and busy["loop_lag_ms_p99"] >= 50
+    idle = asyncio.run(go(False))
+    assert idle["saturated"] is False and idle["loop_lag_ms_p99"] < 50
+    assert idle["cpu_ms_per_request"] is not None
+
+
+def test_the_report_says_when_timings_are_the_clients() -> None:
+    gate = evaluate(GateConfig(min_measured=1), None)
+    summary = {"scenario": "s", "run_id": "r", "target": {}, "phases": {},
+               "client": {"saturated": True, "cpu_util": 0.98, "loop_lag_ms_p99": 120.0}}
+    text = render_markdown(summary, RunStats({}, set(), 0, None), gate)
+    assert "Client saturated" in text and "timings are the client's" in text
+    summary["client"]["saturated"] = False
+    assert "Client saturated" not in render_markdown(summary, RunStats({}, set(), 0, None), gate)
