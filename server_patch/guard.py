@@ -102,11 +102,20 @@ def describe_violation(details: dict[str, Any]) -> str:
     )
 
 
-def _off_stride(view: object, buffer: torch.Tensor) -> bool | None:
-    """True/False when ``view``'s row stride differs from the buffer's; None when it cannot tell."""
-    if not isinstance(view, torch.Tensor) or view.dim() < 2 or view.shape[0] < 2:
+def _off_stride(view: torch.Tensor, buffer: torch.Tensor) -> bool | None:
+    """True/False when ``view``'s row stride differs from the buffer's; None when it cannot tell.
+
+    On every call, so written for speed: ``stride()[0]`` is cheaper than
+    ``stride(0)``, and the shape test comes first because most prefill views
+    of a decode step are empty. Anything that is not a 2-D+ tensor cannot tell.
+    """
+    try:
+        shape = view.shape
+        if len(shape) < 2 or shape[0] < 2:
+            return None
+        return view.stride()[0] != buffer.stride()[0]
+    except (AttributeError, TypeError, IndexError):
         return None
-    return view.stride(0) != buffer.stride(0)
 
 
 def _violation_details(
@@ -165,6 +174,7 @@ class StrideGuard:
             raise ValueError(f"flush_interval_s must be finite and >= 0, not {flush_interval_s}")
         self._mode = mode
         self._sinks = tuple(sinks)
+        self._has_sinks = bool(self._sinks)
         self._interval = float(flush_interval_s)
         self._clock = clock
         self._log = log
@@ -219,7 +229,7 @@ class StrideGuard:
         if not self.enabled or getattr(fn, "stride_guard", None) is self:
             return fn
         self._watching = qualified_name(fn)
-        observe = self.observe
+        observe = self._observe
         name = self._watching
 
         @functools.wraps(fn)
@@ -249,15 +259,8 @@ class StrideGuard:
                 prefill_buffer,
                 max_compressed_tokens,
             )
-            observe(
-                returned,
-                num_tokens=positions.shape[0],
-                num_decode_tokens=num_decode_tokens,
-                global_decode_buffer=global_decode_buffer,
-                prefill_buffer=prefill_buffer,
-                max_compressed_tokens=max_compressed_tokens,
-                builder=name,
-            )
+            observe(returned, positions, num_decode_tokens, global_decode_buffer,
+                    prefill_buffer, max_compressed_tokens, name)
             return returned
 
         build_c128a_topk_metadata.stride_guard = self  # type: ignore[attr-defined]
@@ -267,46 +270,80 @@ class StrideGuard:
         self,
         returned: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
         *,
-        num_tokens: int,
+        positions: torch.Tensor,
         num_decode_tokens: int,
         global_decode_buffer: torch.Tensor,
         prefill_buffer: torch.Tensor,
         max_compressed_tokens: int,
         builder: str = "?",
     ) -> None:
-        """Count one builder call and check what it returned (``wrap`` calls this).
+        """Count one builder call and check what it returned (what ``wrap``'s wrapper does).
 
-        Public for callers that run a builder their own way. Raises
+        For callers that run a builder their own way. Raises
         ``StrideViolationError`` in strict mode when the call violates.
         """
-        if not self.enabled:
+        if self.enabled:
+            self._observe(returned, positions, num_decode_tokens, global_decode_buffer,
+                          prefill_buffer, max_compressed_tokens, builder)
+
+    def _observe(
+        self,
+        returned: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+        positions: torch.Tensor,
+        num_decode_tokens: int,
+        global_decode_buffer: torch.Tensor,
+        prefill_buffer: torch.Tensor,
+        max_compressed_tokens: int,
+        builder: str,
+    ) -> None:
+        decode_off = _off_stride(returned[0], global_decode_buffer)
+        prefill_off = _off_stride(returned[2], prefill_buffer)
+        if decode_off or prefill_off:
+            views = [v for v, off in (("decode", decode_off), ("prefill", prefill_off)) if off]
+            self._violation(views, returned, positions, num_decode_tokens, global_decode_buffer,
+                            prefill_buffer, max_compressed_tokens, builder)
             return
-        decode_view, _, prefill_view = returned
-        decode_off = _off_stride(decode_view, global_decode_buffer)
-        prefill_off = _off_stride(prefill_view, prefill_buffer)
-        violated = bool(decode_off) or bool(prefill_off)
-        details = None
-        first = False
         with self._lock:
             self._calls += 1
             self._version += 1
-            call = self._calls
             if decode_off is not None or prefill_off is not None:
                 self._checked += 1
-            if violated:
-                self._violations += 1
-                first = self._first is None
-                if first or self._mode == STRICT:
-                    views = [v for v, off in (("decode", decode_off), ("prefill", prefill_off))
-                             if off]
-                    details = _violation_details(
-                        call, builder, views, num_decode_tokens, num_tokens,
-                        max_compressed_tokens, decode_view, global_decode_buffer,
-                        prefill_view, prefill_buffer,
-                    )
-                    if first:
-                        self._first = details
-            due = bool(self._sinks) and (
+            due = self._has_sinks and self._clock() - self._last_flush >= self._interval
+            if due:
+                self._last_flush = self._clock()
+        if due:
+            self.flush()
+
+    def _violation(
+        self,
+        views: list[str],
+        returned: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+        positions: torch.Tensor,
+        num_decode_tokens: int,
+        global_decode_buffer: torch.Tensor,
+        prefill_buffer: torch.Tensor,
+        max_compressed_tokens: int,
+        builder: str,
+    ) -> None:
+        """The rare path: count, record the first one's details, log, flush at once, raise
+        in strict mode."""
+        details = None
+        with self._lock:
+            self._calls += 1
+            self._version += 1
+            self._checked += 1
+            self._violations += 1
+            call = self._calls
+            first = self._first is None
+            if first or self._mode == STRICT:
+                details = _violation_details(
+                    call, builder, views, num_decode_tokens, positions.shape[0],
+                    max_compressed_tokens, returned[0], global_decode_buffer, returned[2],
+                    prefill_buffer,
+                )
+                if first:
+                    self._first = details
+            due = self._has_sinks and (
                 first or self._clock() - self._last_flush >= self._interval
             )
             if due:
