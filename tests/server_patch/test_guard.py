@@ -351,3 +351,22 @@ def test_the_guard_only_reads_strides_shapes_and_dims(mode):
     assert ops.ops == []
     assert set(functions.functions) <= {"stride", "dim", "__get__", "size"}
     assert guard.snapshot()["checked"] == 1
+
+
+def test_observe_checks_a_call_the_caller_made_itself():
+    """For a server that runs its builder its own way (the embedded reference server)."""
+    buffers = persistent_buffers()
+    packed = (buffers[0].view(-1)[:4 * 8].view(4, 8), buffers[1][:4], buffers[2][:0])
+    guard = StrideGuard("strict")
+    guard.observe((buffers[0][:4], buffers[1][:4], buffers[2][:0]),
+                  positions=torch.zeros(4), num_decode_tokens=4,
+                  global_decode_buffer=buffers[0], prefill_buffer=buffers[2],
+                  max_compressed_tokens=8, builder="sim")
+    with pytest.raises(StrideViolationError, match=r"builder call 2 \(sim\)"):
+        guard.observe(packed, positions=torch.zeros(4), num_decode_tokens=4,
+                      global_decode_buffer=buffers[0], prefill_buffer=buffers[2],
+                      max_compressed_tokens=8, builder="sim")
+    assert guard.snapshot()["calls"] == 2
+    StrideGuard("0").observe(packed, positions=torch.zeros(4), num_decode_tokens=4,
+                             global_decode_buffer=buffers[0], prefill_buffer=buffers[2],
+                             max_compressed_tokens=8)  # off: nothing counted, nothing raised
