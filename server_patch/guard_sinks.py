@@ -15,7 +15,6 @@ the guard stays a few integer comparisons whatever is attached.
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 import weakref
@@ -24,8 +23,6 @@ from typing import Any
 
 from server_patch.guard import Sink, Snapshot
 from server_patch.receipts import Receipt, utc_now
-
-logger = logging.getLogger(__name__)
 
 #: The receipt section the guard writes (``loadgen.telemetry`` reads it).
 RECEIPT_SECTION = "guard"
@@ -90,24 +87,29 @@ def prometheus_sink(registry: Any = None) -> Sink | None:
     global registry. Counts reach the counters at the guard's flushes, so a
     scrape lags the builder by at most the flush interval; the first
     violation is flushed at once.
+
+    The counters are registered at the first flush with a call to count, not
+    before: vLLM loads the plugin in its API server too, which never builds,
+    and a counter stuck at 0 on its /metrics would misstate a busy server.
     """
     try:
         import prometheus_client
     except ImportError:
         return None
     registry = prometheus_client.REGISTRY if registry is None else registry
-    try:
-        calls_counter, violations_counter = _counters(prometheus_client, registry)
-    except ValueError as err:
-        logger.warning("dsv4-qual: no Prometheus counters for the stride guard: %s", err)
-        return None
     exported = {"pid": os.getpid(), "calls": 0, "violations": 0}
+    counters: list[tuple[Any, Any]] = []
     lock = threading.Lock()
 
     def add_to_counters(snapshot: Snapshot) -> None:
         with lock:
             if exported["pid"] != os.getpid():  # a forked child counts from zero
                 exported.update(pid=os.getpid(), calls=0, violations=0)
+            if int(snapshot["calls"]) <= exported["calls"]:
+                return
+            if not counters:
+                counters.append(_counters(prometheus_client, registry))
+            calls_counter, violations_counter = counters[0]
             for key, counter in (("calls", calls_counter), ("violations", violations_counter)):
                 delta = int(snapshot[key]) - exported[key]
                 if delta > 0:

@@ -172,7 +172,7 @@ def test_prometheus_counters_follow_the_flushes():
     build = guard.wrap(packed_like)
     call(build, CAPACITY)
     call(build, CAPACITY)
-    assert _value(registry, "dsv4_qual_c128a_builder_calls_total") == 0  # not flushed yet
+    assert _value(registry, "dsv4_qual_c128a_builder_calls_total") is None  # not flushed yet
     call(build, 8)  # first violation: flushed at once
     assert _value(registry, "dsv4_qual_c128a_builder_calls_total") == 3
     assert _value(registry, "dsv4_qual_c128a_stride_violations_total") == 1
@@ -182,6 +182,15 @@ def test_prometheus_counters_follow_the_flushes():
     guard.flush()  # a second flush adds nothing
     assert _value(registry, "dsv4_qual_c128a_builder_calls_total") == 5
     assert _value(registry, "dsv4_qual_c128a_stride_violations_total") == 2
+
+
+def test_a_process_that_never_builds_registers_no_counters():
+    """vLLM's API server loads the plugin but never builds: no misleading 0 on its /metrics."""
+    registry = prometheus_client.CollectorRegistry()
+    guard = StrideGuard(sinks=[prometheus_sink(registry)])
+    guard.wrap(packed_like)
+    guard.flush()
+    assert "dsv4_qual" not in prometheus_client.generate_latest(registry).decode()
 
 
 def test_guards_sharing_a_registry_add_up_and_the_loadgen_reads_the_names():
