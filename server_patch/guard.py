@@ -10,7 +10,7 @@ the tensor metadata the builder returns, at the first batch narrower than the
 capacity. The guard wraps a builder and compares, after each call, the
 returned decode and prefill views' ``stride(0)`` with the buffers'.
 
-It reads only ``.stride()``, ``.shape`` and ``.dim()``: no tensor data, so no
+It reads only ``.stride()`` and ``.shape``: no tensor data, so no
 GPU synchronisation and no copies, and the cost is a Python frame and a few
 integer comparisons per call. A view with fewer than two rows cannot show a
 row stride (row 0 lines up whatever the stride), so it is not checked.
