@@ -40,13 +40,22 @@ def receipt_sink(get_receipt: Callable[[], Receipt | None]) -> Sink:
     ``get_receipt`` is asked at every flush, so a receipt made (or moved)
     after the guard still gets the counts; None means "no receipt: skip".
     The file is replaced whole (``Receipt.merge_section``), so readers never
-    see half a write.
+    see half a write. Only the write that first carries a violation is
+    fsync'd: the periodic count updates run on the builder's thread, where a
+    busy disk's fsync would stall an engine step for milliseconds.
     """
+    synced_first = {"pid": os.getpid(), "done": False}
 
     def write_guard_section(snapshot: Snapshot) -> None:
         receipt = get_receipt()
-        if receipt is not None:
-            receipt.merge_section(RECEIPT_SECTION, {**snapshot, "updated": utc_now()})
+        if receipt is None:
+            return
+        if synced_first["pid"] != os.getpid():  # a forked child reports its own first
+            synced_first.update(pid=os.getpid(), done=False)
+        durable = snapshot["first_violation"] is not None and not synced_first["done"]
+        receipt.merge_section(RECEIPT_SECTION, {**snapshot, "updated": utc_now()},
+                              durable=durable)
+        synced_first["done"] = synced_first["done"] or durable
 
     return write_guard_section
 

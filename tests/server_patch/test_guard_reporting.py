@@ -71,6 +71,29 @@ def test_receipt_sink_writes_the_guard_section_the_loadgen_reads(tmp_path):
     assert summary["first_violation"]["decode_row_stride"] == 8
 
 
+def test_only_the_write_that_first_carries_a_violation_is_fsynced(tmp_path, monkeypatch):
+    """Periodic counts run on the builder's thread: no fsync stall there, except once."""
+    from server_patch import receipts
+
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(receipts.os, "fsync", lambda fd: synced.append(fd) or real_fsync(fd))
+    receipt = Receipt(tmp_path, {})
+    guard = StrideGuard(sinks=[receipt_sink(lambda: receipt)], flush_interval_s=0)
+    build = guard.wrap(packed_like)
+    call(build, CAPACITY)
+    call(build, CAPACITY)
+    assert synced == []
+    call(build, 8)  # the first violation
+    assert len(synced) == 1
+    for width in (8, 16, CAPACITY):
+        call(build, width)
+    assert len(synced) == 1
+    assert _guard_section(receipt.path)["calls"] == 6  # every flush still landed whole
+    receipt.update(layout="capacity")  # other receipt writes stay durable
+    assert len(synced) == 2
+
+
 def test_receipt_sink_skips_when_there_is_no_receipt():
     guard = StrideGuard(sinks=[receipt_sink(lambda: None)], flush_interval_s=0)
     call(guard.wrap(packed_like), 8)  # no error, nothing written
