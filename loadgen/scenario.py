@@ -163,7 +163,8 @@ class GateConfig(_Strict):
     fail_on_stride_violations: bool = Field(
         default=False,
         description="Fail the gate when the plugin's stride guard saw any violation, "
-        "even if no request failed (receipts must be readable: target.receipts_dir).",
+        "even if no request failed (receipts must be readable: target.receipts_dir). "
+        "A guard that reported no builder calls makes the run invalid (exit 2).",
     )
 
     @field_validator("fail_on")

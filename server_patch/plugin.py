@@ -5,7 +5,10 @@ server, engine core, each worker), before the model's attention builders
 exist. We replace the module global
 ``vllm.models.deepseek_v4.sparse_mla.build_c128a_topk_metadata``, which vLLM
 looks up by name on every metadata build, with our builder for the chosen
-layout, and leave a receipt.
+layout, and leave a receipt. Under every layout, ``off`` included, the stride
+guard (``server_patch.guard``, ``DSV4_QUAL_GUARD``, counting by default) wraps
+whatever is in place, so even upstream's own builder is watched and the
+receipt's ``guard`` section says what it saw.
 
 Why a failure is a ``SystemExit`` and not an ``Exception``: vLLM imports each
 plugin inside ``try: ... except Exception: logger.exception(...)`` and goes on
@@ -30,9 +33,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, NoReturn
 
+from server_patch import guard as guard_mod
 from server_patch import settings as settings_mod
 from server_patch import vllm_compat
 from server_patch.c128a import builder, observe_first_call, qualified_name
+from server_patch.guard import StrideGuard
+from server_patch.guard_sinks import standard_sinks
 from server_patch.receipts import Receipt, process_title
 
 # A child of vLLM's logger, so the line goes through vLLM's handler and level
@@ -41,6 +47,7 @@ logger = logging.getLogger("vllm.plugins.dsv4_qual")
 
 _MARK_LAYOUT = "_dsv4_qual_layout"
 _MARK_UPSTREAM = "_dsv4_qual_upstream"
+_MARK_GUARD = "_dsv4_qual_guard"
 
 
 class FatalPluginError(SystemExit):
@@ -55,6 +62,7 @@ class FatalPluginError(SystemExit):
 class _State:
     lock: threading.Lock = field(default_factory=threading.Lock)
     receipt: Receipt | None = None
+    guard: StrideGuard | None = None
     registrations: int = 0
     announced_off: bool = False
 
@@ -105,6 +113,46 @@ def _ensure_receipt(receipt_dir: str | None, fields: dict[str, Any]) -> None:
         logger.warning("dsv4-qual: could not write the patch receipt in %s: %s", receipt_dir, err)
 
 
+def _current_receipt() -> Receipt | None:
+    return _STATE.receipt
+
+
+def _ensure_guard(settings: settings_mod.Settings) -> StrideGuard:
+    """This process's stride guard (one per process; a new one only if its settings change).
+
+    It watches whatever builder is installed, ours or upstream's, and reports
+    into this process's receipt (and Prometheus counters, where importable),
+    at the first violation, every few seconds, and at exit.
+    """
+    guard = _STATE.guard
+    if (
+        guard is None
+        or guard.mode != settings.guard
+        or guard.flush_interval_s != settings.guard_flush_s
+    ):
+        guard = StrideGuard(
+            settings.guard,
+            sinks=standard_sinks(_current_receipt) if settings.guard != guard_mod.OFF else (),
+            flush_interval_s=settings.guard_flush_s,
+            flush_at_exit=True,
+            log=logger,
+        )
+        _STATE.guard = guard
+    return guard
+
+
+def _mark(fn: Any, layout: str, upstream: Any, guard: StrideGuard) -> None:
+    setattr(fn, _MARK_LAYOUT, layout)
+    setattr(fn, _MARK_UPSTREAM, upstream)
+    setattr(fn, _MARK_GUARD, guard)
+
+
+def _in_place(current: Any, layout: str, guard: StrideGuard) -> bool:
+    return getattr(current, _MARK_LAYOUT, None) == layout and (
+        getattr(current, _MARK_GUARD, None) is guard
+    )
+
+
 def register() -> None:
     """Entry point for ``vllm.general_plugins``; safe to call any number of times per process."""
     with _STATE.lock:
@@ -148,38 +196,49 @@ def _inspect_target(supported: str) -> _Target:
     )
 
 
-def _install(target: _Target, layout: str, upstream_variant: str) -> Any:
-    """Put our builder for ``layout`` in place (unless it already is); return what is in place."""
-    if getattr(target.current, _MARK_LAYOUT, None) == layout:
+def _install(target: _Target, layout: str, upstream_variant: str, guard: StrideGuard) -> Any:
+    """Put our builder for ``layout`` in place, under the guard (unless it already is);
+    return what is in place."""
+    if _in_place(target.current, layout, guard):
         return target.current
-    replacement = observe_first_call(builder(layout), _record_first_call)
-    setattr(replacement, _MARK_LAYOUT, layout)
-    setattr(replacement, _MARK_UPSTREAM, target.upstream)
+    replacement = guard.wrap(observe_first_call(builder(layout), _record_first_call))
+    _mark(replacement, layout, target.upstream, guard)
     setattr(target.module, vllm_compat.TARGET_ATTRIBUTE, replacement)
     logger.info(
-        "dsv4-qual: patched %s -> %s (layout %s, vLLM %s whose own builder is %s, pid %d)",
+        "dsv4-qual: patched %s -> %s (layout %s, vLLM %s whose own builder is %s, "
+        "stride guard %s, pid %d)",
         vllm_compat.TARGET,
         qualified_name(replacement),
         layout,
         target.version,
         upstream_variant,
+        guard.mode,
         os.getpid(),
     )
     return replacement
 
 
-def _leave_upstream(target: _Target, upstream_variant: str) -> None:
-    """Layout ``off``: upstream's function in place (put back if ours was installed)."""
-    if target.current is not target.upstream:
+def _leave_upstream(target: _Target, upstream_variant: str, guard: StrideGuard) -> None:
+    """Layout ``off``: upstream's function in place (put back if ours was installed),
+    under the guard when it is on, so the guard can watch upstream's own builder."""
+    off = settings_mod.OFF
+    if guard.enabled and not _in_place(target.current, off, guard):
+        watched = guard.wrap(target.upstream)
+        _mark(watched, off, target.upstream, guard)
+        setattr(target.module, vllm_compat.TARGET_ATTRIBUTE, watched)
+        _STATE.announced_off = False
+    elif not guard.enabled and target.current is not target.upstream:
         setattr(target.module, vllm_compat.TARGET_ATTRIBUTE, target.upstream)
         _STATE.announced_off = False
     if not _STATE.announced_off:
         _STATE.announced_off = True
         logger.info(
-            "dsv4-qual: layout off; vLLM's own %s stays in place (vLLM %s, builder %s, pid %d)",
+            "dsv4-qual: layout off; vLLM's own %s stays in place (vLLM %s, builder %s, "
+            "stride guard %s, pid %d)",
             vllm_compat.TARGET,
             target.version,
             upstream_variant,
+            guard.mode,
             os.getpid(),
         )
 
@@ -214,6 +273,7 @@ def _register() -> None:
     except settings_mod.SettingsError as err:
         refuse(str(err))
         return
+    guard = _ensure_guard(settings)
     target = _inspect_target(settings.supported_vllm)
     variant = vllm_compat.upstream_variant(target.version)
     fields.update(
@@ -236,9 +296,10 @@ def _register() -> None:
         fields["warnings"].append(message)
 
     if settings.layout == settings_mod.OFF:
-        _leave_upstream(target, variant)
+        _leave_upstream(target, variant, guard)
         fields["installed"] = qualified_name(target.upstream)
     else:
-        fields.update(patched=True, installed=qualified_name(_install(target, settings.layout,
-                                                                      variant)))
+        installed = _install(target, settings.layout, variant, guard)
+        fields.update(patched=True, installed=qualified_name(installed))
+    fields["guard"] = guard.snapshot()
     _ensure_receipt(receipt_dir, fields)

@@ -64,8 +64,14 @@ def receipt_path(directory: str | os.PathLike[str], hostname: str, pid: int) -> 
     return Path(directory) / f"{hostname}-{pid}.json"
 
 
-def write_json_atomic(path: Path, payload: Mapping[str, Any]) -> None:
-    """Replace ``path`` whole: a reader sees the old file or the new one, never a half."""
+def write_json_atomic(path: Path, payload: Mapping[str, Any], *, durable: bool = True) -> None:
+    """Replace ``path`` whole: a reader sees the old file or the new one, never a half.
+
+    ``durable`` fsyncs the data before the rename, so the new file also
+    survives a machine crash; readers need only the rename. Writers on a hot
+    path (the stride guard's periodic counts) pass False: an fsync can take
+    milliseconds on a busy disk.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -73,7 +79,8 @@ def write_json_atomic(path: Path, payload: Mapping[str, Any]) -> None:
             json.dump(payload, handle, indent=2, sort_keys=True, default=str)
             handle.write("\n")
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         # mkstemp makes 0600 files; receipts are read by other users/containers.
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
@@ -149,17 +156,20 @@ class Receipt:
             write_json_atomic(self.path, self._data)
             return self.path
 
-    def merge_section(self, name: str, values: Mapping[str, Any]) -> Path:
+    def merge_section(
+        self, name: str, values: Mapping[str, Any], *, durable: bool = True
+    ) -> Path:
         """Merge ``values`` into the dict section ``name`` (made if absent) and rewrite the file.
 
-        For writers that add to a section over time (counters flushed periodically).
+        For writers that add to a section over time (counters flushed
+        periodically); ``durable=False`` skips the fsync (see ``write_json_atomic``).
         """
         with self._lock:
             self._follow_fork()
             section = dict(self._data.get(name) or {})
             section.update(values)
             self._data[name] = section
-            write_json_atomic(self.path, self._data)
+            write_json_atomic(self.path, self._data, durable=durable)
             return self.path
 
     def write(self) -> Path:

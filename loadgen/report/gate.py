@@ -4,7 +4,8 @@ A *candidate* passes when the gated failures stay within `allowed`; a *control*
 (the positive control, a server with the bug left in) passes only when it
 reproduces, i.e. exceeds `allowed`. Before either, the run must be valid: not
 interrupted, the server was ready, infrastructure errors within their limit, enough
-measured requests, and the patch receipts present when the scenario requires them.
+measured requests, the patch receipts present when the scenario requires them, and,
+when it gates on stride violations, a stride guard that saw builder calls.
 """
 
 from __future__ import annotations
@@ -50,6 +51,23 @@ class GateResult:
         return asdict(self)
 
 
+def _stride_check(summary: dict[str, Any]) -> Check:
+    """Zero violations count only if the guard saw builder calls: a guard that was off,
+    or receipts that were never read, must not pass the gate by saying nothing."""
+    violations = int(summary.get("stride_violations") or 0)
+    calls = int(summary.get("guard_calls") or 0)
+    first = summary.get("first_violation")
+    if violations == 0 and calls == 0:
+        return Check("no C128A stride violations", passed=False, kind="error",
+                     message="the stride guard reported no builder calls (guard off, "
+                             "receipts not read, or the builder never ran)")
+    return Check(
+        "no C128A stride violations", passed=violations == 0,
+        message=f"{violations} violation(s) in {calls} guarded builder call(s)"
+        + (f"; first: {first}" if first else ""),
+        kind="failure")
+
+
 def evaluate(
     cfg: GateConfig,
     stats: PhaseStats | None,
@@ -88,12 +106,7 @@ def evaluate(
                      f"patched={patched}") if count else "no patch receipt found",
             kind="error"))
     if gate_stride_violations:
-        violations = int(summary.get("stride_violations") or 0)
-        first = summary.get("first_violation")
-        checks.append(Check(
-            "no C128A stride violations", passed=violations == 0,
-            message=f"{violations} violation(s)" + (f"; first: {first}" if first else ""),
-            kind="failure"))
+        checks.append(_stride_check(summary))
     if cfg.role == "candidate":
         gate_ok = failures <= cfg.allowed
         message = f"{failures} of {measured} failed (allowed {cfg.allowed})"

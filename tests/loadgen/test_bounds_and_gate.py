@@ -83,3 +83,17 @@ def test_stride_violations_fail_a_clean_candidate() -> None:
     assert gate.exit_code == 1
     assert any("4 violation" in r for r in gate.reasons)
     assert evaluate(cfg, stats(10, 0), receipts=receipts).exit_code == 0
+
+
+def test_zero_stride_violations_pass_only_when_the_guard_saw_calls() -> None:
+    cfg = GateConfig()
+    clean = {"count": 2, "patched": True, "guard_calls": 900, "stride_violations": 0}
+    gate = evaluate(cfg, stats(10, 0), receipts=clean, gate_stride_violations=True)
+    assert gate.exit_code == 0
+    (check,) = [c for c in gate.checks if "stride" in c.name]
+    assert check.passed and "0 violation(s) in 900 guarded builder call(s)" in check.message
+    silent = {"count": 2, "patched": True, "guard_calls": 0, "stride_violations": 0}
+    gate = evaluate(cfg, stats(10, 0), receipts=silent, gate_stride_violations=True)
+    assert gate.exit_code == 2  # run invalid: nothing was watched
+    assert any("no builder calls" in r for r in gate.reasons)
+    assert evaluate(cfg, stats(10, 0), receipts={}, gate_stride_violations=True).exit_code == 2

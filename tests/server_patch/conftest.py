@@ -326,6 +326,8 @@ def fake_vllm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Calla
         "DSV4_QUAL_STRICT",
         "DSV4_QUAL_RECEIPT_DIR",
         "DSV4_QUAL_SUPPORTED_VLLM",
+        "DSV4_QUAL_GUARD",
+        "DSV4_QUAL_GUARD_FLUSH_S",
     ):
         monkeypatch.delenv(var, raising=False)
     _forget_vllm()

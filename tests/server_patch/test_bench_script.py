@@ -1,7 +1,8 @@
-"""The kernel benchmark is GPU only and says so instead of failing obscurely."""
+"""The benchmarks: the kernel one is GPU only and says so; the guard one runs on a CPU."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -20,3 +21,22 @@ def test_benchmark_exits_2_with_a_clear_message_without_cuda(repo_root):
     assert result.returncode == 2
     assert result.stderr.strip().startswith("bench_c128a: needs a CUDA GPU")
     assert "Traceback" not in result.stderr
+
+
+def test_guard_benchmark_prints_both_rates_side_by_side_on_the_cpu(repo_root, tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(repo_root))
+    out = tmp_path / "bench_guard.json"
+    result = subprocess.run(
+        [sys.executable, str(repo_root / "benchmarks" / "bench_guard.py"), "--device", "cpu",
+         "--requests", "2", "--capacity", "256", "--width", "128", "--trials", "3",
+         "--trial-s", "0.02", "--json", str(out)],
+        capture_output=True, text=True, env=env, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "bare calls/s" in result.stdout and "guarded calls/s" in result.stdout
+    assert "guard alone" in result.stdout and "flush" in result.stdout
+    rows = json.loads(out.read_text())["results"]
+    assert [(r["device"], r["layout"]) for r in rows] == [
+        ("cpu", "capacity"), ("cpu", "prefix"), ("cpu", "packed")]
+    assert all(r["bare_calls_s"] > 0 and r["guarded_calls_s"] > 0 for r in rows)
+    assert [r["violations_per_call"] for r in rows] == [0, 0, 1]

@@ -95,9 +95,11 @@ def test_layout_setting_picks_the_builder(layout, fake_vllm, monkeypatch, case_f
 
 
 def test_off_leaves_upstream_in_place_and_says_so(fake_vllm, monkeypatch, tmp_path):
+    """With the guard off too, the module global is upstream's very function."""
     fake_vllm(version="0.27.1", upstream="packed")
     upstream = _target_module().build_c128a_topk_metadata
     monkeypatch.setenv("DSV4_QUAL_C128A_LAYOUT", "off")
+    monkeypatch.setenv("DSV4_QUAL_GUARD", "0")
     monkeypatch.setenv("DSV4_QUAL_RECEIPT_DIR", str(tmp_path))
     plugin.register()
     assert _target_module().build_c128a_topk_metadata is upstream
@@ -110,6 +112,7 @@ def test_off_leaves_upstream_in_place_and_says_so(fake_vllm, monkeypatch, tmp_pa
 def test_off_after_a_patch_restores_upstream(fake_vllm, monkeypatch):
     fake_vllm()
     upstream = _target_module().build_c128a_topk_metadata
+    monkeypatch.setenv("DSV4_QUAL_GUARD", "0")
     plugin.register()
     monkeypatch.setenv("DSV4_QUAL_C128A_LAYOUT", "off")
     plugin.register()

@@ -95,6 +95,21 @@ def test_a_forked_child_writes_its_own_receipt(tmp_path):
     assert json.loads(parent_path.read_text())["first_call"] is None
 
 
+def test_durable_writes_fsync_and_others_do_not(tmp_path, monkeypatch):
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(receipts.os, "fsync", lambda fd: synced.append(fd) or real_fsync(fd))
+    receipt = Receipt(tmp_path, {})
+    receipt.write()
+    receipt.merge_section("guard", {"calls": 1})
+    assert len(synced) == 2
+    receipt.merge_section("guard", {"calls": 2}, durable=False)
+    write_json_atomic(tmp_path / "x.json", {"a": 1}, durable=False)
+    assert len(synced) == 2
+    assert json.loads(receipt.path.read_text())["guard"] == {"calls": 2}
+    assert json.loads((tmp_path / "x.json").read_text()) == {"a": 1}
+
+
 def test_load_receipts_skips_temp_and_broken_files(tmp_path):
     Receipt(tmp_path, {"layout": "prefix"}).write()
     (tmp_path / ".host-1.json.abc.tmp").write_text("{")

@@ -109,6 +109,21 @@ def test_settings_defaults():
     s = Settings.from_env({})
     assert s == Settings(layout="capacity", strict=True, receipt_dir=None,
                          supported_vllm=vllm_compat.DEFAULT_SUPPORTED)
+    assert (s.guard, s.guard_flush_s) == ("1", 5.0)  # the guard counts unless told not to
+
+
+@pytest.mark.parametrize(
+    ("value", "mode"),
+    [("0", "0"), ("off", "0"), ("1", "1"), ("", "1"), ("on", "1"), ("strict", "strict"),
+     ("STRICT", "strict")],
+)
+def test_settings_read_the_guard_mode(value, mode):
+    assert Settings.from_env({settings.ENV_GUARD: value}).guard == mode
+
+
+def test_settings_read_the_guard_flush_interval():
+    assert Settings.from_env({settings.ENV_GUARD_FLUSH_S: "0.25"}).guard_flush_s == 0.25
+    assert Settings.from_env({settings.ENV_GUARD_FLUSH_S: " "}).guard_flush_s == 5.0
 
 
 def test_settings_read_every_variable():
@@ -133,6 +148,10 @@ def test_settings_read_every_variable():
         ({settings.ENV_LAYOUT: "packd"}, "DSV4_QUAL_C128A_LAYOUT"),
         ({settings.ENV_STRICT: "maybe"}, "DSV4_QUAL_STRICT"),
         ({settings.ENV_SUPPORTED_VLLM: "0.28 or newer"}, "DSV4_QUAL_SUPPORTED_VLLM"),
+        ({settings.ENV_GUARD: "strictt"}, "DSV4_QUAL_GUARD"),
+        ({settings.ENV_GUARD_FLUSH_S: "soon"}, "DSV4_QUAL_GUARD_FLUSH_S"),
+        ({settings.ENV_GUARD_FLUSH_S: "-1"}, "DSV4_QUAL_GUARD_FLUSH_S"),
+        ({settings.ENV_GUARD_FLUSH_S: "inf"}, "DSV4_QUAL_GUARD_FLUSH_S"),
     ],
 )
 def test_settings_refuse_unreadable_values(environ, message):
