@@ -39,6 +39,7 @@ class SimApp:
         self.cfg = cfg
         self.engine = engine
         self.guard_snapshot = guard_snapshot
+        self.on_shutdown: Any = None  # e.g. the guard's last flush into the receipt
         self._engine_task: asyncio.Task[None] | None = None
         self.app = Starlette(
             routes=[
@@ -62,6 +63,8 @@ class SimApp:
             self._engine_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._engine_task
+            if self.on_shutdown is not None:
+                self.on_shutdown()
 
     async def health(self, request: Request) -> Response:
         return Response(status_code=200)

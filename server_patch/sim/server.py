@@ -13,6 +13,8 @@ from typing import Any
 import uvicorn
 
 from server_patch.c128a import builder, observe_first_call, qualified_name
+from server_patch.guard import COUNT, OFF, StrideGuard
+from server_patch.guard_sinks import RECEIPT_SECTION, receipt_sink
 from server_patch.receipts import Receipt, tool_version
 from server_patch.sim.api import SimApp
 from server_patch.sim.config import SimConfig
@@ -22,7 +24,12 @@ logger = logging.getLogger(__name__)
 
 
 def make_app(cfg: SimConfig) -> SimApp:
-    """The sim's ASGI app; the engine starts with the app's lifespan."""
+    """The sim's ASGI app; the engine starts with the app's lifespan.
+
+    The builder is wrapped as the plugin wraps vLLM's: a receipt records the first
+    call, and (unless `guard` is off) the stride guard counts every call, into the
+    receipt and the sim's /metrics.
+    """
     build = builder(cfg.layout)
     receipt = None
     if cfg.receipts_dir:
@@ -34,7 +41,14 @@ def make_app(cfg: SimConfig) -> SimApp:
         })
         receipt.write()
         build = observe_first_call(build, lambda info: receipt.update(first_call=info))
-    return SimApp(cfg, Engine(cfg, build))
+    guard = StrideGuard(COUNT if cfg.guard else OFF,
+                        sinks=[receipt_sink(lambda: receipt)], flush_interval_s=1.0)
+    build = guard.wrap(build)
+    if receipt is not None and guard.enabled:
+        receipt.merge_section(RECEIPT_SECTION, guard.snapshot())
+    app = SimApp(cfg, Engine(cfg, build), guard.snapshot if guard.enabled else None)
+    app.on_shutdown = guard.flush
+    return app
 
 
 def bind(host: str, port: int) -> socket.socket:

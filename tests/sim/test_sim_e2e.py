@@ -26,6 +26,7 @@ def run_sim(tmp_path: Path, layout: str, concurrency: int, measurement: int = 48
     summary = json.loads((out / "summary.json").read_text())
     summary["_exit"] = proc.returncode
     summary["_server"] = json.loads((out / "server.json").read_text())
+    summary["_out"] = out
     return summary
 
 
@@ -69,3 +70,38 @@ def test_concurrency_one_is_clean_in_every_layout(tmp_path: Path, layout: str) -
     s = run_sim(tmp_path, layout, concurrency=1, measurement=6)
     assert s["_exit"] == 0, s["gate"]
     assert s["phases"]["measurement"]["verdicts"] == {"ok": 6}
+
+
+def test_guard_sees_the_bug_long_before_the_first_stuck_reply(tmp_path: Path) -> None:
+    from datetime import datetime
+
+    s = run_sim(tmp_path, "packed", concurrency=16)
+    guard = s["_server"]["receipts_summary"]
+    first = guard["first_violation"]
+    assert guard["stride_violations"] > 0 and first["call"] <= 3  # the first real batch
+    seen_at = datetime.fromisoformat(first["time"].replace("Z", "+00:00")).timestamp()
+    records = [json.loads(x) for x in (s["_out"] / "records.jsonl").read_text().splitlines()]
+    ends = sorted((r["timings"]["sent"] + r["timings"]["end"], r["verdicts"][0])
+                  for r in records)
+    first_stuck_end = next(t for t, v in ends if v == "stuck_in_reasoning")
+    finished_before_violation = sum(1 for t, _ in ends if t < seen_at)
+    finished_before_first_stuck = sum(1 for t, _ in ends if t < first_stuck_end)
+    # The guard fires while the first requests are still decoding; the first stuck
+    # reply needs max_tokens more steps to come back.
+    assert finished_before_violation == 0
+    assert seen_at < first_stuck_end
+    print(f"requests finished before the guard's first violation: "
+          f"{finished_before_violation}; before the first stuck reply: "
+          f"{finished_before_first_stuck}")
+    # A candidate gated on the guard fails on the violation alone.
+    assert any(c["name"].startswith("C128A stride violations (control")
+               or c["name"] == "no C128A stride violations" for c in s["gate"]["checks"])
+
+
+@pytest.mark.parametrize("layout", ["capacity", "prefix"])
+def test_guard_counts_calls_and_no_violation(tmp_path: Path, layout: str) -> None:
+    s = run_sim(tmp_path, layout, concurrency=8, measurement=16)
+    guard = s["_server"]["receipts_summary"]
+    assert guard["guard_calls"] > 50 and guard["stride_violations"] == 0
+    check = next(c for c in s["gate"]["checks"] if c["name"] == "no C128A stride violations")
+    assert check["passed"] is True

@@ -110,6 +110,12 @@ def test_every_plugin_process_writes_its_own_receipt(vllm_server: VllmServer) ->
         assert "build_c128a_topk_metadata" in _named(receipt["target"])
         assert OUR_PACKAGE in _named(receipt["installed"])
         assert receipt["process"]
+        # The stride guard loads in every process and, with no DeepSeek-V4 model here,
+        # has counted no builder call and no violation.
+        guard = receipt["guard"]
+        assert guard["mode"] == "1"
+        assert guard["calls"] == 0 and guard["violations"] == 0
+        assert guard["first_violation"] is None
 
 
 def test_the_worker_module_global_is_ours(vllm_server: VllmServer) -> None:
