@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -117,6 +118,78 @@ def report(results_dir: Path) -> None:
     summary = write_reports(results_dir)
     click.echo(one_line(summary, results_dir))
     sys.exit(int(summary["gate"]["exit_code"]))
+
+
+_LOAD_OVERRIDES = [
+    click.option("--model", default=None, help="Model name (default: the scenario's, or auto)."),
+    click.option("--concurrency", type=int, default=None, help="Requests in flight."),
+    click.option("--priming", type=int, default=None, help="Requests before measuring."),
+    click.option("--measurement", type=int, default=None, help="Requests measured and gated."),
+    click.option("--max-tokens", type=int, default=None, help="max_tokens of every request."),
+    click.option("--rate-limit", type=float, default=None, help="Requests per second (0: none)."),
+    click.option("--insecure", is_flag=True, help="Do not verify TLS certificates (warns)."),
+    click.option("--transport", type=click.Choice(TRANSPORTS), default="auto",
+                 show_default=True, help="HTTP stack under httpx."),
+    click.option("--quiet", is_flag=True, help="No progress output."),
+]
+
+
+def _load_overrides(func: Any) -> Any:
+    for option in reversed(_LOAD_OVERRIDES):
+        func = option(func)
+    return func
+
+
+@cli.command()
+@click.argument("scenario")
+@click.option("--control", "control_urls", multiple=True, metavar="URL",
+              help="The positive control's base URL (a server with the bug left in); "
+                   "repeat for data-parallel replicas.")
+@click.option("--candidate", "candidate_urls", multiple=True, metavar="URL",
+              help="The candidate's base URL; repeat for data-parallel replicas.")
+@click.option("--control-receipts-dir", default=None, help="The control's patch receipts.")
+@click.option("--candidate-receipts-dir", default=None, help="The candidate's patch receipts.")
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Qualification directory (default: results/qualify-<scenario>-<id>); "
+                   "the runs go to its control/ and candidate/.")
+@_load_overrides
+def qualify(scenario: str, control_urls: tuple[str, ...], candidate_urls: tuple[str, ...],
+            control_receipts_dir: str | None, candidate_receipts_dir: str | None,
+            out: Path | None, model: str | None, concurrency: int | None,
+            priming: int | None, measurement: int | None, max_tokens: int | None,
+            rate_limit: float | None, insecure: bool, transport: str, quiet: bool) -> None:
+    """The positive control first, then the candidate; one verdict.
+
+    Exit 0 only when the control reproduced the bug AND the candidate stayed within
+    its gate; 1 when the candidate failed its gate; 2 when the control did not
+    reproduce (the harness cannot see the bug here; the candidate is not run) or a
+    run was invalid.
+
+    \b
+    Examples:
+      dsv4-qual qualify pr-51318 --control http://gpu-a:8000 --candidate http://gpu-b:8000
+      dsv4-qual qualify pr-51318 --control http://a:8000 --candidate http://b:8000 \\
+          --candidate-receipts-dir /receipts --out results/qualify-0.28.0
+    """
+    from .qualify import qualify as run_qualify
+    from .qualify import with_sides
+
+    sc = load_scenario(scenario).with_overrides(
+        model=model, concurrency=concurrency, priming=priming, measurement=measurement,
+        max_tokens=max_tokens, rate_limit=rate_limit,
+        verify_tls=False if insecure else None)
+    cfg = with_sides(sc, control_urls=list(control_urls), candidate_urls=list(candidate_urls),
+                     control_receipts=control_receipts_dir,
+                     candidate_receipts=candidate_receipts_dir)
+    if insecure:
+        click.echo("dsv4-qual: warning: TLS certificate verification is OFF (--insecure)",
+                   err=True)
+    outcome = run_qualify(sc, cfg, out, quiet=quiet, transport=transport)
+    click.echo(f"qualify {sc.name}: {outcome.document['headline']}; reports in "
+               f"{outcome.out_dir}")
+    for reason in outcome.document["reasons"]:
+        click.echo(f"  - {reason}")
+    sys.exit(outcome.exit_code)
 
 
 def _load_command_plugins() -> None:
