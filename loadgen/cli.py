@@ -192,6 +192,106 @@ def qualify(scenario: str, control_urls: tuple[str, ...], candidate_urls: tuple[
     sys.exit(outcome.exit_code)
 
 
+@cli.command()
+@click.argument("scenario")
+@click.option("--duration", default=None, metavar="D",
+              help="Soak length from its first start, e.g. 8h, 90m, 1h30m.")
+@click.option("--rounds", type=int, default=None, metavar="N",
+              help="Stop after N complete rounds (with --duration: whichever comes first).")
+@click.option("--history", "history_db", type=click.Path(path_type=Path), default=None,
+              metavar="DB", help="SQLite history (default: soak-history.sqlite next to --out).")
+@click.option("--base-url", "base_urls", multiple=True, metavar="URL",
+              help="Server base URL; repeat for data-parallel replicas (round-robin).")
+@click.option("--receipts-dir", default=None, help="Where the server's patch receipts appear.")
+@click.option("--stop-on-breach/--no-stop-on-breach", default=None,
+              help="End the soak after the first round that fails its gate.")
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Soak directory (default: results/soak-<scenario>); running the same "
+                   "command again resumes the soak there.")
+@click.option("--new", is_flag=True,
+              help="Start a new soak even if an unfinished one is in --out (it is abandoned).")
+@_load_overrides
+def soak(scenario: str, duration: str | None, rounds: int | None, history_db: Path | None,
+         base_urls: tuple[str, ...], receipts_dir: str | None, stop_on_breach: bool | None,
+         out: Path | None, new: bool, model: str | None, concurrency: int | None,
+         priming: int | None, measurement: int | None, max_tokens: int | None,
+         rate_limit: float | None, insecure: bool, transport: str, quiet: bool) -> None:
+    """Nightly rounds against one server, each appended to the SQLite history.
+
+    Primes once per server start (seen in /metrics' process_start_time_seconds, else
+    a readiness loss), then measures round after round. Killed, it resumes: run the
+    same command again. Exit: 130 interrupted; 1 a round failed its gate; 2 a round
+    was invalid (or none completed); 0 all rounds passed.
+
+    \b
+    Examples:
+      dsv4-qual soak nightly-soak --duration 8h --base-url http://gpu-a:8000 \\
+          --receipts-dir /receipts --history /data/dsv4-history.sqlite --out results/nightly
+      dsv4-qual soak smoke --rounds 3 --base-url http://127.0.0.1:8000 --stop-on-breach
+    """
+    from .soak import history_default, make_plan
+    from .soak import soak as run_soak
+
+    sc = load_scenario(scenario).with_overrides(
+        base_urls=list(base_urls), model=model, concurrency=concurrency, priming=priming,
+        measurement=measurement, max_tokens=max_tokens, rate_limit=rate_limit,
+        receipts_dir=receipts_dir, verify_tls=False if insecure else None)
+    plan = make_plan(sc, duration, rounds, stop_on_breach)
+    if insecure:
+        click.echo("dsv4-qual: warning: TLS certificate verification is OFF (--insecure)",
+                   err=True)
+    outcome = run_soak(sc, plan, out, history_db or history_default(out, sc), quiet=quiet,
+                       transport=transport, new=new)
+    if outcome.rounds:
+        from .report.trend import console, round_table, write_trend_plot
+
+        console().print(round_table(outcome.rounds))
+        write_trend_plot(outcome.rounds, outcome.out_dir / "trend.png")
+    sys.exit(outcome.exit_code)
+
+
+@cli.command()
+@click.argument("db", type=click.Path(path_type=Path))
+@click.option("--soak", "soak_id", default=None, help="Only this soak's rounds.")
+@click.option("--scenario", "scenario_name", default=None, help="Only this scenario's rounds.")
+@click.option("--last", type=click.IntRange(min=1), default=None, help="Only the last N rounds.")
+@click.option("--plot", type=click.Path(path_type=Path), default=None,
+              help="Trend plot PNG (default: <DB without suffix>-trend.png).")
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON instead.")
+def history(db: Path, soak_id: str | None, scenario_name: str | None, last: int | None,
+            plot: Path | None, as_json: bool) -> None:
+    """The soak history's trend: a table per round and per vLLM version, and a plot.
+
+    \b
+    Example:
+      dsv4-qual history results/soak-history.sqlite --scenario nightly-soak --last 30
+    """
+    import orjson
+
+    from .history import History
+    from .report.trend import console, per_version, round_table, version_table, write_trend_plot
+
+    store = History(db, create=False)
+    try:
+        rows = store.all_rounds(soak_id=soak_id, scenario=scenario_name, last=last)
+    finally:
+        store.close()
+    versions = per_version(rows)
+    if as_json:
+        click.echo(orjson.dumps({"rounds": rows, "versions": versions},
+                                option=orjson.OPT_INDENT_2).decode())
+    else:
+        out = console()
+        out.print(round_table(rows))
+        out.print(version_table(versions))
+    if not rows:
+        click.echo("no rounds recorded (yet)", err=True)
+        return
+    target = plot or db.with_name(db.stem + "-trend.png")
+    write_trend_plot(rows, target)
+    click.echo(f"trend plot: {target}", err=True)
+
+
 def _load_command_plugins() -> None:
     """Commands contributed by other packages of the distribution (e.g. `sim`)."""
     for ep in entry_points(group=COMMAND_PLUGINS_GROUP):
