@@ -174,12 +174,6 @@ class History:
             (scenario, out_dir)).fetchone()
         return _soak(row) if row else None
 
-    def latest_soak(self, scenario: str, out_dir: str) -> Soak | None:
-        row = self.db.execute(
-            "SELECT * FROM soaks WHERE scenario = ? AND out_dir = ? ORDER BY started DESC "
-            "LIMIT 1", (scenario, out_dir)).fetchone()
-        return _soak(row) if row else None
-
     def add_soak(self, soak: Soak, tool_version: str) -> None:
         with self.transaction() as db:
             db.execute(

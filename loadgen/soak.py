@@ -6,12 +6,15 @@ server that has been busy for hours would only waste time, and not priming a fre
 one would measure its clean cold start. A server start is read from the server
 (`process_start_time_seconds` in /metrics; without it, a readiness loss between
 rounds or a restart the run saw). Each round is one ordinary run (`run_scenario`)
-in `<out>/round-NNNN`, written to the history when it starts and when it ends.
+in `<out>/<soak id>/round-NNNN`, written to the history when it starts and when it
+ends.
 
-Resuming: the soak of a scenario in an out dir is found again in the history; a
-restarted command continues its round count. A round whose process died is
-rebuilt from its records (flushed as each request completed, so only the requests
-in flight are lost) and recorded as `partial`.
+Resuming: the unfinished soak of a scenario in an out dir is found again in the
+history, and a restarted command continues its round count. A round whose process
+died is rebuilt from its records (flushed as each request completed, so only the
+requests in flight are lost) and recorded as `partial`. An unfinished soak whose
+duration has run out is closed instead (`expired`) and a new one starts, so a
+nightly job running the same command every night never continues last night's.
 
 Ends: after `rounds` complete rounds, at `duration` after the soak first started
 (the last round runs to its end), on the first gate breach with `stop_on_breach`,
@@ -119,8 +122,8 @@ def soak_lock(out_dir: Path) -> Iterator[None]:
         fh.close()
 
 
-def round_dir(out_dir: Path, number: int) -> Path:
-    return out_dir / f"round-{number:04d}"
+def round_dir(soak_dir: Path, number: int) -> Path:
+    return soak_dir / f"round-{number:04d}"
 
 
 def soak_exit_code(rounds: list[dict[str, Any]], interrupted: bool) -> int:
@@ -200,28 +203,46 @@ class SoakSession:
 
     # -- the soak's identity ----------------------------------------------------------
 
+    @property
+    def soak_dir(self) -> Path:
+        assert self.soak is not None
+        return self.out_dir / self.soak.soak_id
+
     def open(self, new: bool) -> None:
-        key = (self.sc.name, str(self.out_dir))
-        soak = self.history.unfinished_soak(*key)
+        soak = self.history.unfinished_soak(self.sc.name, str(self.out_dir))
         if soak is not None and new:
             self.history.update_soak(soak.soak_id, status="abandoned", ended=time.time())
+            self.echo(f"soak {soak.soak_id}: abandoned (--new)")
+            soak = None
+        if soak is not None and self.plan.duration_s is not None and \
+                time.time() >= soak.started + self.plan.duration_s:
+            self._close_expired(soak)
             soak = None
         if soak is None:
-            latest = self.history.latest_soak(*key)
-            if latest is not None or round_dir(self.out_dir, 1).exists():
-                what = f"soak {latest.soak_id} ({latest.status})" if latest else "a soak"
-                raise BadInputError(f"--out {self.out_dir}: already holds {what}; choose a "
-                                    "new --out (results are never overwritten)")
             soak = Soak(soak_id=f"{self.sc.name or 'soak'}-{new_run_id()}",
                         scenario=self.sc.name, out_dir=str(self.out_dir), started=time.time(),
                         status="running", duration_s=self.plan.duration_s,
                         rounds_target=self.plan.rounds, stop_on_breach=self.plan.stop_on_breach)
             self.history.add_soak(soak, __version__)
+            self.soak = soak
             self.echo(f"soak {soak.soak_id}: {self.plan.describe()}; history "
-                      f"{self.history.path}; rounds in {self.out_dir}")
+                      f"{self.history.path}; rounds in {self.soak_dir}")
         else:
+            self.soak = soak
             self._resume(soak)
-        self.soak = soak
+
+    def _close_expired(self, soak: Soak) -> None:
+        """An unfinished soak past its duration (killed last night): close, never continue."""
+        for row in self.history.rounds(soak.soak_id):
+            if row["status"] == "running":
+                recover_round(self.history, soak.soak_id, row)
+        rounds = self.history.rounds(soak.soak_id)
+        self.history.update_soak(soak.soak_id, status="expired",
+                                 ended=max((r["ended"] or r["started"] for r in rounds),
+                                           default=soak.started),
+                                 exit_code=soak_exit_code(rounds, interrupted=False))
+        self.echo(f"soak {soak.soak_id}: its duration ran out while it was stopped; closed "
+                  "(expired), starting a new soak")
 
     def _resume(self, soak: Soak) -> None:
         self.history.update_soak(soak.soak_id, status="running", duration_s=self.plan.duration_s,
@@ -274,7 +295,7 @@ class SoakSession:
             # No process start time: a receipt counts if written since just before this.
             self.receipts_since = time.time() - self.sc.telemetry.receipts_margin_s
         priming = self.sc.load.priming if new_start else 0
-        directory = round_dir(self.out_dir, number)
+        directory = round_dir(self.soak_dir, number)
         round_sc = self.sc.with_overrides(priming=priming, base_urls=base_urls)
         if self.receipts_since is not None and self.sc.telemetry.receipts_since is None:
             round_sc = round_sc.model_copy(update={"telemetry": round_sc.telemetry.model_copy(
@@ -332,7 +353,7 @@ class SoakSession:
                   "stopped_on_breach" if "breach" in reason else "finished")
         self.history.update_soak(self.soak.soak_id, status=status, ended=time.time(),
                                  exit_code=code)
-        write_json(self.out_dir / SOAK_FILE, {
+        write_json(self.soak_dir / SOAK_FILE, {
             "soak_id": self.soak.soak_id, "scenario": self.sc.name,
             "history": str(self.history.path), "status": status, "stopped": reason,
             "exit_code": code, "plan": self.plan.__dict__,
@@ -341,7 +362,7 @@ class SoakSession:
                                           "vllm_version", "c128a_layout", "results_dir")}
                        for r in rounds],
         })
-        return SoakOutcome(self.soak.soak_id, self.out_dir, code, status, rounds)
+        return SoakOutcome(self.soak.soak_id, self.soak_dir, code, status, rounds)
 
 
 def soak(scenario: Scenario, plan: SoakPlan, out: Path | None, history_path: Path, *,

@@ -49,6 +49,12 @@ def rounds_in(db: Path) -> list[dict]:
         con.close()
 
 
+def soak_dir(out: Path) -> Path:
+    """The one soak under `out` (rounds live in <out>/<soak id>/round-NNNN)."""
+    (only,) = [d for d in out.iterdir() if d.is_dir()]
+    return only
+
+
 def records(directory: Path) -> list[dict]:
     path = directory / "records.jsonl"
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
@@ -73,14 +79,14 @@ def test_priming_once_per_server_start(fake_server, tmp_path: Path,
         (1, 2, 1), (2, 0, 0), (3, 2, 1)]
     # 2 + 4, 4, 2 + 4: priming ran once per server start, never in between.
     assert sum(fake.counts.values()) == 16
-    assert [len(records(out / f"round-000{n}")) for n in (1, 2, 3)] == [6, 4, 6]
+    assert [len(records(soak_dir(out) / f"round-000{n}")) for n in (1, 2, 3)] == [6, 4, 6]
     if exposes_start_time:
         assert rows[2]["server_start"] == pytest.approx(fake.start_time)
         assert rows[0]["server_start"] < rows[2]["server_start"]
     else:
         assert rows[2]["server_start"] is None
         assert "not ready" in proc.stdout
-    assert (out / "trend.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (soak_dir(out) / "trend.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_restart_detection_rules() -> None:
@@ -104,10 +110,10 @@ def test_killed_soak_resumes_its_round_count(fake_server, tmp_path: Path, sig) -
             "--rounds", "2", "--out", str(out), "--history", str(db), "--quiet"]
     proc = subprocess.Popen([sys.executable, "-m", "loadgen", *args], cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    round2 = out / "round-0002" / "records.jsonl"
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
-        if round2.exists() and len(round2.read_text().splitlines()) >= 3:
+        round2 = list(out.glob("*/round-0002/records.jsonl"))
+        if round2 and len(round2[0].read_text().splitlines()) >= 3:
             break
         time.sleep(0.05)
     proc.send_signal(sig)
@@ -131,7 +137,7 @@ def test_killed_soak_resumes_its_round_count(fake_server, tmp_path: Path, sig) -
     assert rows[1]["note"]
     # Same server start: the resumed soak does not prime again.
     assert [r["priming"] for r in rows] == [2, 0, 0]
-    cut = records(out / "round-0002")
+    cut = records(soak_dir(out) / "round-0002")
     done = [r for r in cut if r["verdicts"] != ["interrupted"]]
     assert len(done) >= 3
     assert rows[1]["measured"] == len(done)
@@ -191,7 +197,7 @@ def test_stop_on_breach_ends_the_soak_after_the_failing_round(fake_server,
     assert proc.returncode == 1, proc.stdout + proc.stderr
     rows = rounds_in(tmp_path / "soak-history.sqlite")
     assert len(rows) == 1 and rows[0]["exit_code"] == 1
-    assert json.loads((out / "soak.json").read_text())["status"] == "stopped_on_breach"
+    assert json.loads((soak_dir(out) / "soak.json").read_text())["status"] == "stopped_on_breach"
 
 
 def test_bad_input_is_one_line_and_exit_3(fake_server, tmp_path: Path) -> None:
@@ -220,13 +226,34 @@ def test_bad_input_is_one_line_and_exit_3(fake_server, tmp_path: Path) -> None:
     assert sum(fake.counts.values()) == 0
 
 
-def test_a_finished_soak_is_never_overwritten(fake_server, tmp_path: Path) -> None:
+def test_the_same_command_the_next_night_starts_a_new_soak(fake_server,
+                                                           tmp_path: Path) -> None:
+    """Finished, or unfinished past its duration: never continued, never overwritten."""
     _, srv = fake_server(("ok",))
+    out = tmp_path / "soak"
+    db = tmp_path / "h.sqlite"
     args = ["soak", str(scenario(tmp_path)), "--base-url", srv.url, "--rounds", "1",
-            "--out", str(tmp_path / "soak"), "--quiet"]
+            "--out", str(out), "--history", str(db), "--quiet"]
     assert run_cli(*args).returncode == 0
-    again = run_cli(*args)
-    assert again.returncode == 3 and "already holds soak" in again.stderr
+    assert run_cli(*args).returncode == 0
+    # A soak killed last night (left `running`) whose duration has run out.
+    con = sqlite3.connect(db)
+    con.execute("INSERT INTO soaks (soak_id, scenario, out_dir, started, status, duration_s, "
+                "stop_on_breach) VALUES ('killed', 'soak', ?, ?, 'running', 3600, 0)",
+                (str(out.resolve()), time.time() - 86400))
+    con.commit()
+    con.close()
+    proc = run_cli("soak", str(scenario(tmp_path)), "--base-url", srv.url, "--duration", "1h",
+                   "--rounds", "1", "--out", str(out), "--history", str(db), "--quiet")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "closed (expired)" in proc.stdout
+    con = sqlite3.connect(db)
+    soaks = con.execute("SELECT soak_id, status FROM soaks ORDER BY started").fetchall()
+    rounds = con.execute("SELECT soak_id, round FROM rounds").fetchall()
+    con.close()
+    assert [status for _, status in soaks] == ["expired", "finished", "finished", "finished"]
+    assert len({soak for soak, _ in rounds}) == 3 and {r for _, r in rounds} == {1}
+    assert len([d for d in out.iterdir() if d.is_dir()]) == 3
 
 
 def test_durations() -> None:
