@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -183,6 +184,178 @@ def bench_client(concurrencies: tuple[int, ...], modes: tuple[str, ...],
     results = bench(list(concurrencies), list(modes), list(transports), list(workers_list),
                     requests, tokens, repeats, _cores(stub_cores), clients)
     click.echo(render(results, tokens, clients))
+
+
+_LOAD_OVERRIDES = [
+    click.option("--model", default=None, help="Model name (default: the scenario's, or auto)."),
+    click.option("--concurrency", type=int, default=None, help="Requests in flight."),
+    click.option("--priming", type=int, default=None, help="Requests before measuring."),
+    click.option("--measurement", type=int, default=None, help="Requests measured and gated."),
+    click.option("--max-tokens", type=int, default=None, help="max_tokens of every request."),
+    click.option("--rate-limit", type=float, default=None, help="Requests per second (0: none)."),
+    click.option("--insecure", is_flag=True, help="Do not verify TLS certificates (warns)."),
+    click.option("--transport", type=click.Choice(TRANSPORTS), default="auto",
+                 show_default=True, help="HTTP stack under httpx."),
+    click.option("--quiet", is_flag=True, help="No progress output."),
+]
+
+
+def _load_overrides(func: Any) -> Any:
+    for option in reversed(_LOAD_OVERRIDES):
+        func = option(func)
+    return func
+
+
+@cli.command()
+@click.argument("scenario")
+@click.option("--control", "control_urls", multiple=True, metavar="URL",
+              help="The positive control's base URL (a server with the bug left in); "
+                   "repeat for data-parallel replicas.")
+@click.option("--candidate", "candidate_urls", multiple=True, metavar="URL",
+              help="The candidate's base URL; repeat for data-parallel replicas.")
+@click.option("--control-receipts-dir", default=None, help="The control's patch receipts.")
+@click.option("--candidate-receipts-dir", default=None, help="The candidate's patch receipts.")
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Qualification directory (default: results/qualify-<scenario>-<id>); "
+                   "the runs go to its control/ and candidate/.")
+@_load_overrides
+def qualify(scenario: str, control_urls: tuple[str, ...], candidate_urls: tuple[str, ...],
+            control_receipts_dir: str | None, candidate_receipts_dir: str | None,
+            out: Path | None, model: str | None, concurrency: int | None,
+            priming: int | None, measurement: int | None, max_tokens: int | None,
+            rate_limit: float | None, insecure: bool, transport: str, quiet: bool) -> None:
+    """The positive control first, then the candidate; one verdict.
+
+    Exit 0 only when the control reproduced the bug AND the candidate stayed within
+    its gate; 1 when the candidate failed its gate; 2 when the control did not
+    reproduce (the harness cannot see the bug here; the candidate is not run) or a
+    run was invalid.
+
+    \b
+    Examples:
+      dsv4-qual qualify pr-51318 --control http://gpu-a:8000 --candidate http://gpu-b:8000
+      dsv4-qual qualify pr-51318 --control http://a:8000 --candidate http://b:8000 \\
+          --candidate-receipts-dir /receipts --out results/qualify-0.28.0
+    """
+    from .qualify import qualify as run_qualify
+    from .qualify import with_sides
+
+    sc = load_scenario(scenario).with_overrides(
+        model=model, concurrency=concurrency, priming=priming, measurement=measurement,
+        max_tokens=max_tokens, rate_limit=rate_limit,
+        verify_tls=False if insecure else None)
+    cfg = with_sides(sc, control_urls=list(control_urls), candidate_urls=list(candidate_urls),
+                     control_receipts=control_receipts_dir,
+                     candidate_receipts=candidate_receipts_dir)
+    if insecure:
+        click.echo("dsv4-qual: warning: TLS certificate verification is OFF (--insecure)",
+                   err=True)
+    outcome = run_qualify(sc, cfg, out, quiet=quiet, transport=transport)
+    click.echo(f"qualify {sc.name}: {outcome.document['headline']}; reports in "
+               f"{outcome.out_dir}")
+    for reason in outcome.document["reasons"]:
+        click.echo(f"  - {reason}")
+    sys.exit(outcome.exit_code)
+
+
+@cli.command()
+@click.argument("scenario")
+@click.option("--duration", default=None, metavar="D",
+              help="Soak length from its first start, e.g. 8h, 90m, 1h30m.")
+@click.option("--rounds", type=int, default=None, metavar="N",
+              help="Stop after N complete rounds (with --duration: whichever comes first).")
+@click.option("--history", "history_db", type=click.Path(path_type=Path), default=None,
+              metavar="DB", help="SQLite history (default: soak-history.sqlite next to --out).")
+@click.option("--base-url", "base_urls", multiple=True, metavar="URL",
+              help="Server base URL; repeat for data-parallel replicas (round-robin).")
+@click.option("--receipts-dir", default=None, help="Where the server's patch receipts appear.")
+@click.option("--stop-on-breach/--no-stop-on-breach", default=None,
+              help="End the soak after the first round that fails its gate.")
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Soak directory (default: results/soak-<scenario>); running the same "
+                   "command again resumes the soak there.")
+@click.option("--new", is_flag=True,
+              help="Start a new soak even if an unfinished one is in --out (it is abandoned).")
+@_load_overrides
+def soak(scenario: str, duration: str | None, rounds: int | None, history_db: Path | None,
+         base_urls: tuple[str, ...], receipts_dir: str | None, stop_on_breach: bool | None,
+         out: Path | None, new: bool, model: str | None, concurrency: int | None,
+         priming: int | None, measurement: int | None, max_tokens: int | None,
+         rate_limit: float | None, insecure: bool, transport: str, quiet: bool) -> None:
+    """Nightly rounds against one server, each appended to the SQLite history.
+
+    Primes once per server start (seen in /metrics' process_start_time_seconds, else
+    a readiness loss), then measures round after round. Killed, it resumes: run the
+    same command again. Exit: 130 interrupted; 1 a round failed its gate; 2 a round
+    was invalid (or none completed); 0 all rounds passed.
+
+    \b
+    Examples:
+      dsv4-qual soak nightly-soak --duration 8h --base-url http://gpu-a:8000 \\
+          --receipts-dir /receipts --history /data/dsv4-history.sqlite --out results/nightly
+      dsv4-qual soak smoke --rounds 3 --base-url http://127.0.0.1:8000 --stop-on-breach
+    """
+    from .soak import history_default, make_plan
+    from .soak import soak as run_soak
+
+    sc = load_scenario(scenario).with_overrides(
+        base_urls=list(base_urls), model=model, concurrency=concurrency, priming=priming,
+        measurement=measurement, max_tokens=max_tokens, rate_limit=rate_limit,
+        receipts_dir=receipts_dir, verify_tls=False if insecure else None)
+    plan = make_plan(sc, duration, rounds, stop_on_breach)
+    if insecure:
+        click.echo("dsv4-qual: warning: TLS certificate verification is OFF (--insecure)",
+                   err=True)
+    outcome = run_soak(sc, plan, out, history_db or history_default(out, sc), quiet=quiet,
+                       transport=transport, new=new)
+    if outcome.rounds:
+        from .report.trend import console, round_table, write_trend_plot
+
+        console().print(round_table(outcome.rounds))
+        write_trend_plot(outcome.rounds, outcome.out_dir / "trend.png")
+    sys.exit(outcome.exit_code)
+
+
+@cli.command()
+@click.argument("db", type=click.Path(path_type=Path))
+@click.option("--soak", "soak_id", default=None, help="Only this soak's rounds.")
+@click.option("--scenario", "scenario_name", default=None, help="Only this scenario's rounds.")
+@click.option("--last", type=click.IntRange(min=1), default=None, help="Only the last N rounds.")
+@click.option("--plot", type=click.Path(path_type=Path), default=None,
+              help="Trend plot PNG (default: <DB without suffix>-trend.png).")
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON instead.")
+def history(db: Path, soak_id: str | None, scenario_name: str | None, last: int | None,
+            plot: Path | None, as_json: bool) -> None:
+    """The soak history's trend: a table per round and per vLLM version, and a plot.
+
+    \b
+    Example:
+      dsv4-qual history results/soak-history.sqlite --scenario nightly-soak --last 30
+    """
+    import orjson
+
+    from .history import History
+    from .report.trend import console, per_version, round_table, version_table, write_trend_plot
+
+    store = History(db, create=False)
+    try:
+        rows = store.all_rounds(soak_id=soak_id, scenario=scenario_name, last=last)
+    finally:
+        store.close()
+    versions = per_version(rows)
+    if as_json:
+        click.echo(orjson.dumps({"rounds": rows, "versions": versions},
+                                option=orjson.OPT_INDENT_2).decode())
+    else:
+        out = console()
+        out.print(round_table(rows))
+        out.print(version_table(versions))
+    if not rows:
+        click.echo("no rounds recorded (yet)", err=True)
+        return
+    target = plot or db.with_name(db.stem + "-trend.png")
+    write_trend_plot(rows, target)
+    click.echo(f"trend plot: {target}", err=True)
 
 
 def _load_command_plugins() -> None:

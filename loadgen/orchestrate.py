@@ -21,6 +21,7 @@ from .report import write_reports
 from .report.build import RUN_FILE, SERVER_FILE, write_json
 from .runner import Runner, new_run_id
 from .scenario import Scenario
+from .server_epoch import select_receipts
 from .targets import EmbeddedTarget, start_embedded
 
 
@@ -104,7 +105,9 @@ def run_scenario(
     finally:
         if embedded is not None:
             embedded.stop()
-    write_json(out_dir / SERVER_FILE, runner.server_document())
+    write_json(out_dir / SERVER_FILE, select_receipts(
+        runner.server_document(), margin_s=scenario.telemetry.receipts_margin_s,
+        since=scenario.telemetry.receipts_since, run_started=state.started))
     write_json(out_dir / RUN_FILE, {"scenario": scenario.model_dump(mode="json"),
                                     "run": state.to_dict()})
     summary = write_reports(out_dir, html=html)

@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from .durations import parse_duration
 from .exit_codes import BadInputError
 from .taxonomy import DEFAULT_FAIL_ON, Verdict
 
@@ -40,6 +41,16 @@ class _Strict(BaseModel):
     """Unknown keys are errors: a misspelt key silently ignored would change a verdict."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+
+
+def http_urls(urls: list[str]) -> list[str]:
+    """Base URLs without their trailing slash; anything but http(s) is an error."""
+    cleaned = []
+    for url in urls:
+        if not url.startswith(("http://", "https://")):
+            raise ValueError(f"{url!r} is not an http:// or https:// URL")
+        cleaned.append(url.rstrip("/"))
+    return cleaned
 
 
 class SimTarget(_Strict):
@@ -75,12 +86,7 @@ class TargetConfig(_Strict):
     @field_validator("base_urls")
     @classmethod
     def _urls_are_http(cls, urls: list[str]) -> list[str]:
-        cleaned = []
-        for url in urls:
-            if not url.startswith(("http://", "https://")):
-                raise ValueError(f"{url!r} is not an http:// or https:// URL")
-            cleaned.append(url.rstrip("/"))
-        return cleaned
+        return http_urls(urls)
 
 
 class LoadConfig(_Strict):
@@ -198,6 +204,73 @@ class VerdictConfig(_Strict):
 
 class TelemetryConfig(_Strict):
     scrape_interval_s: float = Field(default=10.0, ge=0, le=MAX_TIMEOUT_S)
+    receipts_margin_s: float = Field(
+        default=600.0, ge=0, le=MAX_TIMEOUT_S,
+        description="A receipt counts when written at most this long before the server's "
+        "process start (engine processes may start before the API server), or, when "
+        "/metrics has no process start time, before the run's start.",
+    )
+    receipts_since: float | None = Field(
+        default=None, ge=0,
+        description="Epoch seconds: receipts written before this belong to an earlier "
+        "server start. Overrides the process start time (soak sets it when /metrics "
+        "has none).",
+    )
+
+
+class QualifySide(_Strict):
+    """One side of a qualification: where it runs, and what its gate demands of receipts."""
+
+    base_urls: list[str] = Field(default_factory=list)
+    receipts_dir: str | None = None
+    sim: SimTarget | None = None
+    require_receipts: bool | None = Field(
+        default=None,
+        description="Default: false for the control (layout `off` writes none), the "
+        "scenario's gate.require_receipts for the candidate.",
+    )
+
+    @field_validator("base_urls")
+    @classmethod
+    def _urls_are_http(cls, urls: list[str]) -> list[str]:
+        return http_urls(urls)
+
+
+class QualifyConfig(_Strict):
+    """`dsv4-qual qualify`: a positive control that must reproduce, then the candidate."""
+
+    control: QualifySide = Field(default_factory=QualifySide)
+    candidate: QualifySide = Field(default_factory=QualifySide)
+    control_fail_on: list[Verdict] = Field(
+        default_factory=lambda: [Verdict.STUCK_IN_REASONING],
+        description="What counts as the control reproducing the bug (#52448's signature).",
+    )
+    control_allowed: Count = Field(
+        default=0, description="The control reproduces when more than this many fail.")
+
+    @field_validator("control_fail_on")
+    @classmethod
+    def _no_ok(cls, verdicts: list[Verdict]) -> list[Verdict]:
+        if not verdicts:
+            raise ValueError("name at least one verdict")
+        if Verdict.OK in verdicts:
+            raise ValueError("'ok' cannot reproduce a bug")
+        return verdicts
+
+
+class SoakConfig(_Strict):
+    """`dsv4-qual soak` defaults; --duration/--rounds/--stop-on-breach override them."""
+
+    duration: str | None = Field(default=None, description="e.g. 8h, 90m, 1h30m")
+    rounds: int | None = Field(default=None, ge=1, le=MAX_COUNT)
+    stop_on_breach: bool = False
+
+    @field_validator("duration")
+    @classmethod
+    def _duration(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_duration(value)
+        return value
 
 
 class Scenario(_Strict):
@@ -210,6 +283,8 @@ class Scenario(_Strict):
     gate: GateConfig = Field(default_factory=GateConfig)
     verdicts: VerdictConfig = Field(default_factory=VerdictConfig)
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
+    qualify: QualifyConfig | None = None
+    soak: SoakConfig | None = None
 
     def with_overrides(self, **overrides: Any) -> Scenario:
         """Apply command-line overrides (None means 'not given') and validate again."""

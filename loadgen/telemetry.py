@@ -29,6 +29,7 @@ TRACKED_METRICS: dict[str, tuple[str, ...]] = {
     "spec_draft_tokens": ("vllm:spec_decode_num_draft_tokens_total",),
     "stride_violations": ("dsv4_qual_c128a_stride_violations_total",),
     "c128a_builder_calls": ("dsv4_qual_c128a_builder_calls_total",),
+    "process_start_time": ("process_start_time_seconds",),
 }
 
 
@@ -114,6 +115,7 @@ def read_receipts(directory: str | Path | None) -> list[dict[str, Any]]:
             data = orjson.loads(file.read_bytes())
             if isinstance(data, dict):
                 data.setdefault("file", file.name)
+                data.setdefault("file_mtime", file.stat().st_mtime)
                 receipts.append(data)
     return receipts
 
@@ -166,6 +168,9 @@ class Telemetry:
             info[f"metrics_{label}"] = text
             if text is not None:
                 info[f"tracked_{label}"] = tracked(parse_prometheus(text))
+                # Before and after are points of the time series too (rates need both ends).
+                self.samples.append({"t": time.time() - self._t0, "server": url,
+                                     "label": label, **info[f"tracked_{label}"]})
                 layout = labelled(text, "dsv4_qual_c128a_layout_info")
                 if layout:
                     info["c128a_layout"] = layout[0].get("layout")
@@ -202,6 +207,7 @@ class Telemetry:
             layout = ",".join(summary["layouts"])
         return {
             "servers": self.servers,
+            "t0": self._t0,
             "samples": self.samples,
             "receipts_dir": self.receipts_dir,
             "receipts": receipts,

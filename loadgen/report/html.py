@@ -16,6 +16,8 @@ from typing import Any
 from jinja2 import Environment, select_autoescape
 
 from .aggregate import PhaseStats, RunStats
+from .markdown import layout_text, receipts_text
+from .telemetry_plots import telemetry_plots
 
 _TEMPLATE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
@@ -40,8 +42,10 @@ requests failed the gate; allowed {{ s.gate.allowed }}.
 <tr><th>run id</th><td>{{ s.run_id }}</td></tr>
 <tr><th>server(s)</th><td>{{ (s.target.base_urls or []) | join(', ') }}</td></tr>
 <tr><th>model</th><td>{{ s.target.model }}</td></tr>
-<tr><th>C128A layout</th><td id="layout">{{ s.target.c128a_layout or 'unknown' }}</td></tr>
-<tr><th>vLLM</th><td>{{ (s.target.vllm_versions or []) | join(', ') or '-' }}</td></tr>
+<tr><th>C128A layout the server ran</th><td id="layout">{{ layout }}</td></tr>
+<tr><th>vLLM</th><td>{{ (s.target.vllm_versions or s.target.server_versions or [])
+| join(', ') or '-' }}</td></tr>
+{% if receipts %}<tr><th>patch receipts</th><td id="receipts">{{ receipts }}</td></tr>{% endif %}
 <tr><th>stride violations (guard)</th>
 <td>{{ s.target.receipts.stride_violations if s.target.receipts else '-' }}</td></tr>
 <tr><th>client</th><td>CPU {{ s.client.cpu_util }},
@@ -55,11 +59,25 @@ loop lag p99 {{ s.client.loop_lag_ms_p99 }} ms {% if s.client.saturated %}
 <td>{{ '%.1f' % (100 * ph.rates[v]) if ph.rates[v] is not none else '-' }}%</td></tr>{% endfor %}
 </table>
 {% endfor %}
+{% if telemetry %}
+<h2>Server telemetry (/metrics)</h2>
+<table id="telemetry"><tr><th>server</th><th>samples</th><th>max running</th>
+<th>max waiting</th><th>max KV cache</th><th>prompt tok/s</th><th>generation tok/s</th>
+<th>preemptions</th><th>spec-decode acceptance</th></tr>
+{% for url, b in telemetry.items() %}<tr><td>{{ url }}</td><td>{{ b.samples }}</td>
+<td>{{ fmt(b.max_requests_running, '.0f') }}</td><td>{{ fmt(b.max_requests_waiting, '.0f') }}</td>
+<td>{{ fmt(b.max_kv_cache_usage * 100 if b.max_kv_cache_usage is not none else none, '.1f') }}%</td>
+<td>{{ fmt(b.prompt_tokens_per_s, '.1f') }}</td><td>{{ fmt(b.generation_tokens_per_s, '.1f') }}</td>
+<td>{{ fmt(b.preemptions, '.0f') }}</td>
+<td>{{ fmt(b.spec_acceptance_rate * 100 if b.spec_acceptance_rate is not none else none, '.1f') }}%
+</td></tr>{% endfor %}
+</table>
+{% endif %}
 <h2>Plots</h2>
 {% for title, uri in plots %}<figure><figcaption>{{ title }}</figcaption>
 <img alt="{{ title }}" src="{{ uri }}"></figure>{% endfor %}
 {% for name, failures in forensics %}
-<h2>First failures ({{ name }})</h2>
+<h2>Reasoning tails of the first failures ({{ name }})</h2>
 {% for f in failures %}<h3>seq {{ f.seq }}: {{ f.verdicts | join(', ') }}</h3>
 <p>finish_reason {{ f.finish_reason }}, completion tokens {{ f.completion_tokens }}
 {% if f.error %}, error: {{ f.error }}{% endif %}</p>
@@ -139,17 +157,6 @@ def _plots(stats: RunStats, server: dict[str, Any],
         ax.set_xlabel("completion tokens per request")
         plots.append(("Completion tokens (stuck requests pile up at max_tokens)", _png(fig)))
         plt.close(fig)
-    samples = server.get("samples") or []
-    if samples:
-        fig, ax = plt.subplots(figsize=(9, 3))
-        for key in ("requests_running", "requests_waiting", "preemptions"):
-            pts = [(s["t"], s[key]) for s in samples if key in s]
-            if pts:
-                ax.plot(*zip(*pts, strict=True), label=key)
-        ax.set_xlabel("seconds since run start")
-        ax.legend(fontsize=8)
-        plots.append(("Server telemetry over time (/metrics)", _png(fig)))
-        plt.close(fig)
     return plots
 
 
@@ -162,7 +169,11 @@ def write_html(path: Path, summary: dict[str, Any], stats: RunStats,
     phases: dict[str, PhaseStats] = stats.phases
     html = env.from_string(_TEMPLATE).render(
         s=summary, word=words.get(summary["gate"]["exit_code"], "?"),
-        plots=_plots(stats, server, max_tokens),
+        plots=_plots(stats, server, max_tokens) + telemetry_plots(server),
+        layout=layout_text(summary.get("target") or {}),
+        receipts=receipts_text((summary.get("target") or {}).get("receipts_selection") or {}),
+        telemetry=(summary.get("telemetry") or {}).get("servers") or {},
+        fmt=lambda v, f: "-" if v is None else format(v, f),
         forensics=[(n, st.failures) for n, st in phases.items() if st.failures],
     )
     write_atomic(path, html.encode())

@@ -6,6 +6,7 @@ from typing import Any
 
 from .aggregate import PhaseStats, RunStats, percentiles
 from .gate import GateResult
+from .server_telemetry import summarize as summarize_telemetry
 
 
 def phase_summary(st: PhaseStats) -> dict[str, Any]:
@@ -55,11 +56,25 @@ def build_summary(
             "base_urls": run.get("base_urls"),
             "model": run.get("model"),
             "c128a_layout": server.get("c128a_layout"),
+            "c128a_layout_source": server.get("c128a_layout_source"),
             "vllm_versions": receipts.get("vllm_versions"),
+            "server_versions": server_versions(server),
             "receipts": receipts,
+            "receipts_selection": server.get("receipts_selection"),
         },
+        "telemetry": summarize_telemetry(server),
         "phases": {name: phase_summary(st) for name, st in stats.phases.items()},
         "divergent_seqs": sorted(stats.divergent)[:1000],
         "gate": gate.to_dict(),
         "client": run.get("client") or {},
     }
+
+
+def server_versions(server: dict[str, Any]) -> list[str]:
+    """What each server's /version said (vLLM answers {"version": "0.27.1"})."""
+    found = set()
+    for info in (server.get("servers") or {}).values():
+        version = info.get("version")
+        if isinstance(version, dict) and version.get("version"):
+            found.add(str(version["version"]))
+    return sorted(found)

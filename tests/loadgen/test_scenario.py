@@ -36,6 +36,16 @@ def write(tmp_path: Path, text: str, name: str = "s.toml") -> Path:
     ("[gate]\nfail_on = ['ok']\n", "gate.fail_on", "'ok' cannot fail"),
     ("[gate]\nfail_on = ['stuk_in_reasoning']\n", "gate.fail_on.0", "Input should be"),
     ("bogus = 1\n", "bogus", "unknown key"),
+    ("[qualify]\ncontrol_fail_on = ['ok']\n", "qualify.control_fail_on", "'ok' cannot"),
+    ("[qualify.control]\nbase_urls = ['gpu-a:8000']\n", "qualify.control.base_urls",
+     "not an http"),
+    ("[qualify.candidate]\nreceipt_dir = '/r'\n", "qualify.candidate.receipt_dir",
+     "unknown key"),
+    ("[qualify.control.sim]\nlayout = 'off'\n", "qualify.control.sim.layout", "Input should be"),
+    ("[soak]\nduration = '8hr'\n", "soak.duration", "is not a duration"),
+    ("[soak]\nrounds = 0\n", "soak.rounds", "greater than or equal to 1"),
+    ("[telemetry]\nreceipts_margin_s = -1\n", "telemetry.receipts_margin_s",
+     "greater than or equal to 0"),
 ])
 def test_bad_values_name_key_and_problem(tmp_path: Path, text: str, key: str, problem: str):
     path = write(tmp_path, text)

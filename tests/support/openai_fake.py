@@ -99,7 +99,8 @@ class FakeOpenAI:
 
     def __init__(self, plan: Iterable[str] = ("ok",), model: str = MODEL,
                  max_model_len: int = 4096, token_delay_s: float = 0.0,
-                 mode_by_text: dict[str, str] | None = None) -> None:
+                 mode_by_text: dict[str, str] | None = None,
+                 expose_start_time: bool = True) -> None:
         self.plan = list(plan)
         # A mode chosen by the request's own text: the same body, the same reply.
         self.mode_by_text = mode_by_text or {}
@@ -113,6 +114,15 @@ class FakeOpenAI:
         self.max_in_flight = 0
         self.bodies: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        # A "restart": a new process start time, counters from zero, and optionally a
+        # few failed readiness probes, as a restarted vLLM shows them.
+        self.expose_start_time = expose_start_time
+        self.start_time = time.time()
+        self.restarts = 0
+        self.restart_at: int | None = None  # restart when this many chats have arrived
+        self.restart_down_probes = 0
+        self._down_probes = 0
+        self._served_at_start = 0
         self.app = Starlette(routes=[
             Route("/health", self.health),
             Route("/version", self.version),
@@ -124,7 +134,16 @@ class FakeOpenAI:
 
     # -- plain endpoints ------------------------------------------------------------
 
+    def restart(self, down_probes: int = 0) -> None:
+        self.start_time = max(time.time(), self.start_time + 2.0)
+        self.restarts += 1
+        self._down_probes = down_probes
+        self._served_at_start = sum(self.counts.values())
+
     async def health(self, request: Request) -> Response:
+        if self._down_probes > 0:
+            self._down_probes -= 1
+            return Response(status_code=503)
         return Response(status_code=200 if self.healthy else 503)
 
     async def version(self, request: Request) -> Response:
@@ -138,13 +157,22 @@ class FakeOpenAI:
              "max_model_len": self.max_model_len}]})
 
     async def metrics(self, request: Request) -> Response:
+        served = sum(self.counts.values()) - self._served_at_start
+        label = f'{{model_name="{self.model}"}}'
         lines = [
             "# TYPE vllm:num_requests_running gauge",
-            f'vllm:num_requests_running{{model_name="{self.model}"}} {self.in_flight}',
-            f'vllm:num_requests_waiting{{model_name="{self.model}"}} 0',
-            f"vllm:generation_tokens_total{{model_name=\"{self.model}\"}} "
-            f"{sum(self.counts.values()) * 10}",
+            f"vllm:num_requests_running{label} {self.in_flight}",
+            f"vllm:num_requests_waiting{label} 0",
+            f"vllm:kv_cache_usage_perc{label} {min(1.0, self.in_flight / 16)}",
+            f"vllm:num_preemptions_total{label} {served // 8}",
+            f"vllm:prompt_tokens_total{label} {served * 300}",
+            f"vllm:generation_tokens_total{label} {served * 10}",
+            # 7 drafted tokens a request, 5 accepted: an acceptance rate of 5/7.
+            f"vllm:spec_decode_num_draft_tokens_total{label} {served * 7}",
+            f"vllm:spec_decode_num_accepted_tokens_total{label} {served * 5}",
         ]
+        if self.expose_start_time:
+            lines.append(f"process_start_time_seconds {self.start_time}")
         return PlainTextResponse("\n".join(lines) + "\n")
 
     async def tokenize(self, request: Request) -> Response:
@@ -163,6 +191,8 @@ class FakeOpenAI:
         self.headers.append(dict(request.headers))
         mode = body.get("fake_mode") or self._mode_for(raw) or next(self._next)
         self.counts[mode] += 1
+        if self.restart_at is not None and sum(self.counts.values()) == self.restart_at:
+            self.restart(self.restart_down_probes)
         if body.get("model") != self.model:
             return JSONResponse({"error": {"message": f"The model `{body.get('model')}` "
                                            "does not exist.", "type": "NotFoundError",

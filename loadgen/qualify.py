@@ -1,0 +1,139 @@
+"""`dsv4-qual qualify`: the positive control first, then the candidate; one verdict.
+
+A clean candidate means something only if the same harness, load and scenario make
+a server with the bug fail. So the control runs first, with a control gate (it
+passes only by reproducing #52448's signature). If it does not reproduce, the
+qualification is invalid (exit 2) and the candidate is NOT run: a clean candidate
+would prove nothing, and a release engineer must not read a green candidate next
+to a red control as a pass. Otherwise the candidate runs with the scenario's own
+gate, and its exit code is the qualification's.
+
+Each side is an ordinary run (`run_scenario`) with its own results directory under
+the qualification's; the side-by-side reports are written next to them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .exit_codes import BadInputError, ExitCode
+from .interrupts import sigterm_interrupts
+from .orchestrate import RunOutcome, prepare_out_dir, run_scenario
+from .runner import new_run_id
+from .scenario import QualifyConfig, QualifySide, Scenario
+
+CONTROL_DIR = "control"
+CANDIDATE_DIR = "candidate"
+NOT_REPRODUCED = ("the positive control did not reproduce the bug ({detail}): the harness "
+                  "cannot see the bug in this setup, so a clean candidate would prove "
+                  "nothing; the candidate was not run")
+
+
+@dataclass
+class QualifyOutcome:
+    out_dir: Path
+    exit_code: int
+    document: dict[str, Any]
+
+
+def with_sides(scenario: Scenario, *, control_urls: list[str], candidate_urls: list[str],
+               control_receipts: str | None, candidate_receipts: str | None) -> QualifyConfig:
+    """The scenario's [qualify] with the command line's targets applied over it."""
+    cfg = scenario.qualify or QualifyConfig()
+
+    def side(base: QualifySide, urls: list[str], receipts: str | None) -> QualifySide:
+        update: dict[str, Any] = {}
+        if urls:  # a URL on the command line replaces the scenario's target, sim included
+            update.update(base_urls=urls, sim=None)
+        if receipts:
+            update["receipts_dir"] = receipts
+        data = base.model_dump(mode="python") | update
+        try:
+            return QualifySide.model_validate(data)
+        except ValueError as exc:
+            raise BadInputError(f"command line: {exc}".splitlines()[0]) from None
+
+    control = side(cfg.control, control_urls, control_receipts)
+    candidate = side(cfg.candidate, candidate_urls, candidate_receipts)
+    for name, s in (("control", control), ("candidate", candidate)):
+        if not s.base_urls and s.sim is None:
+            raise BadInputError(
+                f"qualify needs a {name} target: --{name} URL, or qualify.{name}.base_urls "
+                f"or qualify.{name}.sim in the scenario")
+    return cfg.model_copy(update={"control": control, "candidate": candidate})
+
+
+def side_scenario(scenario: Scenario, cfg: QualifyConfig, role: str) -> Scenario:
+    """The scenario one side runs: its target, and the gate of its role."""
+    side = cfg.control if role == "control" else cfg.candidate
+    data = scenario.model_dump(mode="python")
+    data["qualify"] = None
+    data["soak"] = None
+    data["target"].update(base_urls=list(side.base_urls),
+                          receipts_dir=side.receipts_dir or data["target"]["receipts_dir"],
+                          sim=side.sim.model_dump() if side.sim else None)
+    gate = data["gate"]
+    gate["role"] = role
+    if role == "control":
+        gate["fail_on"] = list(cfg.control_fail_on)
+        gate["allowed"] = cfg.control_allowed
+        gate["require_receipts"] = bool(side.require_receipts)
+    elif side.require_receipts is not None:
+        gate["require_receipts"] = side.require_receipts
+    return Scenario.model_validate(data)
+
+
+def default_qualify_dir(scenario: Scenario) -> Path:
+    return Path("results") / f"qualify-{scenario.name or 'run'}-{new_run_id()}"
+
+
+def decide(control: RunOutcome, candidate: RunOutcome | None) -> tuple[int, str, list[str]]:
+    """(exit code, verdict word, reasons) of the qualification."""
+    gate = control.summary["gate"]
+    code = int(gate["exit_code"])
+    if code == ExitCode.INTERRUPTED:
+        return code, "INTERRUPTED", ["the control run was interrupted"]
+    if code == ExitCode.RUN_INVALID:
+        return code, "INVALID", ["the control run is invalid: " + "; ".join(gate["reasons"])]
+    if code == ExitCode.GATE_FAILED:
+        detail = (f"{gate['failures']} of {gate['measured']} measured requests with "
+                  f"{', '.join(gate['fail_on'])}; it needs more than {gate['allowed']}")
+        return int(ExitCode.RUN_INVALID), "INVALID", [NOT_REPRODUCED.format(detail=detail)]
+    assert candidate is not None
+    cgate = candidate.summary["gate"]
+    ccode = int(cgate["exit_code"])
+    words = {0: "QUALIFIED", 1: "NOT QUALIFIED", 2: "INVALID", 130: "INTERRUPTED"}
+    reasons = [f"candidate: {r}" for r in cgate["reasons"]]
+    return ccode, words.get(ccode, "INVALID"), reasons
+
+
+def qualify(scenario: Scenario, cfg: QualifyConfig, out: Path | None, *, quiet: bool = False,
+            transport: str = "auto") -> QualifyOutcome:
+    """Control, then (only if it reproduced) candidate; side-by-side reports; the verdict."""
+    from .report.qualify_report import write_qualify_reports
+
+    control_sc = side_scenario(scenario, cfg, "control")
+    candidate_sc = side_scenario(scenario, cfg, "candidate")
+    out_dir = prepare_out_dir(out or default_qualify_dir(scenario))
+    for sub in (CONTROL_DIR, CANDIDATE_DIR):
+        if (out_dir / sub).exists() and any((out_dir / sub).iterdir()):
+            raise BadInputError(f"--out {out_dir}: already holds a qualification "
+                                "(results are never overwritten)")
+    sigterm_interrupts()
+    control = run_scenario(control_sc, out_dir / CONTROL_DIR, quiet=quiet, transport=transport)
+    candidate = None
+    try:
+        sigterm_interrupts()
+        if control.exit_code == ExitCode.PASSED:
+            candidate = run_scenario(candidate_sc, out_dir / CANDIDATE_DIR, quiet=quiet,
+                                     transport=transport)
+            sigterm_interrupts()
+        code, word, reasons = decide(control, candidate)
+    except KeyboardInterrupt:  # between the two runs: report what the control showed
+        code, word, reasons = (int(ExitCode.INTERRUPTED), "INTERRUPTED",
+                               ["interrupted before the candidate ran"])
+    document = write_qualify_reports(out_dir, scenario.name, code, word, reasons, control,
+                                     candidate)
+    return QualifyOutcome(out_dir, code, document)

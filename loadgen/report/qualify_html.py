@@ -1,0 +1,122 @@
+"""The qualification's report.html: control and candidate side by side, plots embedded.
+
+The plots put both runs on the same axes, so the difference is the picture: the
+control's failures climbing with request order and piling up at max_tokens, the
+candidate flat at zero under the same load.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from jinja2 import Environment, select_autoescape
+
+from .aggregate import RunStats, aggregate
+from .figures import png_data_uri, pyplot
+from .qualify_report import comparison_rows, verdict_rows
+
+if TYPE_CHECKING:
+    from ..orchestrate import RunOutcome
+
+COLORS = {"control": "#b3261e", "candidate": "#146c2e"}
+
+_TEMPLATE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<title>dsv4-qual qualify: {{ d.scenario }}</title>
+<style>
+body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
+table{border-collapse:collapse;margin:.5em 0} td,th{border:1px solid #ccc;padding:3px 8px;
+text-align:left;vertical-align:top} th{background:#f3f3f3}
+.pass{color:#146c2e} .fail{color:#b3261e} img{max-width:100%;border:1px solid #eee}
+</style></head><body>
+<h1>dsv4-qual qualify: {{ d.scenario }}</h1>
+<p id="verdict" class="{{ 'pass' if d.passed else 'fail' }}"><b>{{ d.headline }}</b></p>
+{% if d.reasons %}<ul>{% for r in d.reasons %}<li>{{ r }}</li>{% endfor %}</ul>{% endif %}
+<table id="sides"><tr><th></th><th>control (must reproduce)</th><th>candidate</th></tr>
+{% for label, a, b in rows %}<tr><th>{{ label }}</th><td>{{ a }}</td><td>{{ b }}</td></tr>
+{% endfor %}</table>
+<p>Full reports: <a href="{{ d.control.results_dir }}/report.html">control</a>{% if d.candidate %},
+<a href="{{ d.candidate.results_dir }}/report.html">candidate</a>{% endif %}.</p>
+<h2>Measured verdicts</h2>
+<table><tr><th>verdict</th><th>control</th><th>candidate</th></tr>
+{% for n, a, b in verdicts %}<tr><td>{{ n }}</td><td>{{ a }}</td>
+<td>{{ '-' if b is none else b }}</td></tr>{% endfor %}</table>
+<h2>Plots</h2>
+{% for title, uri in plots %}<figure><figcaption>{{ title }}</figcaption>
+<img alt="{{ title }}" src="{{ uri }}"></figure>{% endfor %}
+</body></html>
+"""
+
+
+def _plots(sides: dict[str, tuple[RunStats, int | None]]) -> list[tuple[str, str]]:
+    plt = pyplot()
+    plots = []
+    fig, ax = plt.subplots(figsize=(9, 3))
+    for name, (stats, _) in sides.items():
+        timeline = sorted((t for st in stats.phases.values() for t in st.timeline),
+                          key=lambda t: t[0])
+        if not timeline:
+            continue
+        bucket = max(8, len(timeline) // 16)
+        xs, ys = [], []
+        for i in range(0, len(timeline), bucket):
+            chunk = timeline[i:i + bucket]
+            xs.append(chunk[0][0])
+            ys.append(100 * sum(1 for t in chunk if t[4]) / len(chunk))
+        ax.step(xs, ys, where="post", color=COLORS[name], label=f"{name} (per {bucket})")
+    ax.set_xlabel("request order (seq; priming first)")
+    ax.set_ylabel("% failed")
+    ax.legend(fontsize=8)
+    plots.append(("Failure rate against request order, both sides", png_data_uri(fig)))
+
+    fig, ax = plt.subplots(figsize=(9, 3))
+    for name, (stats, _) in sides.items():
+        by_flight: dict[int, list[bool]] = defaultdict(list)
+        for st in stats.phases.values():
+            for t in st.timeline:
+                by_flight[t[2]].append(t[4])
+        keys = sorted(by_flight)
+        if keys:
+            ax.plot(keys, [100 * sum(by_flight[k]) / len(by_flight[k]) for k in keys],
+                    marker="o", color=COLORS[name], label=name)
+    ax.set_xlabel("requests in flight when sent")
+    ax.set_ylabel("% failed")
+    ax.legend(fontsize=8)
+    plots.append(("Failure rate against the number in flight, both sides", png_data_uri(fig)))
+
+    fig, ax = plt.subplots(figsize=(9, 3))
+    max_tokens = None
+    for name, (stats, mt) in sides.items():
+        tokens = [v for st in stats.phases.values() for v in st.completion_tokens]
+        max_tokens = max_tokens or mt
+        if tokens:
+            ax.hist(tokens, bins=50, alpha=0.6, color=COLORS[name], label=name)
+    if max_tokens:
+        ax.axvline(max_tokens, color="#555", ls="--", label="max_tokens")
+    ax.set_xlabel("completion tokens per request")
+    ax.legend(fontsize=8)
+    plots.append(("Completion tokens (stuck requests pile up at max_tokens)", png_data_uri(fig)))
+    return plots
+
+
+def _stats(outcome: RunOutcome) -> tuple[RunStats, int | None]:
+    from .build import load_run
+
+    scenario, _ = load_run(outcome.out_dir)
+    return (aggregate(outcome.out_dir, [str(v) for v in scenario.gate.fail_on]),
+            scenario.request.max_tokens)
+
+
+def write_qualify_html(path: Path, doc: dict[str, Any], control: RunOutcome,
+                       candidate: RunOutcome | None) -> None:
+    from .build import write_atomic
+
+    sides = {"control": _stats(control)}
+    if candidate is not None:
+        sides["candidate"] = _stats(candidate)
+    env = Environment(autoescape=select_autoescape(default=True))
+    html = env.from_string(_TEMPLATE).render(
+        d=doc, rows=comparison_rows(doc), verdicts=verdict_rows(doc), plots=_plots(sides))
+    write_atomic(path, html.encode())

@@ -1,0 +1,117 @@
+"""/metrics samples -> what the server was doing: load, KV cache, throughput, spec decode.
+
+vLLM exports counters (tokens, preemptions, drafted and accepted tokens); a rate is
+a difference between two scrapes over the time between them. A server restart
+resets its counters, so a negative difference marks a restart, never a rate.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+GAUGES = ("requests_running", "requests_waiting", "kv_cache_usage")
+COUNTERS = ("prompt_tokens", "generation_tokens", "preemptions", "spec_accepted_tokens",
+            "spec_draft_tokens")
+
+
+@dataclass
+class Interval:
+    """Rates over one interval between consecutive scrapes of one server."""
+
+    t: float  # end of the interval, seconds since the run's telemetry began
+    seconds: float
+    prompt_tps: float | None
+    generation_tps: float | None
+    preemptions: float | None
+    spec_acceptance: float | None  # accepted / drafted tokens in the interval
+
+
+def by_server(samples: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    series: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for s in samples:
+        series[str(s.get("server", ""))].append(s)
+    for points in series.values():
+        points.sort(key=lambda s: float(s.get("t", 0.0)))
+    return dict(series)
+
+
+def _delta(a: dict[str, Any], b: dict[str, Any], key: str) -> float | None:
+    if key not in a or key not in b:
+        return None
+    d = float(b[key]) - float(a[key])
+    return d if d >= 0 else None  # a counter went down: the server restarted
+
+
+def intervals(points: list[dict[str, Any]]) -> list[Interval]:
+    out = []
+    for a, b in itertools.pairwise(points):
+        seconds = float(b["t"]) - float(a["t"])
+        if seconds <= 0:
+            continue
+        prompt = _delta(a, b, "prompt_tokens")
+        gen = _delta(a, b, "generation_tokens")
+        acc = _delta(a, b, "spec_accepted_tokens")
+        drafted = _delta(a, b, "spec_draft_tokens")
+        out.append(Interval(
+            t=float(b["t"]), seconds=seconds,
+            prompt_tps=None if prompt is None else prompt / seconds,
+            generation_tps=None if gen is None else gen / seconds,
+            preemptions=_delta(a, b, "preemptions"),
+            spec_acceptance=(acc / drafted) if acc is not None and drafted else None,
+        ))
+    return out
+
+
+def _span(points: list[dict[str, Any]], key: str) -> float | None:
+    """Counter growth from first to last sample, summing across restarts' resets."""
+    total = None
+    for a, b in itertools.pairwise(points):
+        if key in a and key in b:
+            d = float(b[key]) - float(a[key])
+            total = (total or 0.0) + (d if d >= 0 else float(b[key]))
+    return total
+
+
+def summarize(server_doc: dict[str, Any]) -> dict[str, Any]:
+    """One block per server plus the totals: what summary.json and the reports state."""
+    servers = {}
+    totals: dict[str, float] = defaultdict(float)
+    for url, points in by_server(server_doc.get("samples") or []).items():
+        seconds = (float(points[-1]["t"]) - float(points[0]["t"])) if len(points) > 1 else 0.0
+        grown = {key: _span(points, key) for key in COUNTERS}
+        peaks = {f"max_{key}": max((float(p[key]) for p in points if key in p), default=None)
+                 for key in GAUGES}
+        starts = {p["process_start_time"] for p in points if "process_start_time" in p}
+        acc, drafted = grown["spec_accepted_tokens"], grown["spec_draft_tokens"]
+        block = {
+            "samples": len(points),
+            "seconds": seconds,
+            **peaks,
+            "prompt_tokens": grown["prompt_tokens"],
+            "generation_tokens": grown["generation_tokens"],
+            "prompt_tokens_per_s": (grown["prompt_tokens"] / seconds
+                                    if seconds and grown["prompt_tokens"] is not None else None),
+            "generation_tokens_per_s": (grown["generation_tokens"] / seconds
+                                        if seconds and grown["generation_tokens"] is not None
+                                        else None),
+            "preemptions": grown["preemptions"],
+            "spec_accepted_tokens": acc,
+            "spec_draft_tokens": drafted,
+            "spec_acceptance_rate": (acc / drafted) if acc is not None and drafted else None,
+            "process_starts_seen": len(starts),
+        }
+        servers[url] = block
+        for key in ("prompt_tokens", "generation_tokens", "preemptions",
+                    "spec_accepted_tokens", "spec_draft_tokens"):
+            if block[key] is not None:
+                totals[key] += block[key]
+        for key in ("prompt_tokens_per_s", "generation_tokens_per_s"):
+            if block[key] is not None:
+                totals[key] += block[key]
+    total: dict[str, Any] = dict(totals)
+    if total.get("spec_draft_tokens"):
+        total["spec_acceptance_rate"] = total["spec_accepted_tokens"] / total["spec_draft_tokens"]
+    return {"servers": servers, "total": total}

@@ -1,0 +1,412 @@
+"""`dsv4-qual soak`: measurement rounds against one long-lived server, into the history.
+
+#52448's failure rate climbed with the server's uptime (its first ~256 requests were
+clean), so a soak primes once per server start, not once per round: priming a
+server that has been busy for hours would only waste time, and not priming a fresh
+one would measure its clean cold start. A server start is read from the server
+(`process_start_time_seconds` in /metrics; without it, a readiness loss between
+rounds or a restart the run saw). Each round is one ordinary run (`run_scenario`)
+in `<out>/<soak id>/round-NNNN`, written to the history when it starts and when it
+ends.
+
+Resuming: the unfinished soak of a scenario in an out dir is found again in the
+history, and a restarted command continues its round count. A round whose process
+died is rebuilt from its records (flushed as each request completed, so only the
+requests in flight are lost) and recorded as `partial`. An unfinished soak whose
+duration has run out is closed instead (`expired`) and a new one starts, so a
+nightly job running the same command every night never continues last night's.
+
+Ends: after `rounds` complete rounds, at `duration` after the soak first started
+(the last round runs to its end), on the first gate breach with `stop_on_breach`,
+or on SIGINT/SIGTERM (exit 130; run the same command again to continue).
+
+Exit code: 130 if interrupted; else 1 if any complete round failed its gate (a
+breach is a finding about the server); else 2 if any complete round was invalid or
+none completed; else 0.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from . import __version__
+from .durations import format_duration, parse_duration
+from .exit_codes import BadInputError, ExitCode
+from .history import History, Soak, round_results
+from .interrupts import sigterm_interrupts
+from .orchestrate import run_scenario
+from .report import write_reports
+from .report.build import RUN_FILE, SERVER_FILE, write_json
+from .runner import new_run_id
+from .scenario import Scenario
+from .server_epoch import detect_restart, observe
+from .targets import EmbeddedTarget, start_embedded
+
+SOAK_FILE = "soak.json"
+LOCK_FILE = ".soak.lock"
+DIED_NOTE = "the soak process died during this round; rebuilt from its records on resume"
+
+
+@dataclass(frozen=True)
+class SoakPlan:
+    duration_s: float | None
+    rounds: int | None
+    stop_on_breach: bool
+
+    def describe(self) -> str:
+        parts = []
+        if self.rounds:
+            parts.append(f"{self.rounds} complete rounds")
+        if self.duration_s:
+            parts.append(format_duration(self.duration_s))
+        return " or ".join(parts) + (", stop on the first breach" if self.stop_on_breach else "")
+
+
+@dataclass
+class SoakOutcome:
+    soak_id: str
+    out_dir: Path
+    exit_code: int
+    status: str
+    rounds: list[dict[str, Any]]
+
+
+def make_plan(scenario: Scenario, duration: str | None, rounds: int | None,
+              stop_on_breach: bool | None) -> SoakPlan:
+    """Command line over the scenario's [soak]; at least one of duration and rounds."""
+    cfg = scenario.soak
+    duration = duration or (cfg.duration if cfg else None)
+    rounds = rounds if rounds is not None else (cfg.rounds if cfg else None)
+    if stop_on_breach is None:
+        stop_on_breach = bool(cfg and cfg.stop_on_breach)
+    if rounds is not None and rounds < 1:
+        raise BadInputError(f"--rounds {rounds}: must be at least 1")
+    try:
+        duration_s = parse_duration(duration) if duration else None
+    except ValueError as exc:
+        raise BadInputError(f"--duration: {exc}") from None
+    if duration_s is None and rounds is None:
+        raise BadInputError("soak needs --duration D or --rounds N (or soak.duration / "
+                            "soak.rounds in the scenario)")
+    return SoakPlan(duration_s, rounds, stop_on_breach)
+
+
+def default_soak_dir(scenario: Scenario) -> Path:
+    """Stable, so that running the same command again resumes the soak."""
+    return Path("results") / f"soak-{scenario.name or 'run'}"
+
+
+@contextlib.contextmanager
+def soak_lock(out_dir: Path) -> Iterator[None]:
+    """One soak process per out dir: two would interleave their rounds."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        fh = open(out_dir / LOCK_FILE, "a+")  # noqa: SIM115
+    except OSError as exc:
+        raise BadInputError(f"--out {out_dir}: not writable ({exc.strerror or exc})") from None
+    try:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise BadInputError(f"--out {out_dir}: another soak is running there") from None
+        yield
+    finally:
+        fh.close()
+
+
+def round_dir(soak_dir: Path, number: int) -> Path:
+    return soak_dir / f"round-{number:04d}"
+
+
+def soak_exit_code(rounds: list[dict[str, Any]], interrupted: bool) -> int:
+    if interrupted:
+        return int(ExitCode.INTERRUPTED)
+    complete = [r for r in rounds if r["status"] == "complete"]
+    codes = {r["exit_code"] for r in complete}
+    if ExitCode.GATE_FAILED in codes:
+        return int(ExitCode.GATE_FAILED)
+    if not complete or codes - {ExitCode.PASSED}:
+        return int(ExitCode.RUN_INVALID)
+    return int(ExitCode.PASSED)
+
+
+def recover_round(history: History, soak_id: str, row: dict[str, Any]) -> None:
+    """A round left `running` by a process that died: rebuild its reports, record it partial."""
+    directory = Path(row["results_dir"])
+    run_file = directory / RUN_FILE
+    summary: dict[str, Any] | None = None
+    if run_file.is_file():
+        with contextlib.suppress(orjson.JSONDecodeError, OSError):
+            doc = orjson.loads(run_file.read_bytes())
+            run = doc.setdefault("run", {})
+            if not run.get("finished"):
+                run["interrupted"] = run.get("interrupted") or DIED_NOTE
+                write_json(run_file, doc)
+            summary = write_reports(directory)
+    results, verdicts = round_results(summary) if summary else ({}, {})
+    complete = summary is not None and summary["gate"]["exit_code"] != ExitCode.INTERRUPTED
+    history.finish_round(soak_id, row["round"], status="complete" if complete else "partial",
+                         note=None if complete else DIED_NOTE,
+                         ended=_mtime(directory) or time.time(), results=results,
+                         verdicts=verdicts)
+
+
+def _mtime(directory: Path) -> float | None:
+    records = directory / "records.jsonl"
+    return records.stat().st_mtime if records.exists() else None
+
+
+def _restarted_during(summary: dict[str, Any], server: dict[str, Any]) -> bool:
+    """Did the server restart while the round ran (the runner saw it go, or its start moved)?"""
+    if (summary.get("run") or {}).get("server_restarts"):
+        return True
+    for info in (server.get("servers") or {}).values():
+        before = (info.get("tracked_before") or {}).get("process_start_time")
+        after = (info.get("tracked_after") or {}).get("process_start_time")
+        if before is not None and after is not None and abs(before - after) > 1.0:
+            return True
+    return False
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    with contextlib.suppress(OSError, orjson.JSONDecodeError):
+        data = orjson.loads(path.read_bytes())
+        if isinstance(data, dict):
+            return data
+    return {}
+
+
+class SoakSession:
+    """One invocation of `dsv4-qual soak`: a new soak, or the continuation of one."""
+
+    def __init__(self, scenario: Scenario, plan: SoakPlan, out_dir: Path, history: History,
+                 *, quiet: bool, transport: str, echo: Any = print) -> None:
+        self.sc = scenario.model_copy(update={"qualify": None, "soak": None})
+        self.plan = plan
+        self.out_dir = out_dir
+        self.history = history
+        self.quiet = quiet
+        self.transport = transport
+        self.echo = echo
+        self.soak: Soak | None = None
+        self.previous_starts: dict[str, float | None] | None = None
+        self.force_priming = False
+        self.receipts_since: float | None = None
+
+    # -- the soak's identity ----------------------------------------------------------
+
+    @property
+    def soak_dir(self) -> Path:
+        assert self.soak is not None
+        return self.out_dir / self.soak.soak_id
+
+    def open(self, new: bool) -> None:
+        soak = self.history.unfinished_soak(self.sc.name, str(self.out_dir))
+        if soak is not None and new:
+            self.history.update_soak(soak.soak_id, status="abandoned", ended=time.time())
+            self.echo(f"soak {soak.soak_id}: abandoned (--new)")
+            soak = None
+        if soak is not None and self.plan.duration_s is not None and \
+                time.time() >= soak.started + self.plan.duration_s:
+            self._close_expired(soak)
+            soak = None
+        if soak is None:
+            soak = Soak(soak_id=f"{self.sc.name or 'soak'}-{new_run_id()}",
+                        scenario=self.sc.name, out_dir=str(self.out_dir), started=time.time(),
+                        status="running", duration_s=self.plan.duration_s,
+                        rounds_target=self.plan.rounds, stop_on_breach=self.plan.stop_on_breach)
+            self.history.add_soak(soak, __version__)
+            self.soak = soak
+            self.echo(f"soak {soak.soak_id}: {self.plan.describe()}; history "
+                      f"{self.history.path}; rounds in {self.soak_dir}")
+        else:
+            self.soak = soak
+            self._resume(soak)
+
+    def _close_expired(self, soak: Soak) -> None:
+        """An unfinished soak past its duration (killed last night): close, never continue."""
+        for row in self.history.rounds(soak.soak_id):
+            if row["status"] == "running":
+                recover_round(self.history, soak.soak_id, row)
+        rounds = self.history.rounds(soak.soak_id)
+        self.history.update_soak(soak.soak_id, status="expired",
+                                 ended=max((r["ended"] or r["started"] for r in rounds),
+                                           default=soak.started),
+                                 exit_code=soak_exit_code(rounds, interrupted=False))
+        self.echo(f"soak {soak.soak_id}: its duration ran out while it was stopped; closed "
+                  "(expired), starting a new soak")
+
+    def _resume(self, soak: Soak) -> None:
+        self.history.update_soak(soak.soak_id, status="running", duration_s=self.plan.duration_s,
+                                 rounds_target=self.plan.rounds,
+                                 stop_on_breach=int(self.plan.stop_on_breach))
+        for row in self.history.rounds(soak.soak_id):
+            if row["status"] == "running":
+                recover_round(self.history, soak.soak_id, row)
+                self.echo(f"soak {soak.soak_id}: round {row['round']} was cut short; "
+                          "recorded as partial")
+        rounds = self.history.rounds(soak.soak_id)
+        if rounds:
+            starts = orjson.loads(rounds[-1]["server_starts"] or "{}")
+            # Without a recorded start we cannot tell whether it restarted meanwhile.
+            self.previous_starts = starts if any(v is not None for v in starts.values()) else None
+        done = sum(1 for r in rounds if r["status"] == "complete")
+        self.echo(f"soak {soak.soak_id}: resuming after round "
+                  f"{rounds[-1]['round'] if rounds else 0} ({done} complete)")
+
+    # -- rounds ------------------------------------------------------------------------
+
+    def _should_stop(self) -> str | None:
+        assert self.soak is not None
+        rounds = self.history.rounds(self.soak.soak_id)
+        complete = sum(1 for r in rounds if r["status"] == "complete")
+        if self.plan.rounds is not None and complete >= self.plan.rounds:
+            return f"{complete} complete rounds"
+        if self.plan.duration_s is not None and \
+                time.time() >= self.soak.started + self.plan.duration_s:
+            return f"duration {format_duration(self.plan.duration_s)} reached"
+        return None
+
+    def _next_number(self) -> int:
+        assert self.soak is not None
+        rounds = self.history.rounds(self.soak.soak_id)
+        return (rounds[-1]["round"] + 1) if rounds else 1
+
+    def run_round(self, base_urls: list[str]) -> dict[str, Any]:
+        """Observe the server, prime if it started anew, run one round, record it."""
+        assert self.soak is not None
+        number = self._next_number()
+        observations = [observe(u, self.sc.target.verify_tls) for u in base_urls]
+        check = detect_restart(self.previous_starts, observations)
+        reasons = list(check.reasons)
+        if self.force_priming:
+            reasons.append("the server restarted during the previous round")
+        new_start = bool(reasons)
+        starts = {o.base_url: o.start_time for o in observations}
+        if new_start and all(s is None for s in starts.values()):
+            # No process start time: a receipt counts if written since just before this.
+            self.receipts_since = time.time() - self.sc.telemetry.receipts_margin_s
+        priming = self.sc.load.priming if new_start else 0
+        directory = round_dir(self.soak_dir, number)
+        round_sc = self.sc.with_overrides(priming=priming, base_urls=base_urls)
+        if self.receipts_since is not None and self.sc.telemetry.receipts_since is None:
+            round_sc = round_sc.model_copy(update={"telemetry": round_sc.telemetry.model_copy(
+                update={"receipts_since": self.receipts_since})})
+        self.echo(f"round {number}: " + (f"priming {priming} ({'; '.join(reasons)})"
+                                          if new_start else "no priming (same server start)"))
+        self.history.start_round(self.soak.soak_id, number, started=time.time(),
+                                 scenario=self.sc.name, results_dir=str(directory),
+                                 priming=priming, restart_detected=new_start,
+                                 server_starts=starts)
+        try:
+            outcome = run_scenario(round_sc, directory, quiet=self.quiet,
+                                   transport=self.transport)
+        except KeyboardInterrupt:
+            sigterm_interrupts()
+            recover_round(self.history, self.soak.soak_id,
+                          {"round": number, "results_dir": str(directory)})
+            raise
+        sigterm_interrupts()
+        summary = outcome.summary
+        server = _read_json(directory / SERVER_FILE)
+        interrupted = summary["gate"]["exit_code"] == ExitCode.INTERRUPTED
+        results, verdicts = round_results(summary)
+        self.history.finish_round(
+            self.soak.soak_id, number, status="partial" if interrupted else "complete",
+            note=(summary.get("run") or {}).get("interrupted") if interrupted else None,
+            ended=time.time(), results=results, verdicts=verdicts)
+        self.force_priming = _restarted_during(summary, server)
+        after = {url: (info.get("tracked_after") or {}).get("process_start_time")
+                 for url, info in (server.get("servers") or {}).items()}
+        self.previous_starts = {u: after.get(u) if after.get(u) is not None else s
+                                for u, s in starts.items()}
+        return {"round": number, "exit_code": outcome.exit_code, "interrupted": interrupted}
+
+    def loop(self, base_urls: list[str]) -> tuple[str, bool]:
+        """Rounds until the plan says stop; (why it stopped, whether interrupted)."""
+        while True:
+            reason = self._should_stop()
+            if reason:
+                return reason, False
+            try:
+                result = self.run_round(base_urls)
+            except KeyboardInterrupt:
+                return "interrupted", True
+            if result["interrupted"]:
+                return "interrupted", True
+            if self.plan.stop_on_breach and result["exit_code"] == ExitCode.GATE_FAILED:
+                return f"gate breached in round {result['round']} (--stop-on-breach)", False
+
+    def finish(self, reason: str, interrupted: bool) -> SoakOutcome:
+        assert self.soak is not None
+        rounds = self.history.rounds(self.soak.soak_id)
+        code = soak_exit_code(rounds, interrupted)
+        status = ("interrupted" if interrupted else
+                  "stopped_on_breach" if "breach" in reason else "finished")
+        self.history.update_soak(self.soak.soak_id, status=status, ended=time.time(),
+                                 exit_code=code)
+        write_json(self.soak_dir / SOAK_FILE, {
+            "soak_id": self.soak.soak_id, "scenario": self.sc.name,
+            "history": str(self.history.path), "status": status, "stopped": reason,
+            "exit_code": code, "plan": self.plan.__dict__,
+            "rounds": [{k: r[k] for k in ("round", "status", "exit_code", "measured",
+                                          "gated_failures", "upper_bound_95", "priming",
+                                          "vllm_version", "c128a_layout", "results_dir")}
+                       for r in rounds],
+        })
+        return SoakOutcome(self.soak.soak_id, self.soak_dir, code, status, rounds)
+
+
+def soak(scenario: Scenario, plan: SoakPlan, out: Path | None, history_path: Path, *,
+         quiet: bool = False, transport: str = "auto", new: bool = False) -> SoakOutcome:
+    """Run (or continue) the soak of `scenario` in `out`; see the module docstring."""
+    out_dir = (out or default_soak_dir(scenario)).resolve()
+    base_urls = list(scenario.target.base_urls)
+    if not base_urls and scenario.target.sim is None:
+        raise BadInputError("no target: give --base-url URL or set target.base_urls "
+                            "(or [target.sim]) in the scenario")
+    sigterm_interrupts()
+    with soak_lock(out_dir):
+        history = History(history_path)
+        try:
+            session = SoakSession(scenario, plan, out_dir, history, quiet=quiet,
+                                  transport=transport)
+            session.open(new)
+            embedded: EmbeddedTarget | None = None
+            try:
+                if not base_urls and scenario.target.sim is not None:
+                    # One server for the whole soak: uptime is what a soak measures.
+                    embedded = start_embedded("sim", scenario.target.sim.model_dump())
+                    base_urls = [embedded.base_url]
+                    session.sc = session.sc.with_overrides(
+                        base_urls=base_urls,
+                        receipts_dir=scenario.target.receipts_dir or embedded.receipts_dir)
+                reason, interrupted = session.loop(base_urls)
+            except KeyboardInterrupt:
+                reason, interrupted = "interrupted", True
+            finally:
+                if embedded is not None:
+                    embedded.stop()
+            outcome = session.finish(reason, interrupted)
+            session.echo(f"soak {outcome.soak_id}: {outcome.status} ({reason}); "
+                         f"exit {outcome.exit_code}")
+            return outcome
+        finally:
+            history.close()
+
+
+def history_default(out: Path | None, scenario: Scenario) -> Path:
+    """Next to the soaks, shared by every soak under the same results directory."""
+    base = (out or default_soak_dir(scenario)).resolve().parent
+    return base / "soak-history.sqlite"
+
+
+__all__ = ["SoakOutcome", "SoakPlan", "history_default", "make_plan", "soak"]

@@ -1,0 +1,61 @@
+"""The reports open in a real (headless) browser and every plot decodes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.loadgen.conftest import run_cli
+from tests.loadgen.test_server_telemetry import iso
+from tests.support.browser import headless_chromium, images_of, require_browser
+
+SC = """
+[load]
+concurrency = 4
+priming = 4
+measurement = 16
+[request]
+max_tokens = 64
+[workload]
+kind = "tool-turn"
+accounts = 64
+[gate]
+min_measured = 1
+[telemetry]
+scrape_interval_s = 0.05
+"""
+
+
+def test_qualify_and_run_reports_render_with_every_plot(fake_server, tmp_path: Path) -> None:
+    require_browser()  # before any work: skip (or fail in CI) early
+    _, c = fake_server(("ok", "stuck"), token_delay_s=0.002)
+    candidate, k = fake_server(("ok",), token_delay_s=0.002)
+    receipts = tmp_path / "receipts"
+    receipts.mkdir()
+    (receipts / "gpu-0-7.json").write_text(json.dumps({
+        "layout": "capacity", "vllm_version": "0.28.0", "patched": True,
+        "time": iso(candidate.start_time + 1)}))
+    sc = tmp_path / "q.toml"
+    sc.write_text(SC)
+    out = tmp_path / "qual"
+    proc = run_cli("qualify", str(sc), "--control", c.url, "--candidate", k.url,
+                   "--candidate-receipts-dir", str(receipts), "--out", str(out), "--quiet")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+    pages = {"qualify": (out / "report.html", 3), "control": (out / "control" / "report.html", 9),
+             "candidate": (out / "candidate" / "report.html", 9)}
+    with headless_chromium() as browser:
+        for name, (path, expected) in pages.items():
+            images = images_of(browser, path.as_uri())
+            assert len(images) == expected, (name, [i["alt"] for i in images])
+            broken = [i["alt"] for i in images
+                      if not (i["complete"] and i["width"] > 0 and i["height"] > 0)]
+            assert not broken, (name, broken)
+            if name == "candidate":
+                layout = browser.find_element("id", "layout").text
+                assert layout.startswith("capacity"), layout
+                alts = " ".join(i["alt"] for i in images)
+                assert "Speculative decoding acceptance" in alts and "Throughput" in alts
+            if name == "qualify":
+                verdict = browser.find_element("id", "verdict").text
+                assert verdict.startswith("QUALIFIED (exit 0)"), verdict

@@ -1,0 +1,168 @@
+"""`dsv4-qual qualify`: a control that must reproduce, then the candidate; one verdict."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from loadgen.qualify import side_scenario, with_sides
+from loadgen.scenario import load_scenario
+from tests.loadgen.conftest import run_cli
+
+SC = """
+[target]
+ready_timeout_s = {ready}
+[load]
+concurrency = 4
+priming = 2
+measurement = 8
+[request]
+max_tokens = 64
+[workload]
+kind = "tool-turn"
+accounts = 64
+[gate]
+min_measured = 1
+[telemetry]
+scrape_interval_s = 0.05
+"""
+
+
+def scenario(tmp_path: Path, extra: str = "", ready: float = 30) -> Path:
+    path = tmp_path / "q.toml"
+    path.write_text(SC.format(ready=ready) + extra)
+    return path
+
+
+def qualify(tmp_path: Path, sc: Path, *args: str):
+    out = tmp_path / "qual"
+    proc = run_cli("qualify", str(sc), "--out", str(out), "--quiet", *args)
+    doc_file = out / "qualify.json"
+    doc = json.loads(doc_file.read_text()) if doc_file.exists() else None
+    return proc, out, doc
+
+
+def test_control_that_does_not_reproduce_is_invalid_and_the_candidate_never_runs(
+        fake_server, tmp_path: Path) -> None:
+    control, c = fake_server(("ok",))
+    candidate, k = fake_server(("ok",))
+    proc, out, doc = qualify(tmp_path, scenario(tmp_path), "--control", c.url,
+                             "--candidate", k.url)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "cannot see the bug in this setup" in proc.stdout
+    assert "a clean candidate would prove nothing" in proc.stdout
+    assert sum(control.counts.values()) == 10
+    assert sum(candidate.counts.values()) == 0, "the candidate must not be run"
+    assert doc["verdict"] == "INVALID" and doc["exit_code"] == 2 and doc["candidate"] is None
+    assert doc["control"]["failures"] == 0 and doc["control"]["measured"] == 8
+    assert not (out / "candidate").exists()
+    assert "candidate: not run" in (out / "report.md").read_text()
+    suite = ET.parse(out / "junit.xml").getroot().find("testsuite")
+    cases = {c.get("name"): c for c in suite.iter("testcase")}
+    assert cases["control reproduces the bug"].find("error") is not None
+    assert cases["candidate stays within its gate"].find("skipped") is not None
+
+
+def test_control_reproduces_and_clean_candidate_qualifies(fake_server, tmp_path: Path) -> None:
+    _, c = fake_server(("ok", "stuck"))
+    candidate, k = fake_server(("ok",))
+    # Both targets from the scenario's [qualify] section this time.
+    sc = scenario(tmp_path, f"""
+[qualify.control]
+base_urls = ["{c.url}"]
+[qualify.candidate]
+base_urls = ["{k.url}"]
+""")
+    proc, out, doc = qualify(tmp_path, sc)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert doc["verdict"] == "QUALIFIED" and doc["passed"] is True
+    # The control's gate is the #52448 signature, role control; 4 of 8 measured stuck.
+    assert doc["control"]["role"] == "control"
+    assert doc["control"]["fail_on"] == ["stuck_in_reasoning"]
+    assert doc["control"]["failures"] == 4 and doc["control_reproduction_rate"] == 0.5
+    assert 0.15 < doc["control_lower_bound_95"] < 0.25
+    # The candidate's clean run: 0 of 8 -> < 31.2% at 95%.
+    assert doc["candidate"]["failures"] == 0
+    assert 0.31 < doc["candidate_upper_bound_95"] < 0.32
+    assert doc["candidate_bound"].startswith("0 of 8 failed: failure rate < 31.23%")
+    assert sum(candidate.counts.values()) == 10
+    for side in ("control", "candidate"):
+        summary = json.loads((out / side / "summary.json").read_text())
+        assert summary["gate"]["role"] == side
+        assert (out / side / "report.html").is_file()
+    md = (out / "report.md").read_text()
+    assert "| gated failures | 4 | 0 |" in md
+    assert "| stuck_in_reasoning | 4 | 0 |" in md
+    html = (out / "report.html").read_text()
+    assert html.count("data:image/png;base64,") == 3
+    assert 'href="control/report.html"' in html and 'href="candidate/report.html"' in html
+    suite = ET.parse(out / "junit.xml").getroot().find("testsuite")
+    assert suite.get("failures") == "0" and suite.get("errors") == "0"
+
+
+def test_candidate_that_fails_its_gate_fails_the_qualification(fake_server,
+                                                               tmp_path: Path) -> None:
+    _, c = fake_server(("ok", "stuck"))
+    _, k = fake_server(("ok", "ok", "ok", "empty"))
+    proc, out, doc = qualify(tmp_path, scenario(tmp_path), "--control", c.url,
+                             "--candidate", k.url)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert doc["verdict"] == "NOT QUALIFIED"
+    assert doc["candidate"]["failures"] == 2
+    assert doc["candidate"]["verdicts"]["empty_content"] == 2
+    suite = ET.parse(out / "junit.xml").getroot().find("testsuite")
+    cases = {c.get("name"): c for c in suite.iter("testcase")}
+    assert cases["control reproduces the bug"].find("error") is None
+    assert cases["candidate stays within its gate"].find("failure") is not None
+
+
+def test_unreachable_control_is_invalid(fake_server, tmp_path: Path) -> None:
+    candidate, k = fake_server(("ok",))
+    proc, _, doc = qualify(tmp_path, scenario(tmp_path, ready=1), "--control",
+                           "http://127.0.0.1:9", "--candidate", k.url)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert doc["reasons"][0].startswith("the control run is invalid: ")
+    assert sum(candidate.counts.values()) == 0
+
+
+def test_missing_side_is_bad_input_before_anything_is_sent(fake_server, tmp_path: Path) -> None:
+    control, c = fake_server(("stuck",))
+    proc, out, _ = qualify(tmp_path, scenario(tmp_path), "--control", c.url)
+    assert proc.returncode == 3
+    assert "qualify needs a candidate target" in proc.stderr
+    assert sum(control.counts.values()) == 0 and not out.exists()
+    assert "Traceback" not in proc.stderr
+
+
+def test_each_side_runs_the_scenario_with_its_own_target_and_gate(tmp_path: Path) -> None:
+    path = scenario(tmp_path, """
+[qualify]
+control_fail_on = ["stuck_in_reasoning", "reasoning_loop"]
+control_allowed = 3
+[qualify.control]
+sim = { layout = "packed" }
+[qualify.candidate]
+base_urls = ["http://cand:8000/"]
+receipts_dir = "/receipts"
+""")
+    path.write_text(path.read_text().replace("min_measured = 1",
+                                             "min_measured = 1\nrequire_receipts = true"))
+    sc = load_scenario(path)
+    cfg = with_sides(sc, control_urls=[], candidate_urls=[], control_receipts=None,
+                     candidate_receipts=None)
+    control = side_scenario(sc, cfg, "control")
+    assert control.target.sim is not None and control.target.sim.layout == "packed"
+    assert control.target.base_urls == []
+    assert control.gate.role == "control" and control.gate.allowed == 3
+    assert [str(v) for v in control.gate.fail_on] == ["stuck_in_reasoning", "reasoning_loop"]
+    assert control.gate.require_receipts is False  # layout `off` leaves none
+    candidate = side_scenario(sc, cfg, "candidate")
+    assert candidate.target.base_urls == ["http://cand:8000"]
+    assert candidate.target.receipts_dir == "/receipts"
+    assert candidate.gate.role == "candidate" and candidate.gate.require_receipts is True
+    assert candidate.qualify is None
+    # A URL on the command line replaces the scenario's sim for that side.
+    cfg = with_sides(sc, control_urls=["http://ctl:8000"], candidate_urls=[],
+                     control_receipts=None, candidate_receipts=None)
+    assert side_scenario(sc, cfg, "control").target.sim is None

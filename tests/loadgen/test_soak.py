@@ -1,0 +1,265 @@
+"""`dsv4-qual soak` and `history`: priming per server start, resume, history vs records."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from loadgen.durations import parse_duration
+from loadgen.server_epoch import Observation, detect_restart
+from tests.loadgen.conftest import REPO, run_cli
+
+SC = """
+[load]
+concurrency = 2
+priming = 2
+measurement = {measurement}
+[request]
+max_tokens = 64
+[workload]
+kind = "tool-turn"
+accounts = 64
+[gate]
+min_measured = 1
+[telemetry]
+scrape_interval_s = 0.2
+"""
+
+
+def scenario(tmp_path: Path, measurement: int = 4) -> Path:
+    path = tmp_path / "soak.toml"
+    path.write_text(SC.format(measurement=measurement))
+    return path
+
+
+def rounds_in(db: Path) -> list[dict]:
+    con = sqlite3.connect(db)
+    con.row_factory = sqlite3.Row
+    try:
+        return [dict(r) for r in con.execute("SELECT * FROM rounds ORDER BY round")]
+    finally:
+        con.close()
+
+
+def soak_dir(out: Path) -> Path:
+    """The one soak under `out` (rounds live in <out>/<soak id>/round-NNNN)."""
+    (only,) = [d for d in out.iterdir() if d.is_dir()]
+    return only
+
+
+def records(directory: Path) -> list[dict]:
+    path = directory / "records.jsonl"
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+@pytest.mark.parametrize("exposes_start_time", [True, False],
+                         ids=["process-start-time", "readiness-loss"])
+def test_priming_once_per_server_start(fake_server, tmp_path: Path,
+                                       exposes_start_time: bool) -> None:
+    fake, srv = fake_server(("ok",), expose_start_time=exposes_start_time)
+    # The server restarts when round 2's last request (the 10th) arrives: with the
+    # metric the run sees its start time move; without it, the next /health fails once.
+    fake.restart_at = 10
+    fake.restart_down_probes = 1
+    out = tmp_path / "soak"
+    proc = run_cli("soak", str(scenario(tmp_path)), "--base-url", srv.url, "--rounds", "3",
+                   "--out", str(out), "--quiet")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert fake.restarts == 1
+    rows = rounds_in(tmp_path / "soak-history.sqlite")
+    assert [(r["round"], r["priming"], r["restart_detected"]) for r in rows] == [
+        (1, 2, 1), (2, 0, 0), (3, 2, 1)]
+    # 2 + 4, 4, 2 + 4: priming ran once per server start, never in between.
+    assert sum(fake.counts.values()) == 16
+    assert [len(records(soak_dir(out) / f"round-000{n}")) for n in (1, 2, 3)] == [6, 4, 6]
+    if exposes_start_time:
+        assert rows[2]["server_start"] == pytest.approx(fake.start_time)
+        assert rows[0]["server_start"] < rows[2]["server_start"]
+    else:
+        assert rows[2]["server_start"] is None
+        assert "not ready" in proc.stdout
+    assert (soak_dir(out) / "trend.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_restart_detection_rules() -> None:
+    url = "http://s"
+    assert detect_restart(None, [Observation(url, True, 100.0)]).restarted
+    assert not detect_restart({url: 100.0}, [Observation(url, True, 100.4)]).restarted
+    moved = detect_restart({url: 100.0}, [Observation(url, True, 200.0)])
+    assert moved.restarted and "process start time changed" in moved.reasons[0]
+    assert detect_restart({url: None}, [Observation(url, False, None)]).restarted
+    assert not detect_restart({url: None}, [Observation(url, True, None)]).restarted
+    assert detect_restart({url: 100.0}, [Observation(url, True, None)]).restarted
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
+def test_killed_soak_resumes_its_round_count(fake_server, tmp_path: Path, sig) -> None:
+    fake, srv = fake_server(("ok",), token_delay_s=0.006)
+    out = tmp_path / "soak"
+    db = tmp_path / "h.sqlite"
+    per_round = 16
+    args = ["soak", str(scenario(tmp_path, measurement=per_round)), "--base-url", srv.url,
+            "--rounds", "2", "--out", str(out), "--history", str(db), "--quiet"]
+    proc = subprocess.Popen([sys.executable, "-m", "loadgen", *args], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        round2 = list(out.glob("*/round-0002/records.jsonl"))
+        if round2 and len(round2[0].read_text().splitlines()) >= 3:
+            break
+        time.sleep(0.05)
+    proc.send_signal(sig)
+    stdout, stderr = proc.communicate(timeout=60)
+    if sig == signal.SIGTERM:
+        assert proc.returncode == 130, stdout + stderr
+        assert [(r["round"], r["status"]) for r in rounds_in(db)] == [
+            (1, "complete"), (2, "partial")]
+    else:
+        assert proc.returncode == -signal.SIGKILL
+        assert [(r["round"], r["status"]) for r in rounds_in(db)] == [
+            (1, "complete"), (2, "running")]
+    served_before_resume = sum(fake.counts.values())
+
+    proc = run_cli(*args)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = rounds_in(db)
+    # The count goes on: round 2 stays partial, round 3 is the second complete one.
+    assert [(r["round"], r["status"]) for r in rows] == [
+        (1, "complete"), (2, "partial"), (3, "complete")]
+    assert rows[1]["note"]
+    # Same server start: the resumed soak does not prime again.
+    assert [r["priming"] for r in rows] == [2, 0, 0]
+    cut = records(soak_dir(out) / "round-0002")
+    done = [r for r in cut if r["verdicts"] != ["interrupted"]]
+    assert len(done) >= 3
+    assert rows[1]["measured"] == len(done)
+    assert rows[1]["requests"] == len(cut)
+    # A kill loses at most the requests in flight (concurrency 2); SIGTERM loses none.
+    lost = served_before_resume - (2 + per_round) - len(cut)
+    assert 0 <= lost <= (0 if sig == signal.SIGTERM else 2)
+    assert len([r for r in cut if r["verdicts"] == ["interrupted"]]) <= 2
+    con = sqlite3.connect(db)
+    soak = con.execute("SELECT status, exit_code FROM soaks").fetchall()
+    con.close()
+    assert soak == [("finished", 0)]
+    assert sum(fake.counts.values()) == served_before_resume + per_round
+
+
+def test_history_table_matches_the_records(fake_server, tmp_path: Path) -> None:
+    _, srv = fake_server(("ok", "stuck", "ok", "loop", "empty", "ok", "truncated"))
+    out = tmp_path / "soak"
+    db = tmp_path / "h.sqlite"
+    proc = run_cli("soak", str(scenario(tmp_path, measurement=9)), "--base-url", srv.url,
+                   "--rounds", "2", "--out", str(out), "--history", str(db), "--quiet")
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # stuck replies fail the gate
+    shown = run_cli("history", str(db), "--json")
+    assert shown.returncode == 0, shown.stderr
+    rows = json.loads(shown.stdout)["rounds"]
+    assert [r["round"] for r in rows] == [1, 2]
+    fail_on = {"stuck_in_reasoning", "empty_content", "reasoning_loop", "token_leak"}
+    total_measured = total_failed = 0
+    for row in rows:
+        measured = [r for r in records(Path(row["results_dir"]))
+                    if r["phase"] == "measurement"]
+        counts = Counter(v for r in measured for v in set(r["verdicts"]))
+        assert row["verdicts"] == dict(counts)
+        assert row["measured"] == len(measured) == 9
+        failed = sum(1 for r in measured if fail_on & set(r["verdicts"]))
+        assert row["gated_failures"] == failed > 0
+        total_measured += len(measured)
+        total_failed += failed
+    version = json.loads(shown.stdout)["versions"][0]
+    assert version["vllm_version"] == "0.0.0-fake"
+    assert (version["measured"], version["failures"]) == (total_measured, total_failed)
+    table = run_cli("history", str(db), "--plot", str(tmp_path / "t.png"))
+    assert table.returncode == 0, table.stderr
+    for row in rows:
+        line = next(x for x in table.stdout.splitlines()
+                    if x.split()[:2] == [row["soak_id"], str(row["round"])])
+        assert f" {row['measured']} " in line and f" {row['gated_failures']} " in line
+    assert (tmp_path / "t.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_stop_on_breach_ends_the_soak_after_the_failing_round(fake_server,
+                                                              tmp_path: Path) -> None:
+    _, srv = fake_server(("ok", "ok", "ok", "stuck"))
+    out = tmp_path / "soak"
+    proc = run_cli("soak", str(scenario(tmp_path)), "--base-url", srv.url, "--rounds", "5",
+                   "--out", str(out), "--stop-on-breach", "--quiet")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    rows = rounds_in(tmp_path / "soak-history.sqlite")
+    assert len(rows) == 1 and rows[0]["exit_code"] == 1
+    assert json.loads((soak_dir(out) / "soak.json").read_text())["status"] == "stopped_on_breach"
+
+
+def test_bad_input_is_one_line_and_exit_3(fake_server, tmp_path: Path) -> None:
+    fake, srv = fake_server(("ok",))
+    sc = str(scenario(tmp_path))
+    cases = [
+        (["soak", sc, "--base-url", srv.url], "needs --duration D or --rounds N"),
+        (["soak", sc, "--base-url", srv.url, "--duration", "8hr"], "is not a duration"),
+        (["soak", sc, "--duration", "1h"], "no target"),
+        (["history", str(tmp_path / "absent.sqlite")], "no such history database"),
+    ]
+    not_db = tmp_path / "not.sqlite"
+    not_db.write_text("hello, I am not a database" * 100)
+    cases.append((["history", str(not_db)], "not a usable history database"))
+    newer = tmp_path / "newer.sqlite"
+    con = sqlite3.connect(newer)
+    con.execute("PRAGMA user_version = 99")
+    con.close()
+    cases.append((["soak", sc, "--base-url", srv.url, "--rounds", "1", "--history", str(newer),
+                   "--out", str(tmp_path / "o")], "history schema v99 is newer"))
+    for args, message in cases:
+        proc = run_cli(*args)
+        assert proc.returncode == 3, (args, proc.stderr)
+        assert message in proc.stderr, (args, proc.stderr)
+        assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert sum(fake.counts.values()) == 0
+
+
+def test_the_same_command_the_next_night_starts_a_new_soak(fake_server,
+                                                           tmp_path: Path) -> None:
+    """Finished, or unfinished past its duration: never continued, never overwritten."""
+    _, srv = fake_server(("ok",))
+    out = tmp_path / "soak"
+    db = tmp_path / "h.sqlite"
+    args = ["soak", str(scenario(tmp_path)), "--base-url", srv.url, "--rounds", "1",
+            "--out", str(out), "--history", str(db), "--quiet"]
+    assert run_cli(*args).returncode == 0
+    assert run_cli(*args).returncode == 0
+    # A soak killed last night (left `running`) whose duration has run out.
+    con = sqlite3.connect(db)
+    con.execute("INSERT INTO soaks (soak_id, scenario, out_dir, started, status, duration_s, "
+                "stop_on_breach) VALUES ('killed', 'soak', ?, ?, 'running', 3600, 0)",
+                (str(out.resolve()), time.time() - 86400))
+    con.commit()
+    con.close()
+    proc = run_cli("soak", str(scenario(tmp_path)), "--base-url", srv.url, "--duration", "1h",
+                   "--rounds", "1", "--out", str(out), "--history", str(db), "--quiet")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "closed (expired)" in proc.stdout
+    con = sqlite3.connect(db)
+    soaks = con.execute("SELECT soak_id, status FROM soaks ORDER BY started").fetchall()
+    rounds = con.execute("SELECT soak_id, round FROM rounds").fetchall()
+    con.close()
+    assert [status for _, status in soaks] == ["expired", "finished", "finished", "finished"]
+    assert len({soak for soak, _ in rounds}) == 3 and {r for _, r in rounds} == {1}
+    assert len([d for d in out.iterdir() if d.is_dir()]) == 3
+
+
+def test_durations() -> None:
+    assert parse_duration("8h") == 8 * 3600
+    assert parse_duration("1h30m") == 5400
+    assert parse_duration("45s") == parse_duration("45") == 45
+    for bad in ("8hr", "", "h", "0s", "-5m", "5m3"):
+        with pytest.raises(ValueError):
+            parse_duration(bad)
