@@ -1,93 +1,86 @@
 """`dsv4-qual demo`: the main job on the embedded default, on any machine.
 
-The positive control (the sim with the packed C128A layout, vLLM 0.27's bug) must
-reproduce stuck_in_reasoning; the candidate (the capacity layout, the #51318 fix) must
-stay clean under the same load. Both runs write their own results directory; the two
-are printed side by side with their verdict counts and bounds.
+It is `qualify` with both sides on the embedded sim: the positive control (the packed
+C128A layout, vLLM 0.27's bug) must reproduce stuck_in_reasoning; the candidate (the
+capacity layout, the #51318 fix) must stay clean under the same load. The two are
+printed side by side with their verdict counts and bounds.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from .exit_codes import ExitCode
-from .orchestrate import run_scenario
-from .scenario import Scenario, load_scenario
+from .exit_codes import BadInputError
+from .qualify import CANDIDATE_DIR, CONTROL_DIR, qualify
+from .scenario import QualifyConfig, QualifySide, Scenario, load_scenario
 
 CONTROL_LAYOUT = "packed"
 CANDIDATE_LAYOUT = "capacity"
+WORDS = {0: "PASSED", 1: "GATE FAILED", 2: "RUN INVALID", 130: "INTERRUPTED"}
 
 
-def _with_sim(scenario: Scenario, layout: str, role: str) -> Scenario:
+def sim_sides(scenario: Scenario) -> QualifyConfig:
+    """The scenario's own [qualify] if it has one, else its sim in both layouts."""
+    if scenario.qualify is not None:
+        return scenario.qualify
     sim = scenario.target.sim
     if sim is None:
-        from .exit_codes import BadInputError
-
-        raise BadInputError(f"{scenario.name}: the demo needs a [target.sim] section")
-    target = scenario.target.model_copy(update={"sim": sim.model_copy(update={"layout": layout}),
-                                                "base_urls": []})
-    gate = scenario.gate.model_copy(update={"role": role})
-    return scenario.model_copy(update={"target": target, "gate": gate,
-                                       "name": f"{scenario.name}-{role}"})
+        raise BadInputError(f"{scenario.name}: the demo needs [qualify] or [target.sim]")
+    return QualifyConfig(
+        control=QualifySide(sim=sim.model_copy(update={"layout": CONTROL_LAYOUT})),
+        candidate=QualifySide(sim=sim.model_copy(update={"layout": CANDIDATE_LAYOUT})))
 
 
-def demo_exit_code(control: dict[str, Any], candidate: dict[str, Any]) -> int:
-    """0 only when the control reproduced and the candidate stayed clean."""
-    control_code = control["gate"]["exit_code"]
-    candidate_code = candidate["gate"]["exit_code"]
-    if ExitCode.INTERRUPTED in (control_code, candidate_code):
-        return int(ExitCode.INTERRUPTED)
-    if control_code != ExitCode.PASSED:
-        return int(ExitCode.RUN_INVALID)  # the harness could not see the bug here
-    return int(candidate_code)
-
-
-def _column(summary: dict[str, Any]) -> list[str]:
+def _column(summary: dict[str, Any] | None) -> list[str]:
+    if summary is None:
+        return ["-", "-", "not run", "-", "-", "not run"]
     m = summary["phases"].get("measurement", {})
-    verdicts = m.get("verdicts", {})
     gate = summary["gate"]
     ub, lb = gate.get("upper_bound_95"), gate.get("lower_bound_95")
+    if gate["role"] == "control":
+        bound = f"> {lb * 100:.1f}%" if lb is not None else "-"
+    else:
+        bound = f"< {ub * 100:.2f}%" if ub is not None else "-"
     return [
         summary["target"].get("c128a_layout") or "?",
         str(m.get("requests", 0)),
-        ", ".join(f"{k} {v}" for k, v in sorted(verdicts.items())) or "-",
+        ", ".join(f"{k} {v}" for k, v in sorted(m.get("verdicts", {}).items())) or "-",
         f"{gate['failures']}/{gate['measured']}",
-        f"> {lb * 100:.1f}%" if gate["role"] == "control" and lb is not None else
-        (f"< {ub * 100:.2f}%" if ub is not None else "-"),
-        {0: "PASSED", 1: "GATE FAILED", 2: "RUN INVALID", 130: "INTERRUPTED"}.get(
-            gate["exit_code"], str(gate["exit_code"])),
+        bound,
+        WORDS.get(gate["exit_code"], str(gate["exit_code"])),
     ]
 
 
+def _summary(path: Path) -> dict[str, Any] | None:
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
 def run_demo(scenario_ref: str, out: Path, quiet: bool = False) -> int:
-    base = load_scenario(scenario_ref)
-    results = {}
-    for role, layout in (("control", CONTROL_LAYOUT), ("candidate", CANDIDATE_LAYOUT)):
-        sc = _with_sim(base, layout, role)
-        outcome = run_scenario(sc, out / role, quiet=quiet, echo=not quiet)
-        results[role] = outcome.summary
-    console = Console()
-    table = Table(title=f"dsv4-qual demo: {base.name} on the embedded sim")
+    scenario = load_scenario(scenario_ref)
+    outcome = qualify(scenario, sim_sides(scenario), out, quiet=quiet)
+    control = _summary(outcome.out_dir / CONTROL_DIR / "summary.json")
+    candidate = _summary(outcome.out_dir / CANDIDATE_DIR / "summary.json")
+    table = Table(title=f"dsv4-qual demo: {scenario.name} on the embedded sim")
     table.add_column("")
     table.add_column("control (bug left in)")
     table.add_column("candidate (the fix)")
     rows = ["C128A layout", "measured requests", "verdicts", "gated failures",
             "failure rate (95%)", "gate"]
-    for name, a, b in zip(rows, _column(results["control"]), _column(results["candidate"]),
-                          strict=True):
+    for name, a, b in zip(rows, _column(control), _column(candidate), strict=True):
         table.add_row(name, a, b)
+    console = Console()
     console.print(table)
-    code = demo_exit_code(results["control"], results["candidate"])
     verdict = {
         0: "the control reproduced the bug and the candidate stayed clean",
         1: "the candidate failed its gate",
-        2: "the control did not reproduce the bug: this setup cannot see it",
+        2: "the control did not reproduce the bug: this setup cannot see it"
+        if candidate is None else "the candidate's run was invalid",
         130: "interrupted",
-    }[code]
-    console.print(f"demo: exit {code}: {verdict}; results in {out}/control and "
-                  f"{out}/candidate")
-    return code
+    }.get(outcome.exit_code, "?")
+    console.print(f"demo: exit {outcome.exit_code}: {verdict}; reports in {outcome.out_dir}")
+    return outcome.exit_code

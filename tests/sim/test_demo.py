@@ -25,6 +25,11 @@ def test_demo_reproduces_under_packed_and_stays_clean_under_capacity(tmp_path: P
         for name in ("records.jsonl", "summary.json", "report.md", "junit.xml",
                      "report.html", "server.json"):
             assert (out / role / name).is_file()
+    # The side-by-side qualification reports of `qualify`, which the demo is.
+    qualification = json.loads((out / "qualify.json").read_text())
+    assert qualification["exit_code"] == 0
+    for name in ("report.md", "report.html", "junit.xml"):
+        assert (out / name).is_file()
 
 
 def test_demo_exits_2_when_the_control_cannot_reproduce(tmp_path: Path) -> None:
@@ -37,3 +42,4 @@ def test_demo_exits_2_when_the_control_cannot_reproduce(tmp_path: Path) -> None:
     proc = run_cli("demo", "--scenario", str(sc), "--out", str(tmp_path / "d"), "--quiet")
     assert proc.returncode == 2
     assert "control did not reproduce the bug" in proc.stdout
+    assert not (tmp_path / "d" / "candidate" / "summary.json").exists()  # never run
