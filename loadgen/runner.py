@@ -100,6 +100,7 @@ class Runner:
         self.in_flight = 0
         # With --workers, the in-flight count every process sees (shared memory).
         self.shared_in_flight: Any = None
+        self.start_barrier: Any = None  # --workers: start sending together
         self.worker_reports: list[dict[str, Any]] = []
         self.writer: RecordWriter | None = None
         self._items: Iterator[WorkItem] | None = None
@@ -188,6 +189,8 @@ class Runner:
                 next(items)
             self._items = items
             self._next_seq = start_seq
+            if self.start_barrier is not None:
+                await loop.run_in_executor(None, self.start_barrier.wait, 120)
             selfmon.start()
             try:
                 await self._run_phase(phase, count)

@@ -49,7 +49,7 @@ class ShardSpec:
     seq_count: int
 
 
-def _shard_main(spec: ShardSpec, shared: Any, conn: Connection) -> None:
+def _shard_main(spec: ShardSpec, shared: Any, start: Any, conn: Connection) -> None:
     """Entry point of a worker process."""
     from pathlib import Path
 
@@ -68,6 +68,7 @@ def _shard_main(spec: ShardSpec, shared: Any, conn: Connection) -> None:
     runner.state.model = spec.model
     runner.state.chars_per_token = spec.chars_per_token
     runner.shared_in_flight = shared
+    runner.start_barrier = start
     event_loop_policy()
     report = asyncio.run(runner.run_shard(spec.phase, spec.start_seq, spec.seq_count))
     conn.send({**report, "worker": spec.index})
@@ -107,6 +108,9 @@ async def run_sharded_phase(runner: Runner, phase: str, start: int, count: int
     sc = runner.sc
     concurrency = sc.load.concurrency
     shared = ctx.Value("i", 0)
+    # Every worker sets up (imports, client) first; they start sending together, so
+    # the phase's wall time is not stretched by staggered process start-up.
+    start_barrier = ctx.Barrier(n)
     scenario = sc.model_dump(mode="json")
     procs = []
     for i in range(n):
@@ -118,7 +122,7 @@ async def run_sharded_phase(runner: Runner, phase: str, start: int, count: int
             api_key=runner.api_key, index=i, count=n,
             concurrency=max(1, _split(concurrency, n, i)),
             rate_limit=sc.load.rate_limit / n, phase=phase, start_seq=start, seq_count=count)
-        proc = ctx.Process(target=_shard_main, args=(spec, shared, child_conn),
+        proc = ctx.Process(target=_shard_main, args=(spec, shared, start_barrier, child_conn),
                            name=f"dsv4-qual-worker-{i}", daemon=False)
         proc.start()
         child_conn.close()
