@@ -29,17 +29,20 @@ class CudaGraphConsumer:
         frozen = FrozenDecodeReader.capture(buffer, lens, captured_view)
         self.max_rows = max_rows
         self.out = torch.empty((max_rows, frozen.width), dtype=torch.int64, device=buffer.device)
-        cols = torch.arange(frozen.width, device=buffer.device)
-        rows = buffer.as_strided((max_rows, frozen.width), (frozen.row_stride, 1),
-                                 frozen.storage_offset)
+        # Every tensor the graph reads must outlive it: a graph keeps addresses, not
+        # references, and a freed input's memory is soon another tensor's.
+        self._cols = torch.arange(frozen.width, device=buffer.device)
+        self._rows = buffer.as_strided((max_rows, frozen.width), (frozen.row_stride, 1),
+                                       frozen.storage_offset)
+        self._lens = lens
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):  # warm up outside the capture, as vLLM does
-            self._body(rows, lens, cols)
+            self._body(self._rows, self._lens, self._cols)
         torch.cuda.current_stream().wait_stream(stream)
         self.graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(self.graph):
-            self._body(rows, lens, cols)
+            self._body(self._rows, self._lens, self._cols)
 
     def _body(self, rows: torch.Tensor, lens: torch.Tensor, cols: torch.Tensor) -> None:
         n = lens[: self.max_rows].to(torch.int64).unsqueeze(1)
