@@ -11,7 +11,7 @@ import click
 
 from . import __version__
 from .exit_codes import DsvQualError, ExitCode
-from .orchestrate import one_line, run_scenario
+from .orchestrate import one_line, results_root, run_scenario
 from .report import write_reports
 from .scenario import load_scenario
 from .transport import TRANSPORTS
@@ -141,7 +141,7 @@ def demo(scenario_ref: str, out: Path | None, quiet: bool) -> None:
     from .demo import run_demo
     from .runner import new_run_id
 
-    sys.exit(run_demo(scenario_ref, out or Path("results") / f"demo-{new_run_id()}", quiet))
+    sys.exit(run_demo(scenario_ref, out or results_root() / f"demo-{new_run_id()}", quiet))
 
 
 def _cores(text: str) -> list[int]:

@@ -58,8 +58,17 @@ def api_key_from_env(scenario: Scenario) -> str | None:
     return value
 
 
+RESULTS_ROOT_ENV = "DSV4_QUAL_RESULTS_ROOT"
+
+
+def results_root() -> Path:
+    """Where results directories go unless --out says otherwise: `results/`, or the
+    folder DSV4_QUAL_RESULTS_ROOT names (the loadgen image sets it to its volume)."""
+    return Path(os.environ.get(RESULTS_ROOT_ENV) or "results")
+
+
 def default_out_dir(scenario: Scenario, run_id: str) -> Path:
-    return Path("results") / f"{scenario.name or 'run'}-{run_id}"
+    return results_root() / f"{scenario.name or 'run'}-{run_id}"
 
 
 def event_loop_policy() -> None:

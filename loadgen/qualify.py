@@ -20,7 +20,7 @@ from typing import Any
 
 from .exit_codes import BadInputError, ExitCode
 from .interrupts import sigterm_interrupts
-from .orchestrate import RunOutcome, prepare_out_dir, run_scenario
+from .orchestrate import RunOutcome, prepare_out_dir, results_root, run_scenario
 from .runner import new_run_id
 from .scenario import QualifyConfig, QualifySide, Scenario
 
@@ -86,7 +86,7 @@ def side_scenario(scenario: Scenario, cfg: QualifyConfig, role: str) -> Scenario
 
 
 def default_qualify_dir(scenario: Scenario) -> Path:
-    return Path("results") / f"qualify-{scenario.name or 'run'}-{new_run_id()}"
+    return results_root() / f"qualify-{scenario.name or 'run'}-{new_run_id()}"
 
 
 def decide(control: RunOutcome, candidate: RunOutcome | None) -> tuple[int, str, list[str]]:

@@ -42,7 +42,7 @@ from .durations import format_duration, parse_duration
 from .exit_codes import BadInputError, ExitCode
 from .history import History, Soak, round_results
 from .interrupts import sigterm_interrupts
-from .orchestrate import run_scenario
+from .orchestrate import results_root, run_scenario
 from .report import write_reports
 from .report.build import RUN_FILE, SERVER_FILE, write_json
 from .runner import new_run_id
@@ -101,7 +101,7 @@ def make_plan(scenario: Scenario, duration: str | None, rounds: int | None,
 
 def default_soak_dir(scenario: Scenario) -> Path:
     """Stable, so that running the same command again resumes the soak."""
-    return Path("results") / f"soak-{scenario.name or 'run'}"
+    return results_root() / f"soak-{scenario.name or 'run'}"
 
 
 @contextlib.contextmanager

@@ -188,3 +188,13 @@ def test_round_robin_over_base_urls(fake_server, tmp_path: Path) -> None:
     lines = (out / "records.jsonl").read_text().splitlines()
     endpoints = {json.loads(x)["endpoint"] for x in lines}
     assert endpoints == {sa.url, sb.url}
+
+
+def test_results_root_from_the_environment(fake_server, tmp_path: Path) -> None:
+    _, srv = fake_server()
+    root = tmp_path / "volume"
+    proc = run_cli("run", str(scenario(tmp_path)), "--base-url", srv.url, "--quiet",
+                   env={"DSV4_QUAL_RESULTS_ROOT": str(root)})
+    assert proc.returncode == 0, proc.stderr
+    (run_dir,) = root.iterdir()
+    assert run_dir.name.startswith("small-") and (run_dir / "summary.json").is_file()

@@ -154,3 +154,8 @@ def test_constraints_pin_every_dependency() -> None:
         key = re.sub(r"[-_.]+", "-", spec.name).lower()
         assert key in pins, f"{spec.name} is not pinned in docker/constraints.txt"
         assert spec.specifier.contains(pins[key]), f"{spec.name}=={pins[key]} violates {spec}"
+
+
+def test_loadgen_image_puts_each_run_in_its_own_directory_on_the_volume() -> None:
+    text = (REPO / "docker" / "Dockerfile.loadgen").read_text()
+    assert re.search(r"^ENV DSV4_QUAL_RESULTS_ROOT=/results$", text, re.MULTILINE)
