@@ -69,6 +69,24 @@ def _tail(text: str) -> str:
     return text[-TAIL_CHARS:] if len(text) > TAIL_CHARS else text
 
 
+def ordered_timeline(stats: RunStats) -> list[tuple[int, str, int, float, bool]]:
+    """Every phase's (seq, primary verdict, in flight, sent s, failed), in request order."""
+    return sorted((t for st in stats.phases.values() for t in st.timeline), key=lambda t: t[0])
+
+
+def failure_rate_by_order(timeline: list[tuple[int, str, int, float, bool]]
+                          ) -> tuple[int, list[int], list[float]]:
+    """(bucket size, first seq of each bucket, % failed in it): #52448's 'clean first 256,
+    then rising' shows as the rate per bucket of consecutive requests."""
+    bucket = max(8, len(timeline) // 16)
+    xs, ys = [], []
+    for i in range(0, len(timeline), bucket):
+        chunk = timeline[i:i + bucket]
+        xs.append(chunk[0][0])
+        ys.append(100 * sum(1 for t in chunk if t[4]) / len(chunk))
+    return bucket, xs, ys
+
+
 @dataclass
 class RunStats:
     phases: dict[str, PhaseStats]

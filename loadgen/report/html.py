@@ -7,15 +7,14 @@ flight, do stuck requests pile up at max_tokens, what was the server doing.
 
 from __future__ import annotations
 
-import base64
-import io
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, select_autoescape
 
-from .aggregate import PhaseStats, RunStats
+from .aggregate import PhaseStats, RunStats, failure_rate_by_order, ordered_timeline
+from .figures import png_data_uri, pyplot
 from .markdown import layout_text, receipts_text
 from .telemetry_plots import telemetry_plots
 
@@ -88,30 +87,15 @@ loop lag p99 {{ s.client.loop_lag_ms_p99 }} ms {% if s.client.saturated %}
 """
 
 
-def _png(fig: Any) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
-
-
 def _plots(stats: RunStats, server: dict[str, Any],
            max_tokens: int | None) -> list[tuple[str, str]]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     plots: list[tuple[str, str]] = []
     phases = stats.phases
-    timeline = sorted((t for st in phases.values() for t in st.timeline), key=lambda t: t[0])
+    timeline = ordered_timeline(stats)
     if timeline:
         fig, ax = plt.subplots(figsize=(9, 3))
-        bucket = max(8, len(timeline) // 16)
-        xs, ys = [], []
-        for i in range(0, len(timeline), bucket):
-            chunk = timeline[i:i + bucket]
-            xs.append(chunk[0][0])
-            ys.append(100 * sum(1 for t in chunk if t[4]) / len(chunk))
+        bucket, xs, ys = failure_rate_by_order(timeline)
         ax.step(xs, ys, where="post", label=f"failure rate per {bucket} requests")
         bad = [t[0] for t in timeline if t[4]]
         ax.plot(bad, [-3] * len(bad), "|", color="#b3261e", label="failed request")
@@ -120,8 +104,7 @@ def _plots(stats: RunStats, server: dict[str, Any],
         ax.set_xlabel("request order (seq)")
         ax.set_ylabel("% failed")
         ax.legend(fontsize=8)
-        plots.append(("Verdicts against request order", _png(fig)))
-        plt.close(fig)
+        plots.append(("Verdicts against request order", png_data_uri(fig)))
 
         by_flight: dict[int, list[bool]] = defaultdict(list)
         for t in timeline:
@@ -131,8 +114,7 @@ def _plots(stats: RunStats, server: dict[str, Any],
         ax.bar(keys, [100 * sum(by_flight[k]) / len(by_flight[k]) for k in keys])
         ax.set_xlabel("requests in flight when sent")
         ax.set_ylabel("% failed")
-        plots.append(("Failure rate against the number in flight", _png(fig)))
-        plt.close(fig)
+        plots.append(("Failure rate against the number in flight", png_data_uri(fig)))
 
     def _all(attr: str) -> list[float]:
         return [v for st in phases.values() for v in getattr(st, attr)]
@@ -146,8 +128,7 @@ def _plots(stats: RunStats, server: dict[str, Any],
         if gaps:
             axes[1].hist([g * 1000 for g in gaps], bins=40)
         axes[1].set_xlabel("mean inter-token gap per request (ms)")
-        plots.append(("TTFT and inter-token distributions", _png(fig)))
-        plt.close(fig)
+        plots.append(("TTFT and inter-token distributions", png_data_uri(fig)))
     if tokens:
         fig, ax = plt.subplots(figsize=(9, 3))
         ax.hist(tokens, bins=50)
@@ -155,8 +136,8 @@ def _plots(stats: RunStats, server: dict[str, Any],
             ax.axvline(max_tokens, color="#b3261e", ls="--", label="max_tokens")
             ax.legend(fontsize=8)
         ax.set_xlabel("completion tokens per request")
-        plots.append(("Completion tokens (stuck requests pile up at max_tokens)", _png(fig)))
-        plt.close(fig)
+        plots.append(("Completion tokens (stuck requests pile up at max_tokens)",
+                      png_data_uri(fig)))
     return plots
 
 

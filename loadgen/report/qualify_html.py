@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from jinja2 import Environment, select_autoescape
 
-from .aggregate import RunStats, aggregate
+from .aggregate import RunStats, aggregate, failure_rate_by_order, ordered_timeline
 from .figures import png_data_uri, pyplot
 from .qualify_report import comparison_rows, verdict_rows
 
@@ -55,16 +55,10 @@ def _plots(sides: dict[str, tuple[RunStats, int | None]]) -> list[tuple[str, str
     plots = []
     fig, ax = plt.subplots(figsize=(9, 3))
     for name, (stats, _) in sides.items():
-        timeline = sorted((t for st in stats.phases.values() for t in st.timeline),
-                          key=lambda t: t[0])
+        timeline = ordered_timeline(stats)
         if not timeline:
             continue
-        bucket = max(8, len(timeline) // 16)
-        xs, ys = [], []
-        for i in range(0, len(timeline), bucket):
-            chunk = timeline[i:i + bucket]
-            xs.append(chunk[0][0])
-            ys.append(100 * sum(1 for t in chunk if t[4]) / len(chunk))
+        bucket, xs, ys = failure_rate_by_order(timeline)
         ax.step(xs, ys, where="post", color=COLORS[name], label=f"{name} (per {bucket})")
     ax.set_xlabel("request order (seq; priming first)")
     ax.set_ylabel("% failed")

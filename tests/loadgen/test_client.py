@@ -13,7 +13,7 @@ from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig
 from loadgen.transport import make_http_client
 from loadgen.verdicts import classify
-from tests.support.openai_fake import MODEL
+from tests.support.openai_fake import MODE_VERDICTS, MODEL
 
 TRANSPORTS = ["aiohttp", "httpx"]
 FAST = Timeouts(connect=2.0, first_token=1.0, idle=0.5, total=3.0)
@@ -39,40 +39,16 @@ def send(url: str, transport: str, mode: str, **kw) -> tuple[RequestRecord, floa
     return asyncio.run(_send(url, transport, mode, **kw))
 
 
-CASES = [
-    ("ok", "ok"),
-    ("answer", "ok"),
-    ("stuck", "stuck_in_reasoning"),
-    ("empty", "empty_content"),
-    ("truncated", "truncated"),
-    ("loop", "reasoning_loop"),
-    ("leak", "token_leak"),
-    ("http_500", "http_error"),
-    ("http_502", "http_error"),
-    ("http_503", "http_error"),
-    ("http_429", "http_error"),
-    ("http_429_bare", "http_error"),
-    ("reset", "stream_error"),
-    ("stall_first", "timeout"),
-    ("stall_mid", "timeout"),
-    ("malformed_sse", "stream_error"),
-    ("invalid_json", "stream_error"),
-    ("no_done", "stream_error"),
-    ("dup_done", "stream_error"),
-    ("inband_error", "stream_error"),
-    ("big_chunk", "ok"),
-    ("non_utf8", "stream_error"),
-    ("gzip", "ok"),
-    ("close", "ok"),
-    ("trickle", "ok"),
-]
+# slow_total needs its own timeouts (test_total_timeout_while_tokens_keep_coming).
+CASES = [(mode, verdict) for mode, verdict in MODE_VERDICTS.items() if mode != "slow_total"]
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("mode,verdict", CASES)
 def test_each_fault_gets_its_verdict(fake_server, transport: str, mode: str, verdict: str):
     fake, srv = fake_server()
-    record, _ = send(srv.url, transport, mode, fake_stall_s=5)
+    # A stall is 5 s (past every limit); a slow server takes 0.3 s (within them).
+    record, _ = send(srv.url, transport, mode, fake_stall_s=0.3 if mode == "slow_read" else 5)
     assert record.verdicts[0] == verdict, (record.error, record.verdicts)
     assert fake.counts[mode] == 1
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.loadgen.conftest import run_cli
+from tests.support.openai_fake import MODE_VERDICTS
 
 SC = """
 [load]
@@ -32,33 +33,9 @@ min_measured = 8
 max_infra_errors = 8
 """
 
-MATRIX = [
-    ("http_500", "http_error"),
-    ("http_502", "http_error"),
-    ("http_503", "http_error"),
-    ("http_429", "http_error"),
-    ("http_429_bare", "http_error"),
-    ("reset", "stream_error"),
-    ("stall_first", "timeout"),
-    ("stall_mid", "timeout"),
-    ("slow_total", "timeout"),
-    ("malformed_sse", "stream_error"),
-    ("invalid_json", "stream_error"),
-    ("no_done", "stream_error"),
-    ("dup_done", "stream_error"),
-    ("inband_error", "stream_error"),
-    ("big_chunk", "ok"),
-    ("non_utf8", "stream_error"),
-    ("gzip", "ok"),
-    ("close", "ok"),
-    ("trickle", "ok"),
-    ("slow_read", "ok"),
-    ("stuck", "stuck_in_reasoning"),
-    ("empty", "empty_content"),
-    ("truncated", "truncated"),
-    ("loop", "reasoning_loop"),
-    ("leak", "token_leak"),
-]
+# Every behaviour of the fake but the healthy replies themselves.
+MATRIX = [(mode, verdict) for mode, verdict in MODE_VERDICTS.items()
+          if mode not in ("ok", "answer")]
 OUTPUT_FAILURES = {"stuck_in_reasoning", "empty_content", "reasoning_loop", "token_leak"}
 
 

@@ -2,39 +2,13 @@
 
 from __future__ import annotations
 
-import random
-
 import pytest
 
 from server_patch.sim.config import SimConfig
-from server_patch.sim.engine import Engine
-from server_patch.sim.model import Reply, make_script
+from server_patch.sim.model import make_script
+from tests.sim.drive import drive
 
 MESSAGES = [{"role": "user", "content": "Please upgrade XEHM4B to business, then cancel it."}]
-
-
-def drive(layout: str, concurrency: int, requests: int, seed: int = 0,
-          max_tokens: int = 80) -> Engine:
-    """A closed loop of `concurrency` clients with random prompt lengths."""
-    rng = random.Random(seed)
-    engine = Engine(SimConfig(layout=layout, max_num_seqs=32, max_model_len=2048))
-    sent = 0
-
-    def submit() -> None:
-        nonlocal sent
-        reply = Reply(make_script(MESSAGES, None), max_tokens)
-        engine.add(engine.new_request(rng.choice([40, 90, 300, 700]), reply))
-        sent += 1
-
-    for _ in range(concurrency):
-        submit()
-    while engine.has_work():
-        before = engine.stats.finished_requests
-        engine.step()
-        for _ in range(engine.stats.finished_requests - before):
-            if sent < requests:
-                submit()
-    return engine
 
 
 @pytest.mark.parametrize("layout", ["capacity", "prefix"])

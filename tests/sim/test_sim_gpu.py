@@ -6,8 +6,6 @@ runs on a GPU host with nothing else installed (PYTHONPATH=. python -m pytest -m
 
 from __future__ import annotations
 
-import random
-
 import pytest
 import torch
 
@@ -16,35 +14,14 @@ pytestmark = pytest.mark.gpu
 if not torch.cuda.is_available():  # pragma: no cover - CPU machines
     pytest.skip("needs CUDA", allow_module_level=True)
 
-from server_patch.sim.config import SimConfig  # noqa: E402
 from server_patch.sim.consumer import CudaGraphConsumer  # noqa: E402
 from server_patch.sim.engine import Engine  # noqa: E402
-from server_patch.sim.model import Reply, make_script  # noqa: E402
-
-MESSAGES = [{"role": "user", "content": "Please upgrade XEHM4B to business, then cancel it."}]
+from tests.sim.drive import drive as drive_engine  # noqa: E402
 
 
-def drive(layout: str, concurrency: int, requests: int, seed: int = 0) -> Engine:
-    rng = random.Random(seed)
-    engine = Engine(SimConfig(layout=layout, device="cuda", max_num_seqs=32,
-                              max_model_len=2048))
-    assert isinstance(engine.consumer, CudaGraphConsumer)
-    sent = 0
-
-    def submit() -> None:
-        nonlocal sent
-        engine.add(engine.new_request(rng.choice([40, 90, 300, 700]),
-                                      Reply(make_script(MESSAGES, None), 80)))
-        sent += 1
-
-    for _ in range(concurrency):
-        submit()
-    while engine.has_work():
-        before = engine.stats.finished_requests
-        engine.step()
-        for _ in range(engine.stats.finished_requests - before):
-            if sent < requests:
-                submit()
+def drive(layout: str, concurrency: int, requests: int) -> Engine:
+    engine = drive_engine(layout, concurrency, requests, device="cuda")
+    assert isinstance(engine.consumer, CudaGraphConsumer)  # a real graph, not the CPU reader
     return engine
 
 

@@ -80,6 +80,37 @@ class Chunks:
 
 DONE = b"data: [DONE]\n\n"
 
+#: Each behaviour of the fake and the verdict a correct client gives it.
+MODE_VERDICTS: dict[str, str] = {
+    "ok": "ok",
+    "answer": "ok",
+    "stuck": "stuck_in_reasoning",
+    "empty": "empty_content",
+    "truncated": "truncated",
+    "loop": "reasoning_loop",
+    "leak": "token_leak",
+    "http_500": "http_error",
+    "http_502": "http_error",
+    "http_503": "http_error",
+    "http_429": "http_error",
+    "http_429_bare": "http_error",
+    "reset": "stream_error",
+    "stall_first": "timeout",
+    "stall_mid": "timeout",
+    "slow_total": "timeout",
+    "malformed_sse": "stream_error",
+    "invalid_json": "stream_error",
+    "no_done": "stream_error",
+    "dup_done": "stream_error",
+    "inband_error": "stream_error",
+    "big_chunk": "ok",
+    "non_utf8": "stream_error",
+    "gzip": "ok",
+    "close": "ok",
+    "trickle": "ok",
+    "slow_read": "ok",
+}
+
 
 def _words(text: str) -> list[str]:
     return [w + " " for w in text.split()]
