@@ -34,7 +34,7 @@ def sim_command(layout: str, device: str, host: str, port: int, max_num_seqs: in
     import torch
 
     from server_patch.sim.config import SimConfig
-    from server_patch.sim.server import serve
+    from server_patch.sim.server import bind, serve
 
     if device == "cuda" and not torch.cuda.is_available():
         raise click.UsageError("--device cuda: no CUDA device is available")
@@ -44,4 +44,8 @@ def sim_command(layout: str, device: str, host: str, port: int, max_num_seqs: in
     click.echo(f"dsv4-qual sim: layout {layout} on {device}, http://{host}:{port} "
                f"(max_num_seqs {max_num_seqs}, max_model_len {max_model_len}, "
                f"C128A capacity {cfg.capacity})", err=True)
-    serve(cfg, host, port)
+    try:
+        sock = bind(host, port)  # first: a port in use is bad input, said in one line
+    except OSError as exc:
+        raise click.UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    serve(cfg, sock)

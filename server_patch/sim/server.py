@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import socket
 import threading
@@ -19,8 +18,6 @@ from server_patch.receipts import Receipt, tool_version
 from server_patch.sim.api import SimApp
 from server_patch.sim.config import SimConfig
 from server_patch.sim.engine import Engine
-
-logger = logging.getLogger(__name__)
 
 
 def make_app(cfg: SimConfig) -> SimApp:
@@ -58,12 +55,9 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(cfg: SimConfig, host: str, port: int) -> None:
-    """Serve in the foreground until interrupted (the `dsv4-qual sim` command)."""
+def serve(cfg: SimConfig, sock: socket.socket) -> None:
+    """Serve on a bound socket in the foreground until interrupted (`dsv4-qual sim`)."""
     sim = make_app(cfg)
-    sock = bind(host, port)
-    logger.info("dsv4-qual sim: layout %s on %s, http://%s:%d", cfg.layout, cfg.device, host,
-                sock.getsockname()[1])
     uvicorn.Server(uvicorn.Config(sim.app, log_level="warning")).run(sockets=[sock])
 
 

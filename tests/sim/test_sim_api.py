@@ -128,3 +128,41 @@ def test_receipt_records_the_first_call(sim: RunningSim) -> None:
     r = receipts[0]
     assert r["layout"] == "prefix" and r["patched"] is True
     assert r["first_call"]["row_stride_decode"] == SimConfig(max_model_len=1024).capacity
+
+
+def test_sim_command_serves_and_refuses_a_busy_port() -> None:
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from tests.loadgen.conftest import REPO, run_cli
+
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    port = busy.getsockname()[1]
+    proc = run_cli("sim", "--port", str(port))
+    assert proc.returncode == 3 and "Address already in use" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    busy.close()
+
+    server = subprocess.Popen([sys.executable, "-m", "loadgen", "sim", "--layout", "packed",
+                               "--port", str(port), "--max-model-len", "1024"], cwd=REPO,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "the sim did not come up"
+            time.sleep(0.2)
+        metrics = httpx.get(f"http://127.0.0.1:{port}/metrics").text
+        assert 'layout="packed"' in metrics
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=30)
