@@ -31,10 +31,14 @@ def sim_command(layout: str, device: str, host: str, port: int, max_num_seqs: in
       dsv4-qual sim --layout packed --port 8000      # the bug, on any machine
       dsv4-qual sim --layout capacity --device cuda  # the fix, under a real CUDA graph
     """
-    import torch
+    try:
+        import torch
 
-    from server_patch.sim.config import SimConfig
-    from server_patch.sim.server import bind, serve
+        from server_patch.sim.config import SimConfig
+        from server_patch.sim.server import bind, serve
+    except ImportError as exc:  # the load generator alone was installed
+        raise click.UsageError(f"the sim needs the server extra (pip install "
+                               f"'dsv4-qual[server]'): {exc}") from None
 
     if device == "cuda" and not torch.cuda.is_available():
         raise click.UsageError("--device cuda: no CUDA device is available")
