@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -198,3 +199,20 @@ def test_results_root_from_the_environment(fake_server, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     (run_dir,) = root.iterdir()
     assert run_dir.name.startswith("small-") and (run_dir / "summary.json").is_file()
+
+
+def test_rate_limit_paces_sends(fake_server, tmp_path: Path) -> None:
+    _, srv = fake_server()
+    out = tmp_path / "out"
+    sc = scenario(tmp_path, measurement=20).read_text().replace(
+        "concurrency = 4", "concurrency = 20").replace("priming = 2", "priming = 0")
+    (tmp_path / "rate.toml").write_text(sc)
+    proc = run_cli("run", str(tmp_path / "rate.toml"), "--base-url", srv.url, "--out",
+                   str(out), "--quiet", "--rate-limit", "10")
+    assert proc.returncode == 0, proc.stderr
+    sent = sorted(json.loads(x)["timings"]["sent"]
+                  for x in (out / "records.jsonl").read_text().splitlines())
+    # 20 requests at 10/s: the last is sent ~1.9 s after the first, not all at once.
+    assert sent[-1] - sent[0] >= 1.7
+    gaps = [b - a for a, b in itertools.pairwise(sent)]
+    assert max(gaps) < 0.5  # paced, not bursty
