@@ -15,13 +15,12 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from .exit_codes import BadInputError
+from .exit_codes import EXIT_WORDS, BadInputError
 from .qualify import CANDIDATE_DIR, CONTROL_DIR, qualify
 from .scenario import QualifyConfig, QualifySide, Scenario, load_scenario
 
 CONTROL_LAYOUT = "packed"
 CANDIDATE_LAYOUT = "capacity"
-WORDS = {0: "PASSED", 1: "GATE FAILED", 2: "RUN INVALID", 130: "INTERRUPTED"}
 
 
 def sim_sides(scenario: Scenario) -> QualifyConfig:
@@ -52,7 +51,7 @@ def _column(summary: dict[str, Any] | None) -> list[str]:
         ", ".join(f"{k} {v}" for k, v in sorted(m.get("verdicts", {}).items())) or "-",
         f"{gate['failures']}/{gate['measured']}",
         bound,
-        WORDS.get(gate["exit_code"], str(gate["exit_code"])),
+        EXIT_WORDS.get(gate["exit_code"], str(gate["exit_code"])),
     ]
 
 

@@ -18,6 +18,15 @@ class ExitCode(IntEnum):
     INTERRUPTED = 130  # SIGINT/SIGTERM: partial results were kept and reported
 
 
+#: How reports and the console name each outcome.
+EXIT_WORDS: dict[int, str] = {
+    ExitCode.PASSED: "PASSED",
+    ExitCode.GATE_FAILED: "GATE FAILED",
+    ExitCode.RUN_INVALID: "RUN INVALID",
+    ExitCode.INTERRUPTED: "INTERRUPTED",
+}
+
+
 class DsvQualError(Exception):
     """An error that ends the process with a one-line message and a documented code."""
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .exit_codes import BadInputError, ExitCode
+from .exit_codes import EXIT_WORDS, BadInputError, ExitCode
 from .records import RECORDS_FILE
 from .report import write_reports
 from .report.build import RUN_FILE, SERVER_FILE, write_json
@@ -128,11 +128,10 @@ def run_scenario(
 
 def one_line(summary: dict[str, Any], out_dir: Path) -> str:
     gate = summary["gate"]
-    words = {0: "PASSED", 1: "GATE FAILED", 2: "RUN INVALID", 130: "INTERRUPTED"}
     bound = gate.get("upper_bound_95")
     bound_text = f", rate < {bound * 100:.2f}% @95%" if bound is not None else ""
     reasons = "; ".join(gate.get("reasons") or [])
-    return (f"{summary['scenario']} [{gate['role']}]: {words.get(gate['exit_code'], '?')} "
+    return (f"{summary['scenario']} [{gate['role']}]: {EXIT_WORDS.get(gate['exit_code'], '?')} "
             f"(exit {gate['exit_code']}): {gate['failures']}/{gate['measured']} failed"
             f"{bound_text}{' — ' + reasons if reasons else ''}; results in {out_dir}")
 

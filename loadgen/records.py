@@ -106,11 +106,6 @@ class RecordWriter:
         self._fh.write(record.to_json() + b"\n")
         self.count += 1
 
-    def write_raw(self, line: bytes) -> None:
-        """Append an already-serialised record (merging worker shards)."""
-        self._fh.write(line.rstrip(b"\n") + b"\n")
-        self.count += 1
-
     def close(self) -> None:
         if not self._fh.closed:
             os.fsync(self._fh.fileno())

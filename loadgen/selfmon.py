@@ -50,12 +50,15 @@ class SelfMonitor:
         wall = max(1e-9, time.monotonic() - self._wall0)
         lags = sorted(self.lags)
 
+        def lag_s(q: float) -> float | None:
+            return lags[min(len(lags) - 1, int(q * len(lags)))] if lags else None
+
         def pct(q: float) -> float | None:
-            return round(lags[min(len(lags) - 1, int(q * len(lags)))] * 1000, 3) if lags else None
+            value = lag_s(q)
+            return round(value * 1000, 3) if value is not None else None
 
         util = cpu / wall
-        p99 = lags[min(len(lags) - 1, int(0.99 * len(lags)))] if lags else 0.0
-        saturated = util >= SATURATED_CPU_UTIL or p99 >= SATURATED_LAG_P99_S
+        saturated = util >= SATURATED_CPU_UTIL or (lag_s(0.99) or 0.0) >= SATURATED_LAG_P99_S
         return {
             "cpu_s": round(cpu, 3),
             "wall_s": round(wall, 3),

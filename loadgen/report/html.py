@@ -13,6 +13,7 @@ from typing import Any
 
 from jinja2 import Environment, select_autoescape
 
+from ..exit_codes import EXIT_WORDS
 from .aggregate import PhaseStats, RunStats, failure_rate_by_order, ordered_timeline
 from .figures import png_data_uri, pyplot
 from .markdown import layout_text, receipts_text
@@ -146,10 +147,9 @@ def write_html(path: Path, summary: dict[str, Any], stats: RunStats,
     from .build import write_atomic
 
     env = Environment(autoescape=select_autoescape(default=True))
-    words = {0: "PASSED", 1: "GATE FAILED", 2: "RUN INVALID", 130: "INTERRUPTED"}
     phases: dict[str, PhaseStats] = stats.phases
     html = env.from_string(_TEMPLATE).render(
-        s=summary, word=words.get(summary["gate"]["exit_code"], "?"),
+        s=summary, word=EXIT_WORDS.get(summary["gate"]["exit_code"], "?"),
         plots=_plots(stats, server, max_tokens) + telemetry_plots(server),
         layout=layout_text(summary.get("target") or {}),
         receipts=receipts_text((summary.get("target") or {}).get("receipts_selection") or {}),

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..exit_codes import EXIT_WORDS
 from .aggregate import RunStats
 from .bounds import describe_bound
 from .gate import GateResult
-
-_EXIT_WORDS = {0: "PASSED", 1: "GATE FAILED", 2: "RUN INVALID", 130: "INTERRUPTED"}
 
 
 def _fmt(value: float | None, scale: float = 1.0, digits: int = 3) -> str:
@@ -25,7 +24,7 @@ def render_markdown(summary: dict[str, Any], stats: RunStats, gate: GateResult) 
     lines = [
         f"# dsv4-qual: {summary.get('scenario')} ({gate.role})",
         "",
-        f"**{_EXIT_WORDS.get(gate.exit_code, gate.exit_code)}** (exit {gate.exit_code})"
+        f"**{EXIT_WORDS.get(gate.exit_code, gate.exit_code)}** (exit {gate.exit_code})"
         f" — {gate.failures} of {gate.measured} measured requests failed the gate "
         f"(fail on: {', '.join(gate.fail_on)}; allowed {gate.allowed}).",
         "",

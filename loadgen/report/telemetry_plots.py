@@ -26,6 +26,16 @@ def telemetry_plots(server: dict[str, Any]) -> list[tuple[str, str]]:
     many = len(series) > 1
     plots: list[tuple[str, str]] = []
 
+    def finish(fig: Any, ax: Any, title: str, ylabel: str, drawn: bool) -> None:
+        """Keep a figure that shows something; drop an empty one."""
+        if drawn:
+            ax.set_xlabel("seconds since run start")
+            ax.set_ylabel(ylabel)
+            ax.legend(fontsize=8)
+            plots.append((title, png_data_uri(fig)))
+        else:
+            plt.close(fig)
+
     def gauge_plot(title: str, keys: tuple[str, ...], ylabel: str, scale: float = 1.0) -> None:
         fig, ax = plt.subplots(figsize=(9, 2.8))
         drawn = False
@@ -35,13 +45,7 @@ def telemetry_plots(server: dict[str, Any]) -> list[tuple[str, str]]:
                 if pts:
                     ax.plot(*zip(*pts, strict=True), marker=".", label=_label(url, many, key))
                     drawn = True
-        if drawn:
-            ax.set_xlabel("seconds since run start")
-            ax.set_ylabel(ylabel)
-            ax.legend(fontsize=8)
-            plots.append((title, png_data_uri(fig)))
-        else:
-            plt.close(fig)
+        finish(fig, ax, title, ylabel, drawn)
 
     gauge_plot("Server load over time: running and waiting requests",
                ("requests_running", "requests_waiting"), "requests")
@@ -64,13 +68,7 @@ def telemetry_plots(server: dict[str, Any]) -> list[tuple[str, str]]:
                     ax.step(*zip(*pts, strict=True), where="post",
                             label=_label(url, many, name))
                     drawn = True
-        if drawn:
-            ax.set_xlabel("seconds since run start")
-            ax.set_ylabel(ylabel)
-            ax.legend(fontsize=8)
-            plots.append((title, png_data_uri(fig)))
-        else:
-            plt.close(fig)
+        finish(fig, ax, title, ylabel, drawn)
 
     rate_plot("Throughput over time (from /metrics token counters)",
               (("prompt_tps", "prompt tokens/s"), ("generation_tps", "generation tokens/s")),

@@ -9,7 +9,7 @@ well below the capacity, which is the condition of the bug.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from server_patch.c128a import LAYOUTS
 
@@ -37,7 +37,6 @@ class SimConfig:
     guard: bool = True
     receipts_dir: str | None = None
     step_delay_s: float = 0.0
-    extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:

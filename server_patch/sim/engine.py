@@ -21,19 +21,17 @@ import asyncio
 import itertools
 import time
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
+from server_patch.c128a import BuilderFn
 from server_patch.c128a import builder as make_builder
 from server_patch.sim.config import SimConfig
 from server_patch.sim.consumer import DecodeConsumer, make_consumer
 from server_patch.sim.kv import KVPool, entry_value
 from server_patch.sim.model import Piece, Reply
-
-BuilderFn = Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Tensor]]
 
 
 @dataclass(eq=False)
