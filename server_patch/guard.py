@@ -39,7 +39,8 @@ from typing import Any
 
 import torch
 
-from server_patch.c128a.builders import DEFAULT_MAX_COMPRESSED_TOKENS, BuilderFn, qualified_name
+from server_patch.c128a.builders import qualified_name
+from server_patch.c128a.signature import C128ABuilder, Outputs, call_through, watched_inputs
 from server_patch.receipts import utc_now
 
 logger = logging.getLogger(__name__)
@@ -220,11 +221,11 @@ class StrideGuard:
     def flush_interval_s(self) -> float:
         return self._interval
 
-    def wrap(self, fn: BuilderFn) -> BuilderFn:
+    def wrap(self, fn: C128ABuilder) -> C128ABuilder:
         """A ``build_c128a_topk_metadata`` drop-in that checks each call; ``fn`` itself when off.
 
-        The wrapper has upstream's exact parameter list and carries ``fn``'s
-        attributes and name (``functools.wraps``), plus ``stride_guard``.
+        The wrapper (``signature.call_through``) carries ``fn``'s signature,
+        attributes and name, plus ``stride_guard``.
         """
         if not self.enabled or getattr(fn, "stride_guard", None) is self:
             return fn
@@ -232,43 +233,16 @@ class StrideGuard:
         observe = self._observe
         name = self._watching
 
-        @functools.wraps(fn)
-        def build_c128a_topk_metadata(
-            positions: torch.Tensor,
-            compress_ratio: int,
-            num_decode_tokens: int,
-            token_to_req_indices: torch.Tensor,
-            block_table: torch.Tensor,
-            block_size: int,
-            slot_mapping: torch.Tensor,
-            global_decode_buffer: torch.Tensor,
-            decode_lens_buffer: torch.Tensor,
-            prefill_buffer: torch.Tensor,
-            max_compressed_tokens: int = DEFAULT_MAX_COMPRESSED_TOKENS,
-        ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-            returned = fn(
-                positions,
-                compress_ratio,
-                num_decode_tokens,
-                token_to_req_indices,
-                block_table,
-                block_size,
-                slot_mapping,
-                global_decode_buffer,
-                decode_lens_buffer,
-                prefill_buffer,
-                max_compressed_tokens,
-            )
-            observe(returned, positions, num_decode_tokens, global_decode_buffer,
-                    prefill_buffer, max_compressed_tokens, name)
-            return returned
+        def after(args: tuple[Any, ...], kwargs: dict[str, Any], returned: Outputs) -> None:
+            observe(returned, *watched_inputs(args, kwargs), name)
 
+        build_c128a_topk_metadata = call_through(fn, after)
         build_c128a_topk_metadata.stride_guard = self  # type: ignore[attr-defined]
         return build_c128a_topk_metadata
 
     def observe(
         self,
-        returned: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+        returned: Outputs,
         *,
         positions: torch.Tensor,
         num_decode_tokens: int,
@@ -288,7 +262,7 @@ class StrideGuard:
 
     def _observe(
         self,
-        returned: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+        returned: Outputs,
         positions: torch.Tensor,
         num_decode_tokens: int,
         global_decode_buffer: torch.Tensor,
@@ -317,7 +291,7 @@ class StrideGuard:
     def _violation(
         self,
         views: list[str],
-        returned: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+        returned: Outputs,
         positions: torch.Tensor,
         num_decode_tokens: int,
         global_decode_buffer: torch.Tensor,

@@ -17,7 +17,7 @@ from importlib import metadata
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from server_patch.c128a.builders import DEFAULT_MAX_COMPRESSED_TOKENS, PARAMETERS
+from server_patch.c128a.signature import DEFAULT_MAX_COMPRESSED_TOKENS, PARAMETERS
 
 TARGET_MODULE = "vllm.models.deepseek_v4.sparse_mla"
 TARGET_ATTRIBUTE = "build_c128a_topk_metadata"

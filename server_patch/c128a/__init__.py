@@ -6,17 +6,17 @@ package needs torch but neither vLLM nor triton: the kernel module is imported
 only when a Triton build is asked for.
 """
 
-from server_patch.c128a.builders import (
-    DEFAULT_MAX_COMPRESSED_TOKENS,
-    IMPLS,
-    PARAMETERS,
-    BuilderFn,
-    builder,
-    qualified_name,
-)
+from server_patch.c128a.builders import IMPLS, builder, qualified_name
 from server_patch.c128a.consumer import FrozenDecodeReader
 from server_patch.c128a.layouts import CAPACITY, LAYOUTS, PACKED, PREFIX
 from server_patch.c128a.observed import describe_call, observe_first_call
+from server_patch.c128a.signature import (
+    DEFAULT_MAX_COMPRESSED_TOKENS,
+    PARAMETERS,
+    SIGNATURE,
+    C128ABuilder,
+    call_through,
+)
 
 __all__ = [
     "CAPACITY",
@@ -26,9 +26,11 @@ __all__ = [
     "PACKED",
     "PARAMETERS",
     "PREFIX",
-    "BuilderFn",
+    "SIGNATURE",
+    "C128ABuilder",
     "FrozenDecodeReader",
     "builder",
+    "call_through",
     "describe_call",
     "observe_first_call",
     "qualified_name",

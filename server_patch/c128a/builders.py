@@ -2,7 +2,8 @@
 
 vLLM's metadata builder calls the module global by name with positional
 arguments plus ``max_compressed_tokens=``; a replacement therefore has to be a
-drop-in with the same parameters, defaults and return triple. One function is
+drop-in with the same parameters, defaults and return triple
+(``signature.C128ABuilder``; a test holds each builder to it). One function is
 made per (layout, impl) and cached, so installing the "same" builder twice
 installs the same object (the plugin's idempotency relies on that).
 """
@@ -17,31 +18,15 @@ from types import ModuleType
 import torch
 
 from server_patch.c128a import layouts, reference
+from server_patch.c128a.signature import DEFAULT_MAX_COMPRESSED_TOKENS, C128ABuilder, Outputs
 
 logger = logging.getLogger(__name__)
 
-BuilderFn = Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Tensor]]
 Impl = Callable[..., None]
 
 #: How a builder runs: our Triton kernel, the torch reference, or "auto"
 #: (Triton for CUDA tensors, the torch reference for CPU tensors).
 IMPLS: tuple[str, ...] = ("auto", "triton", "torch")
-
-#: Upstream's parameter names, in order (0.26.0 - 0.33.0), and the one default.
-PARAMETERS: tuple[str, ...] = (
-    "positions",
-    "compress_ratio",
-    "num_decode_tokens",
-    "token_to_req_indices",
-    "block_table",
-    "block_size",
-    "slot_mapping",
-    "global_decode_buffer",
-    "decode_lens_buffer",
-    "prefill_buffer",
-    "max_compressed_tokens",
-)
-DEFAULT_MAX_COMPRESSED_TOKENS = 8192
 
 
 def _kernel_module() -> ModuleType:
@@ -70,7 +55,7 @@ def _resolve_impl(impl: str) -> Callable[[torch.Tensor], Impl]:
     return lambda positions: _auto_cuda_impl() if positions.is_cuda else reference.build
 
 
-def builder(layout: str, *, impl: str = "auto") -> BuilderFn:
+def builder(layout: str, *, impl: str = "auto") -> C128ABuilder:
     """Return the ``build_c128a_topk_metadata`` replacement for a layout.
 
     The returned function carries ``layout`` and ``impl`` attributes and a
@@ -88,7 +73,7 @@ def builder(layout: str, *, impl: str = "auto") -> BuilderFn:
 
 
 @functools.cache
-def _make_builder(layout: str, impl: str) -> BuilderFn:
+def _make_builder(layout: str, impl: str) -> C128ABuilder:
     pick_impl = _resolve_impl(impl)
     is_prefix = layout == layouts.PREFIX
 
@@ -104,7 +89,7 @@ def _make_builder(layout: str, impl: str) -> BuilderFn:
         decode_lens_buffer: torch.Tensor,
         prefill_buffer: torch.Tensor,
         max_compressed_tokens: int = DEFAULT_MAX_COMPRESSED_TOKENS,
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    ) -> Outputs:
         plan = layouts.plan(
             layout,
             num_tokens=positions.shape[0],
@@ -132,7 +117,7 @@ def _make_builder(layout: str, impl: str) -> BuilderFn:
     build_c128a_topk_metadata.__module__ = "server_patch.c128a"
     build_c128a_topk_metadata.layout = layout  # type: ignore[attr-defined]
     build_c128a_topk_metadata.impl = impl  # type: ignore[attr-defined]
-    return build_c128a_topk_metadata
+    return build_c128a_topk_metadata  # type: ignore[return-value]
 
 
 def qualified_name(fn: Callable[..., object]) -> str:

@@ -9,7 +9,6 @@ do the same). After the first call it costs one flag test per call.
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -18,7 +17,7 @@ from typing import Any
 import torch
 
 from server_patch.c128a import layouts
-from server_patch.c128a.builders import DEFAULT_MAX_COMPRESSED_TOKENS, BuilderFn
+from server_patch.c128a.signature import C128ABuilder, Outputs, call_through, watched_inputs
 
 logger = logging.getLogger(__name__)
 
@@ -30,12 +29,12 @@ def _impl_used(impl: str, positions: torch.Tensor) -> str:
 
 
 def describe_call(
-    fn: BuilderFn,
+    fn: C128ABuilder,
     positions: torch.Tensor,
     num_decode_tokens: int,
     global_decode_buffer: torch.Tensor,
     prefill_buffer: torch.Tensor,
-    returned: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    returned: Outputs,
     max_compressed_tokens: int,
 ) -> dict[str, Any]:
     """The receipt's ``first_call`` section for one call of ``fn``.
@@ -66,8 +65,8 @@ def describe_call(
 
 
 def observe_first_call(
-    fn: BuilderFn, on_first_call: Callable[[dict[str, Any]], None]
-) -> BuilderFn:
+    fn: C128ABuilder, on_first_call: Callable[[dict[str, Any]], None]
+) -> C128ABuilder:
     """Wrap ``fn`` so ``on_first_call`` gets ``describe_call``'s dict once.
 
     The callback runs after the build and can never break it: its exceptions
@@ -75,50 +74,17 @@ def observe_first_call(
     """
     pending = True
 
-    @functools.wraps(fn)
-    def build_c128a_topk_metadata(
-        positions: torch.Tensor,
-        compress_ratio: int,
-        num_decode_tokens: int,
-        token_to_req_indices: torch.Tensor,
-        block_table: torch.Tensor,
-        block_size: int,
-        slot_mapping: torch.Tensor,
-        global_decode_buffer: torch.Tensor,
-        decode_lens_buffer: torch.Tensor,
-        prefill_buffer: torch.Tensor,
-        max_compressed_tokens: int = DEFAULT_MAX_COMPRESSED_TOKENS,
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def after(args: tuple[Any, ...], kwargs: dict[str, Any], returned: Outputs) -> None:
         nonlocal pending
-        returned = fn(
-            positions,
-            compress_ratio,
-            num_decode_tokens,
-            token_to_req_indices,
-            block_table,
-            block_size,
-            slot_mapping,
-            global_decode_buffer,
-            decode_lens_buffer,
-            prefill_buffer,
-            max_compressed_tokens,
-        )
-        if pending:
-            pending = False
-            try:
-                on_first_call(
-                    describe_call(
-                        fn,
-                        positions,
-                        num_decode_tokens,
-                        global_decode_buffer,
-                        prefill_buffer,
-                        returned,
-                        max_compressed_tokens,
-                    )
-                )
-            except Exception:
-                logger.exception("dsv4-qual: could not record the C128A builder's first call")
-        return returned
+        if not pending:
+            return
+        pending = False
+        try:
+            positions, num_decode_tokens, decode_buffer, prefill_buffer, width = (
+                watched_inputs(args, kwargs))
+            on_first_call(describe_call(fn, positions, num_decode_tokens, decode_buffer,
+                                        prefill_buffer, returned, width))
+        except Exception:
+            logger.exception("dsv4-qual: could not record the C128A builder's first call")
 
-    return build_c128a_topk_metadata
+    return call_through(fn, after)

@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from server_patch.c128a import BuilderFn
+from server_patch.c128a import C128ABuilder
 from server_patch.c128a import builder as make_builder
 from server_patch.sim.config import SimConfig
 from server_patch.sim.consumer import DecodeConsumer, make_consumer
@@ -63,10 +63,10 @@ class EngineStats:
 
 
 class Engine:
-    def __init__(self, cfg: SimConfig, build: BuilderFn | None = None) -> None:
+    def __init__(self, cfg: SimConfig, build: C128ABuilder | None = None) -> None:
         self.cfg = cfg
         self.device = torch.device(cfg.device)
-        self.build: BuilderFn = build or make_builder(cfg.layout)
+        self.build: C128ABuilder = build or make_builder(cfg.layout)
         rows, cap = cfg.max_num_batched_tokens, cfg.capacity
         dev = self.device
         self.decode_buffer = torch.full((rows, cap), -1, dtype=torch.int32, device=dev)

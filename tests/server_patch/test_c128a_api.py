@@ -47,6 +47,24 @@ def test_builders_have_upstreams_exact_signature(layout):
         assert all(p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for p in params.values())
         defaults = {n: p.default for n, p in params.items() if p.default is not p.empty}
         assert defaults == {"max_compressed_tokens": 8192}
+        assert inspect.signature(builder(layout, impl=impl)) == c128a.SIGNATURE
+
+
+def test_wrappers_keep_the_signature_and_pass_arguments_by_name():
+    # The one wrapper the observer and the guard share: upstream's signature seen
+    # through it, and the hook gets every argument by name, the default filled in.
+    seen = []
+    fn = c128a.call_through(builder(CAPACITY, impl="torch"),
+                            lambda args, kwargs, out: seen.append((args, kwargs)))
+    assert inspect.signature(fn) == c128a.SIGNATURE
+    assert fn.layout == CAPACITY
+    from server_patch.c128a.signature import arguments
+
+    named = arguments(tuple(range(10)), {})
+    assert list(named) == UPSTREAM_PARAMETERS
+    assert named["max_compressed_tokens"] == 8192
+    assert arguments(tuple(range(10)), {"max_compressed_tokens": 128})[
+        "max_compressed_tokens"] == 128
 
 
 def test_the_same_request_returns_the_same_function():
