@@ -17,7 +17,7 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from loadgen.orchestrate import run_scenario
+from loadgen.commands.run import run_scenario
 from loadgen.scenario import load_scenario
 
 

@@ -9,12 +9,12 @@ from typing import Any
 
 import click
 
-from . import __version__
-from .exit_codes import DsvQualError, ExitCode
-from .orchestrate import one_line, results_root, run_scenario
-from .report import write_reports
-from .scenario import load_scenario
-from .transport import TRANSPORTS
+from loadgen import __version__
+from loadgen.commands.run import one_line, results_root, run_scenario
+from loadgen.engine.transport import TRANSPORTS
+from loadgen.exit_codes import DsvQualError, ExitCode
+from loadgen.report import write_reports
+from loadgen.scenario import load_scenario
 
 COMMAND_PLUGINS_GROUP = "dsv4_qual.commands"
 
@@ -138,8 +138,8 @@ def demo(scenario_ref: str, out: Path | None, quiet: bool) -> None:
     Example:
       dsv4-qual demo --out results/demo
     """
-    from .demo import run_demo
-    from .runner import new_run_id
+    from loadgen.commands.demo import run_demo
+    from loadgen.engine.runner import new_run_id
 
     sys.exit(run_demo(scenario_ref, out or results_root() / f"demo-{new_run_id()}", quiet))
 
@@ -178,7 +178,7 @@ def bench_client(concurrencies: tuple[int, ...], modes: tuple[str, ...],
       dsv4-qual bench-client --mode burst --workers 1 --workers 4 \\
           --stub-cores 0,1,2,3 --client-cores 4,5,6,7
     """
-    from .bench.client import bench, render
+    from loadgen.bench.client import bench, render
 
     clients = _cores(client_cores)
     results = bench(list(concurrencies), list(modes), list(transports), list(workers_list),
@@ -237,8 +237,8 @@ def qualify(scenario: str, control_urls: tuple[str, ...], candidate_urls: tuple[
       dsv4-qual qualify pr-51318 --control http://a:8000 --candidate http://b:8000 \\
           --candidate-receipts-dir /receipts --out results/qualify-0.28.0
     """
-    from .qualify import qualify as run_qualify
-    from .qualify import with_sides
+    from loadgen.commands.qualify import qualify as run_qualify
+    from loadgen.commands.qualify import with_sides
 
     sc = load_scenario(scenario).with_overrides(
         model=model, concurrency=concurrency, priming=priming, measurement=measurement,
@@ -295,8 +295,8 @@ def soak(scenario: str, duration: str | None, rounds: int | None, history_db: Pa
           --receipts-dir /receipts --history /data/dsv4-history.sqlite --out results/nightly
       dsv4-qual soak smoke --rounds 3 --base-url http://127.0.0.1:8000 --stop-on-breach
     """
-    from .soak import history_default, make_plan
-    from .soak import soak as run_soak
+    from loadgen.commands.soak import history_default, make_plan
+    from loadgen.commands.soak import soak as run_soak
 
     sc = load_scenario(scenario).with_overrides(
         base_urls=list(base_urls), model=model, concurrency=concurrency, priming=priming,
@@ -309,7 +309,7 @@ def soak(scenario: str, duration: str | None, rounds: int | None, history_db: Pa
     outcome = run_soak(sc, plan, out, history_db or history_default(out, sc), quiet=quiet,
                        transport=transport, new=new)
     if outcome.rounds:
-        from .report.trend import console, round_table, write_trend_plot
+        from loadgen.report.trend import console, round_table, write_trend_plot
 
         console().print(round_table(outcome.rounds))
         write_trend_plot(outcome.rounds, outcome.out_dir / "trend.png")
@@ -334,8 +334,14 @@ def history(db: Path, soak_id: str | None, scenario_name: str | None, last: int 
     """
     import orjson
 
-    from .history import History
-    from .report.trend import console, per_version, round_table, version_table, write_trend_plot
+    from loadgen.history import History
+    from loadgen.report.trend import (
+        console,
+        per_version,
+        round_table,
+        version_table,
+        write_trend_plot,
+    )
 
     store = History(db, create=False)
     try:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .exit_codes import BadInputError
+from loadgen.exit_codes import BadInputError
 
 SCHEMA_VERSION = 1
 

@@ -22,9 +22,9 @@ from pydantic import (
     model_validator,
 )
 
-from .durations import parse_duration
-from .exit_codes import BadInputError
-from .taxonomy import DEFAULT_FAIL_ON, Verdict
+from loadgen.durations import parse_duration
+from loadgen.exit_codes import BadInputError
+from loadgen.judge.taxonomy import DEFAULT_FAIL_ON, Verdict
 
 # Bounds that catch typos (an extra zero, a negative sign) without getting in the way
 # of real soaks.

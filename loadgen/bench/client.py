@@ -99,7 +99,7 @@ def run_client_once(url: str, concurrency: int, requests: int, tokens: int, tran
 
 def _child(argv: list[str]) -> None:
     """Inside the pinned client process: run, then report wall/CPU/RSS as one JSON line."""
-    from loadgen.orchestrate import run_scenario
+    from loadgen.commands.run import run_scenario
     from loadgen.scenario import load_scenario
 
     scenario_path, url, out, transport, workers = argv[0], argv[1], argv[2], argv[3], int(argv[4])

@@ -5,6 +5,6 @@ server.json), so `dsv4-qual report DIR` can redo them after a crash or a change 
 report code, and nothing a run produced is ever lost.
 """
 
-from .build import write_reports
+from loadgen.report.build import write_reports
 
 __all__ = ["write_reports"]

@@ -8,14 +8,14 @@ from typing import Any
 
 import orjson
 
-from ..exit_codes import BadInputError
-from ..records import RECORDS_FILE
-from ..scenario import Scenario
-from .aggregate import aggregate
-from .gate import evaluate
-from .junit import write_junit
-from .markdown import render_markdown
-from .summary import build_summary
+from loadgen.exit_codes import BadInputError
+from loadgen.judge.aggregate import aggregate
+from loadgen.judge.gate import evaluate
+from loadgen.records import RECORDS_FILE
+from loadgen.report.junit import write_junit
+from loadgen.report.markdown import render_markdown
+from loadgen.report.summary import build_summary
+from loadgen.scenario import Scenario
 
 RUN_FILE = "run.json"
 SERVER_FILE = "server.json"
@@ -74,7 +74,7 @@ def write_reports(out_dir: Path, html: bool = True) -> dict[str, Any]:
     duration = (finished - started) if started and finished else None
     write_junit(out_dir / "junit.xml", scenario.name, gate, duration)
     if html:
-        from .html import write_html
+        from loadgen.report.html import write_html
 
         write_html(out_dir / "report.html", summary, stats, server, scenario.request.max_tokens)
     return summary

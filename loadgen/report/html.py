@@ -13,11 +13,11 @@ from typing import Any
 
 from jinja2 import Environment, select_autoescape
 
-from ..exit_codes import EXIT_WORDS
-from .aggregate import PhaseStats, RunStats, failure_rate_by_order, ordered_timeline
-from .figures import png_data_uri, pyplot
-from .markdown import layout_text, receipts_text
-from .telemetry_plots import telemetry_plots
+from loadgen.exit_codes import EXIT_WORDS
+from loadgen.judge.aggregate import PhaseStats, RunStats, failure_rate_by_order, ordered_timeline
+from loadgen.report.figures import png_data_uri, pyplot
+from loadgen.report.markdown import layout_text, receipts_text
+from loadgen.report.telemetry_plots import telemetry_plots
 
 _TEMPLATE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
@@ -144,7 +144,7 @@ def _plots(stats: RunStats, server: dict[str, Any],
 
 def write_html(path: Path, summary: dict[str, Any], stats: RunStats,
                server: dict[str, Any], max_tokens: int | None = None) -> None:
-    from .build import write_atomic
+    from loadgen.report.build import write_atomic
 
     env = Environment(autoescape=select_autoescape(default=True))
     phases: dict[str, PhaseStats] = stats.phases

@@ -6,7 +6,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from .gate import GateResult
+from loadgen.judge.gate import GateResult
 
 
 def write_junit(path: Path, scenario: str, gate: GateResult, duration_s: float | None) -> None:

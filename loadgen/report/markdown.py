@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..exit_codes import EXIT_WORDS
-from .aggregate import RunStats
-from .bounds import describe_bound
-from .gate import GateResult
+from loadgen.exit_codes import EXIT_WORDS
+from loadgen.judge.aggregate import RunStats
+from loadgen.judge.bounds import describe_bound
+from loadgen.judge.gate import GateResult
 
 
 def _fmt(value: float | None, scale: float = 1.0, digits: int = 3) -> str:

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 from jinja2 import Environment, select_autoescape
 
-from .aggregate import RunStats, aggregate, failure_rate_by_order, ordered_timeline
-from .figures import png_data_uri, pyplot
-from .qualify_report import comparison_rows, verdict_rows
+from loadgen.judge.aggregate import RunStats, aggregate, failure_rate_by_order, ordered_timeline
+from loadgen.report.figures import png_data_uri, pyplot
+from loadgen.report.qualify_report import comparison_rows, verdict_rows
 
 if TYPE_CHECKING:
-    from ..orchestrate import RunOutcome
+    from loadgen.commands.run import RunOutcome
 
 COLORS = {"control": "#b3261e", "candidate": "#146c2e"}
 
@@ -96,7 +96,7 @@ def _plots(sides: dict[str, tuple[RunStats, int | None]]) -> list[tuple[str, str
 
 
 def _stats(outcome: RunOutcome) -> tuple[RunStats, int | None]:
-    from .build import load_run
+    from loadgen.report.build import load_run
 
     scenario, _ = load_run(outcome.out_dir)
     return (aggregate(outcome.out_dir, [str(v) for v in scenario.gate.fail_on]),
@@ -105,7 +105,7 @@ def _stats(outcome: RunOutcome) -> tuple[RunStats, int | None]:
 
 def write_qualify_html(path: Path, doc: dict[str, Any], control: RunOutcome,
                        candidate: RunOutcome | None) -> None:
-    from .build import write_atomic
+    from loadgen.report.build import write_atomic
 
     sides = {"control": _stats(control)}
     if candidate is not None:

@@ -12,12 +12,12 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .bounds import describe_bound
-from .build import write_atomic, write_json
-from .markdown import layout_text
+from loadgen.judge.bounds import describe_bound
+from loadgen.report.build import write_atomic, write_json
+from loadgen.report.markdown import layout_text
 
 if TYPE_CHECKING:
-    from ..orchestrate import RunOutcome
+    from loadgen.commands.run import RunOutcome
 
 QUALIFY_FILE = "qualify.json"
 
@@ -96,7 +96,7 @@ def write_qualify_reports(out_dir: Path, scenario: str, code: int, word: str,
     write_json(out_dir / QUALIFY_FILE, doc)
     write_atomic(out_dir / "report.md", render_markdown(doc).encode())
     write_junit(out_dir / "junit.xml", doc, control, candidate)
-    from .qualify_html import write_qualify_html
+    from loadgen.report.qualify_html import write_qualify_html
 
     write_qualify_html(out_dir / "report.html", doc, control, candidate)
     return doc

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .aggregate import PhaseStats, RunStats, percentiles
-from .gate import GateResult
-from .server_telemetry import summarize as summarize_telemetry
+from loadgen.judge.aggregate import PhaseStats, RunStats, percentiles
+from loadgen.judge.gate import GateResult
+from loadgen.target.telemetry_summary import summarize as summarize_telemetry
 
 
 def phase_summary(st: PhaseStats) -> dict[str, Any]:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .figures import png_data_uri, pyplot
-from .server_telemetry import by_server, intervals
+from loadgen.report.figures import png_data_uri, pyplot
+from loadgen.target.telemetry_summary import by_server, intervals
 
 
 def _label(url: str, many: bool, name: str) -> str:

@@ -16,8 +16,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from .bounds import upper_bound
-from .figures import png_bytes, pyplot
+from loadgen.judge.bounds import upper_bound
+from loadgen.report.figures import png_bytes, pyplot
 
 UNKNOWN = "unknown"
 

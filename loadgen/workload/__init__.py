@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from ..scenario import LongContextWorkload, ReplayWorkload, Scenario, ToolTurnWorkload
-from .base import WorkItem, Workload
-from .long_context import LongContext
-from .replay import Replay
-from .tool_turn import ToolTurn
+from loadgen.scenario import LongContextWorkload, ReplayWorkload, Scenario, ToolTurnWorkload
+from loadgen.workload.base import WorkItem, Workload
+from loadgen.workload.long_context import LongContext
+from loadgen.workload.replay import Replay
+from loadgen.workload.tool_turn import ToolTurn
 
 
 def make_workload(scenario: Scenario, chars_per_token: float | None = None) -> Workload:

@@ -11,11 +11,11 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
-from ..scenario import LongContextWorkload
-from .base import WorkItem
-from .tokens import DEFAULT_CHARS_PER_TOKEN
-from .tool_turn import account_ids
-from .tools import BILLING_TOOLS, SYSTEM_PROMPT
+from loadgen.scenario import LongContextWorkload
+from loadgen.workload.base import WorkItem
+from loadgen.workload.tokens import DEFAULT_CHARS_PER_TOKEN
+from loadgen.workload.tool_turn import account_ids
+from loadgen.workload.tools import BILLING_TOOLS, SYSTEM_PROMPT
 
 _WORDS = (
     "ledger invoice region storage egress tenant quota replica cluster seat renewal "

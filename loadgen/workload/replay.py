@@ -12,10 +12,10 @@ from pathlib import Path
 
 import orjson
 
-from ..exit_codes import BadInputError
-from ..scenario import ReplayWorkload
-from .base import WorkItem
-from .tokens import estimate_tokens
+from loadgen.exit_codes import BadInputError
+from loadgen.scenario import ReplayWorkload
+from loadgen.workload.base import WorkItem
+from loadgen.workload.tokens import estimate_tokens
 
 OWNED_KEYS = ("model", "stream", "stream_options")
 

@@ -14,10 +14,10 @@ from collections.abc import Iterator
 
 import orjson
 
-from ..scenario import ToolTurnWorkload
-from .base import WorkItem
-from .tokens import estimate_tokens
-from .tools import BILLING_TOOLS, SYSTEM_PROMPT
+from loadgen.scenario import ToolTurnWorkload
+from loadgen.workload.base import WorkItem
+from loadgen.workload.tokens import estimate_tokens
+from loadgen.workload.tools import BILLING_TOOLS, SYSTEM_PROMPT
 
 # The first account of every seed is the one from the original report.
 REPORTED_ACCOUNT = "XEHM4B"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from loadgen.report.aggregate import PhaseStats
-from loadgen.report.bounds import describe_bound, lower_bound, upper_bound
-from loadgen.report.gate import evaluate
+from loadgen.judge.aggregate import PhaseStats
+from loadgen.judge.bounds import describe_bound, lower_bound, upper_bound
+from loadgen.judge.gate import evaluate
 from loadgen.scenario import GateConfig
 
 

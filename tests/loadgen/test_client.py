@@ -8,11 +8,11 @@ import asyncio
 import orjson
 import pytest
 
-from loadgen.client import ChatClient, Timeouts
+from loadgen.engine.client import ChatClient, Timeouts
+from loadgen.engine.transport import make_http_client
+from loadgen.judge.verdicts import classify
 from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig
-from loadgen.transport import make_http_client
-from loadgen.verdicts import classify
 from tests.support.openai_fake import MODE_VERDICTS, MODEL
 
 TRANSPORTS = ["aiohttp", "httpx"]

@@ -6,7 +6,7 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from loadgen.qualify import side_scenario, with_sides
+from loadgen.commands.qualify import side_scenario, with_sides
 from loadgen.scenario import load_scenario
 from tests.loadgen.conftest import run_cli
 

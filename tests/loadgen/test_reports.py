@@ -7,8 +7,8 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from loadgen.progress import Progress
-from loadgen.telemetry import parse_prometheus, receipts_summary, tracked
+from loadgen.engine.progress import Progress
+from loadgen.target.telemetry import parse_prometheus, receipts_summary, tracked
 from tests.loadgen.conftest import run_cli
 
 SC = """

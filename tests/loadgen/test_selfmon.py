@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import time
 
-from loadgen.report.aggregate import RunStats
-from loadgen.report.gate import evaluate
+from loadgen.engine.selfmon import SelfMonitor
+from loadgen.judge.aggregate import RunStats
+from loadgen.judge.gate import evaluate
 from loadgen.report.markdown import render_markdown
 from loadgen.scenario import GateConfig
-from loadgen.selfmon import SelfMonitor
 
 
 def test_a_blocked_loop_is_saturation() -> None:

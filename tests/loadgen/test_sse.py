@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from loadgen.sse import SSEParser
+from loadgen.engine.sse import SSEParser
 
 STREAM = (
     b'data: {"choices":[{"delta":{"role":"assistant","content":""}}]}\n\n'

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from loadgen.records import RequestRecord
-from loadgen.scenario import VerdictConfig
-from loadgen.verdicts import (
+from loadgen.judge.verdicts import (
     classify,
     divergent_seqs,
     find_leak,
@@ -15,6 +13,8 @@ from loadgen.verdicts import (
     ngram_loop,
     tail_period_loop,
 )
+from loadgen.records import RequestRecord
+from loadgen.scenario import VerdictConfig
 
 CFG = VerdictConfig()
 

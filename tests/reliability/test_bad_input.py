@@ -13,10 +13,10 @@ import uvicorn
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loadgen.client import Timeouts, _StreamState
+from loadgen.engine.client import Timeouts, _StreamState
+from loadgen.judge.verdicts import classify
 from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig
-from loadgen.verdicts import classify
 from tests.loadgen.conftest import run_cli
 from tests.support.openai_fake import FakeOpenAI
 

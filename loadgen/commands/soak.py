@@ -37,18 +37,18 @@ from typing import Any
 
 import orjson
 
-from . import __version__
-from .durations import format_duration, parse_duration
-from .exit_codes import BadInputError, ExitCode
-from .history import History, Soak, round_results
-from .interrupts import sigterm_interrupts
-from .orchestrate import results_root, run_scenario
-from .report import write_reports
-from .report.build import RUN_FILE, SERVER_FILE, write_json
-from .runner import new_run_id
-from .scenario import Scenario
-from .server_epoch import detect_restart, observe
-from .targets import EmbeddedTarget, start_embedded
+from loadgen import __version__
+from loadgen.commands.interrupts import sigterm_interrupts
+from loadgen.commands.run import results_root, run_scenario
+from loadgen.durations import format_duration, parse_duration
+from loadgen.engine.runner import new_run_id
+from loadgen.exit_codes import BadInputError, ExitCode
+from loadgen.history import History, Soak, round_results
+from loadgen.report import write_reports
+from loadgen.report.build import RUN_FILE, SERVER_FILE, write_json
+from loadgen.scenario import Scenario
+from loadgen.target.embedded import EmbeddedTarget, start_embedded
+from loadgen.target.epochs import detect_restart, observe
 
 SOAK_FILE = "soak.json"
 LOCK_FILE = ".soak.lock"

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 
 import orjson
 
-from .records import RequestRecord
-from .scenario import VerdictConfig
-from .taxonomy import Verdict, by_severity
+from loadgen.judge.taxonomy import Verdict, by_severity
+from loadgen.records import RequestRecord
+from loadgen.scenario import VerdictConfig
 
 _ASCII_SPECIAL = re.compile(r"<\|[A-Za-z0-9_▁:.\-]{1,48}\|>")
 _FULLWIDTH_SPECIAL = re.compile(r"<｜[^｜\n]{1,48}｜")

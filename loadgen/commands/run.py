@@ -15,14 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .exit_codes import EXIT_WORDS, BadInputError, ExitCode
-from .records import RECORDS_FILE
-from .report import write_reports
-from .report.build import RUN_FILE, SERVER_FILE, write_json
-from .runner import Runner, new_run_id
-from .scenario import Scenario
-from .server_epoch import select_receipts
-from .targets import EmbeddedTarget, start_embedded
+from loadgen.engine.runner import Runner, new_run_id
+from loadgen.exit_codes import EXIT_WORDS, BadInputError, ExitCode
+from loadgen.records import RECORDS_FILE
+from loadgen.report import write_reports
+from loadgen.report.build import RUN_FILE, SERVER_FILE, write_json
+from loadgen.scenario import Scenario
+from loadgen.target.embedded import EmbeddedTarget, start_embedded
+from loadgen.target.epochs import select_receipts
 
 
 @dataclass

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .exit_codes import BadInputError, ExitCode
-from .interrupts import sigterm_interrupts
-from .orchestrate import RunOutcome, prepare_out_dir, results_root, run_scenario
-from .runner import new_run_id
-from .scenario import QualifyConfig, QualifySide, Scenario
+from loadgen.commands.interrupts import sigterm_interrupts
+from loadgen.commands.run import RunOutcome, prepare_out_dir, results_root, run_scenario
+from loadgen.engine.runner import new_run_id
+from loadgen.exit_codes import BadInputError, ExitCode
+from loadgen.scenario import QualifyConfig, QualifySide, Scenario
 
 CONTROL_DIR = "control"
 CANDIDATE_DIR = "candidate"
@@ -112,7 +112,7 @@ def decide(control: RunOutcome, candidate: RunOutcome | None) -> tuple[int, str,
 def qualify(scenario: Scenario, cfg: QualifyConfig, out: Path | None, *, quiet: bool = False,
             transport: str = "auto") -> QualifyOutcome:
     """Control, then (only if it reproduced) candidate; side-by-side reports; the verdict."""
-    from .report.qualify_report import write_qualify_reports
+    from loadgen.report.qualify_report import write_qualify_reports
 
     control_sc = side_scenario(scenario, cfg, "control")
     candidate_sc = side_scenario(scenario, cfg, "candidate")

@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..exit_codes import ExitCode
-from ..scenario import GateConfig
-from .aggregate import PhaseStats
-from .bounds import lower_bound, upper_bound
+from loadgen.exit_codes import ExitCode
+from loadgen.judge.aggregate import PhaseStats
+from loadgen.judge.bounds import lower_bound, upper_bound
+from loadgen.scenario import GateConfig
 
 
 @dataclass

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..records import RECORDS_FILE, RequestRecord, iter_record_dicts
-from ..taxonomy import INFRA_VERDICTS, Verdict
-from ..verdicts import divergent_seqs, greedy_entry
+from loadgen.judge.taxonomy import INFRA_VERDICTS, Verdict
+from loadgen.judge.verdicts import divergent_seqs, greedy_entry
+from loadgen.records import RECORDS_FILE, RequestRecord, iter_record_dicts
 
 FORENSIC_FAILURES = 10
 TAIL_CHARS = 600

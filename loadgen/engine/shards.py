@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .records import RECORDS_FILE
+from loadgen.records import RECORDS_FILE
 
 if TYPE_CHECKING:
-    from .runner import Runner
+    from loadgen.engine.runner import Runner
 
 POLL_S = 0.5
 
@@ -53,9 +53,9 @@ def _shard_main(spec: ShardSpec, shared: Any, start: Any, conn: Connection) -> N
     """Entry point of a worker process."""
     from pathlib import Path
 
-    from .orchestrate import event_loop_policy
-    from .runner import Runner
-    from .scenario import Scenario
+    from loadgen.commands.run import event_loop_policy
+    from loadgen.engine.runner import Runner
+    from loadgen.scenario import Scenario
 
     data = spec.scenario
     data["load"] = {**data["load"], "concurrency": spec.concurrency,

@@ -15,9 +15,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from .exit_codes import EXIT_WORDS, BadInputError
-from .qualify import CANDIDATE_DIR, CONTROL_DIR, qualify
-from .scenario import QualifyConfig, QualifySide, Scenario, load_scenario
+from loadgen.commands.qualify import CANDIDATE_DIR, CONTROL_DIR, qualify
+from loadgen.exit_codes import EXIT_WORDS, BadInputError
+from loadgen.scenario import QualifyConfig, QualifySide, Scenario, load_scenario
 
 CONTROL_LAYOUT = "packed"
 CANDIDATE_LAYOUT = "capacity"

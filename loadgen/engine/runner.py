@@ -25,18 +25,18 @@ import httpx
 import orjson
 from asyncio_throttle import Throttler
 
-from .client import ChatClient, Timeouts
-from .exit_codes import RunInvalidError
-from .progress import Progress
-from .readiness import ServerReady, choose_model, probe, wait_ready
-from .records import RECORDS_FILE, RecordWriter, RequestRecord
-from .scenario import Scenario
-from .selfmon import SelfMonitor
-from .telemetry import Telemetry
-from .transport import make_http_client
-from .verdicts import classify
-from .workload import WorkItem, make_workload
-from .workload.tokens import calibrate_chars_per_token
+from loadgen.engine.client import ChatClient, Timeouts
+from loadgen.engine.progress import Progress
+from loadgen.engine.selfmon import SelfMonitor
+from loadgen.engine.transport import make_http_client
+from loadgen.exit_codes import RunInvalidError
+from loadgen.judge.verdicts import classify
+from loadgen.records import RECORDS_FILE, RecordWriter, RequestRecord
+from loadgen.scenario import Scenario
+from loadgen.target.readiness import ServerReady, choose_model, probe, wait_ready
+from loadgen.target.telemetry import Telemetry
+from loadgen.workload import WorkItem, make_workload
+from loadgen.workload.tokens import calibrate_chars_per_token
 
 PHASES = ("priming", "measurement")
 # Transport failures that mean "the server went away" rather than "this reply broke".
@@ -248,7 +248,7 @@ class Runner:
 
     async def _run_phase_sharded(self, phase: str, count: int) -> None:
         """Hand the phase to worker processes; follow their records for progress."""
-        from .shards import run_sharded_phase
+        from loadgen.engine.shards import run_sharded_phase
 
         start = self._next_seq
         self.progress.start_phase(phase, count)

@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import orjson
 
-from .records import RequestRecord
-from .sse import SSEParser
+from loadgen.engine.sse import SSEParser
+from loadgen.records import RequestRecord
 
 CHAT_PATH = "/v1/chat/completions"
 MAX_ERROR_BODY = 64 * 1024

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from .exit_codes import RunInvalidError
+from loadgen.exit_codes import RunInvalidError
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from importlib.metadata import entry_points
 from typing import Any, Protocol
 
-from .exit_codes import BadInputError
+from loadgen.exit_codes import BadInputError
 
 TARGETS_GROUP = "dsv4_qual.targets"
 
