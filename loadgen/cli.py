@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
@@ -10,13 +11,49 @@ from typing import Any
 import click
 
 from loadgen import __version__
-from loadgen.commands.run import one_line, results_root, run_scenario
 from loadgen.engine.transport import TRANSPORTS
 from loadgen.exit_codes import DsvQualError, ExitCode
-from loadgen.report import write_reports
-from loadgen.scenario import load_scenario
+from loadgen.scenario import Scenario, load_scenario
 
 COMMAND_PLUGINS_GROUP = "dsv4_qual.commands"
+
+
+def _options(*options: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """Declare a group of options once, for every command that takes them."""
+
+    def apply(func: Any) -> Any:
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return apply
+
+
+#: Where the requests go (run, soak; qualify names its two sides its own way).
+target_options = _options(
+    click.option("--base-url", "base_urls", multiple=True, metavar="URL",
+                 help="Server base URL; repeat for data-parallel replicas (round-robin)."),
+    click.option("--receipts-dir", default=None,
+                 help="Where the server's patch receipts appear."),
+)
+
+#: What every command that sends requests lets the command line override.
+load_options = _options(
+    click.option("--model", default=None, help="Model name (default: the scenario's, or auto)."),
+    click.option("--concurrency", type=int, default=None, help="Requests in flight."),
+    click.option("--priming", type=int, default=None, help="Requests before measuring."),
+    click.option("--measurement", type=int, default=None, help="Requests measured and gated."),
+    click.option("--max-tokens", type=int, default=None, help="max_tokens of every request."),
+    click.option("--rate-limit", type=float, default=None, help="Requests per second (0: none)."),
+    click.option("--insecure", is_flag=True, help="Do not verify TLS certificates (warns)."),
+    click.option("--transport", type=click.Choice(TRANSPORTS), default="auto",
+                 show_default=True, help="HTTP stack under httpx."),
+    click.option("--quiet", is_flag=True, help="No progress output."),
+)
+
+#: The options above that are scenario overrides (Scenario.with_overrides keys).
+OVERRIDE_KEYS = ("base_urls", "receipts_dir", "model", "concurrency", "priming",
+                 "measurement", "max_tokens", "rate_limit")
 
 
 class _Group(click.Group):
@@ -65,29 +102,29 @@ def validate(scenario: str) -> None:
     )
 
 
+def _scenario_from(ref: str, options: dict[str, Any]) -> Scenario:
+    """The scenario file with the command line's overrides; `options` loses the keys it used."""
+    overrides = {key: options.pop(key, None) for key in OVERRIDE_KEYS}
+    overrides["base_urls"] = list(overrides["base_urls"] or [])
+    insecure = options.pop("insecure", False)
+    scenario = load_scenario(ref).with_overrides(
+        verify_tls=False if insecure else None, **overrides)
+    if insecure:
+        click.echo("dsv4-qual: warning: TLS certificate verification is OFF (--insecure)",
+                   err=True)
+    return scenario
+
+
 @cli.command()
 @click.argument("scenario")
-@click.option("--base-url", "base_urls", multiple=True, metavar="URL",
-              help="Server base URL; repeat for data-parallel replicas (round-robin).")
-@click.option("--model", default=None, help="Model name (default: the scenario's, or auto).")
-@click.option("--concurrency", type=int, default=None, help="Requests in flight.")
-@click.option("--priming", type=int, default=None, help="Requests before measuring.")
-@click.option("--measurement", type=int, default=None, help="Requests measured and gated.")
-@click.option("--max-tokens", type=int, default=None, help="max_tokens of every request.")
-@click.option("--rate-limit", type=float, default=None, help="Requests per second (0: none).")
-@click.option("--receipts-dir", default=None, help="Where the server's patch receipts appear.")
+@target_options
+@load_options
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Results directory (default: results/<scenario>-<run id>).")
-@click.option("--insecure", is_flag=True, help="Do not verify TLS certificates (warns).")
-@click.option("--transport", type=click.Choice(TRANSPORTS), default="auto", show_default=True,
-              help="HTTP stack under httpx.")
 @click.option("--workers", type=click.IntRange(1, 512), default=1, show_default=True,
               help="Processes sharing each phase (one event loop each).")
-@click.option("--quiet", is_flag=True, help="No progress output.")
-def run(scenario: str, base_urls: tuple[str, ...], model: str | None,
-        concurrency: int | None, priming: int | None, measurement: int | None,
-        max_tokens: int | None, rate_limit: float | None, receipts_dir: str | None,
-        out: Path | None, insecure: bool, transport: str, workers: int, quiet: bool) -> None:
+def run(scenario: str, out: Path | None, workers: int, transport: str, quiet: bool,
+        **options: Any) -> None:
     """One run: wait until ready, priming, measurement, reports; exits with the gate's code.
 
     \b
@@ -96,13 +133,9 @@ def run(scenario: str, base_urls: tuple[str, ...], model: str | None,
       dsv4-qual run pr-51318 --base-url http://gpu-a:8000 --base-url http://gpu-b:8000 \\
           --receipts-dir /receipts --out results/pr-51318
     """
-    sc = load_scenario(scenario).with_overrides(
-        base_urls=list(base_urls), model=model, concurrency=concurrency, priming=priming,
-        measurement=measurement, max_tokens=max_tokens, rate_limit=rate_limit,
-        receipts_dir=receipts_dir, verify_tls=False if insecure else None)
-    if insecure:
-        click.echo("dsv4-qual: warning: TLS certificate verification is OFF (--insecure)",
-                   err=True)
+    from loadgen.commands.run import run_scenario
+
+    sc = _scenario_from(scenario, options)
     outcome = run_scenario(sc, out, quiet=quiet, transport=transport, workers=workers)
     sys.exit(outcome.exit_code)
 
@@ -117,9 +150,11 @@ def report(results_dir: Path) -> None:
       dsv4-qual report results/smoke-20261129T101500Z-01234
     Exits with the gate's code, as the run did.
     """
-    summary = write_reports(results_dir)
-    click.echo(one_line(summary, results_dir))
-    sys.exit(int(summary["gate"]["exit_code"]))
+    from loadgen.commands.report import one_line, rebuild_reports
+
+    outcome = rebuild_reports(results_dir)
+    click.echo(one_line(outcome.report))
+    sys.exit(outcome.exit_code)
 
 
 @cli.command()
@@ -139,9 +174,8 @@ def demo(scenario_ref: str, out: Path | None, quiet: bool) -> None:
       dsv4-qual demo --out results/demo
     """
     from loadgen.commands.demo import run_demo
-    from loadgen.engine.runner import new_run_id
 
-    sys.exit(run_demo(scenario_ref, out or results_root() / f"demo-{new_run_id()}", quiet))
+    sys.exit(run_demo(scenario_ref, out, quiet))
 
 
 def _cores(text: str) -> list[int]:
@@ -186,26 +220,6 @@ def bench_client(concurrencies: tuple[int, ...], modes: tuple[str, ...],
     click.echo(render(results, tokens, clients))
 
 
-_LOAD_OVERRIDES = [
-    click.option("--model", default=None, help="Model name (default: the scenario's, or auto)."),
-    click.option("--concurrency", type=int, default=None, help="Requests in flight."),
-    click.option("--priming", type=int, default=None, help="Requests before measuring."),
-    click.option("--measurement", type=int, default=None, help="Requests measured and gated."),
-    click.option("--max-tokens", type=int, default=None, help="max_tokens of every request."),
-    click.option("--rate-limit", type=float, default=None, help="Requests per second (0: none)."),
-    click.option("--insecure", is_flag=True, help="Do not verify TLS certificates (warns)."),
-    click.option("--transport", type=click.Choice(TRANSPORTS), default="auto",
-                 show_default=True, help="HTTP stack under httpx."),
-    click.option("--quiet", is_flag=True, help="No progress output."),
-]
-
-
-def _load_overrides(func: Any) -> Any:
-    for option in reversed(_LOAD_OVERRIDES):
-        func = option(func)
-    return func
-
-
 @cli.command()
 @click.argument("scenario")
 @click.option("--control", "control_urls", multiple=True, metavar="URL",
@@ -218,12 +232,10 @@ def _load_overrides(func: Any) -> Any:
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Qualification directory (default: results/qualify-<scenario>-<id>); "
                    "the runs go to its control/ and candidate/.")
-@_load_overrides
+@load_options
 def qualify(scenario: str, control_urls: tuple[str, ...], candidate_urls: tuple[str, ...],
             control_receipts_dir: str | None, candidate_receipts_dir: str | None,
-            out: Path | None, model: str | None, concurrency: int | None,
-            priming: int | None, measurement: int | None, max_tokens: int | None,
-            rate_limit: float | None, insecure: bool, transport: str, quiet: bool) -> None:
+            out: Path | None, transport: str, quiet: bool, **options: Any) -> None:
     """The positive control first, then the candidate; one verdict.
 
     Exit 0 only when the control reproduced the bug AND the candidate stayed within
@@ -240,16 +252,10 @@ def qualify(scenario: str, control_urls: tuple[str, ...], candidate_urls: tuple[
     from loadgen.commands.qualify import qualify as run_qualify
     from loadgen.commands.qualify import with_sides
 
-    sc = load_scenario(scenario).with_overrides(
-        model=model, concurrency=concurrency, priming=priming, measurement=measurement,
-        max_tokens=max_tokens, rate_limit=rate_limit,
-        verify_tls=False if insecure else None)
+    sc = _scenario_from(scenario, options)
     cfg = with_sides(sc, control_urls=list(control_urls), candidate_urls=list(candidate_urls),
                      control_receipts=control_receipts_dir,
                      candidate_receipts=candidate_receipts_dir)
-    if insecure:
-        click.echo("dsv4-qual: warning: TLS certificate verification is OFF (--insecure)",
-                   err=True)
     outcome = run_qualify(sc, cfg, out, quiet=quiet, transport=transport)
     click.echo(f"qualify {sc.name}: {outcome.document['headline']}; reports in "
                f"{outcome.out_dir}")
@@ -266,9 +272,7 @@ def qualify(scenario: str, control_urls: tuple[str, ...], candidate_urls: tuple[
               help="Stop after N complete rounds (with --duration: whichever comes first).")
 @click.option("--history", "history_db", type=click.Path(path_type=Path), default=None,
               metavar="DB", help="SQLite history (default: soak-history.sqlite next to --out).")
-@click.option("--base-url", "base_urls", multiple=True, metavar="URL",
-              help="Server base URL; repeat for data-parallel replicas (round-robin).")
-@click.option("--receipts-dir", default=None, help="Where the server's patch receipts appear.")
+@target_options
 @click.option("--stop-on-breach/--no-stop-on-breach", default=None,
               help="End the soak after the first round that fails its gate.")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
@@ -276,12 +280,10 @@ def qualify(scenario: str, control_urls: tuple[str, ...], candidate_urls: tuple[
                    "command again resumes the soak there.")
 @click.option("--new", is_flag=True,
               help="Start a new soak even if an unfinished one is in --out (it is abandoned).")
-@_load_overrides
+@load_options
 def soak(scenario: str, duration: str | None, rounds: int | None, history_db: Path | None,
-         base_urls: tuple[str, ...], receipts_dir: str | None, stop_on_breach: bool | None,
-         out: Path | None, new: bool, model: str | None, concurrency: int | None,
-         priming: int | None, measurement: int | None, max_tokens: int | None,
-         rate_limit: float | None, insecure: bool, transport: str, quiet: bool) -> None:
+         stop_on_breach: bool | None, out: Path | None, new: bool, transport: str,
+         quiet: bool, **options: Any) -> None:
     """Nightly rounds against one server, each appended to the SQLite history.
 
     Primes once per server start (seen in /metrics' process_start_time_seconds, else
@@ -298,14 +300,8 @@ def soak(scenario: str, duration: str | None, rounds: int | None, history_db: Pa
     from loadgen.commands.soak import history_default, make_plan
     from loadgen.commands.soak import soak as run_soak
 
-    sc = load_scenario(scenario).with_overrides(
-        base_urls=list(base_urls), model=model, concurrency=concurrency, priming=priming,
-        measurement=measurement, max_tokens=max_tokens, rate_limit=rate_limit,
-        receipts_dir=receipts_dir, verify_tls=False if insecure else None)
+    sc = _scenario_from(scenario, options)
     plan = make_plan(sc, duration, rounds, stop_on_breach)
-    if insecure:
-        click.echo("dsv4-qual: warning: TLS certificate verification is OFF (--insecure)",
-                   err=True)
     outcome = run_soak(sc, plan, out, history_db or history_default(out, sc), quiet=quiet,
                        transport=transport, new=new)
     if outcome.rounds:
@@ -332,36 +328,14 @@ def history(db: Path, soak_id: str | None, scenario_name: str | None, last: int 
     Example:
       dsv4-qual history results/soak-history.sqlite --scenario nightly-soak --last 30
     """
-    import orjson
+    from loadgen.commands.history import show_history
 
-    from loadgen.history import History
-    from loadgen.report.trend import (
-        console,
-        per_version,
-        round_table,
-        version_table,
-        write_trend_plot,
-    )
-
-    store = History(db, create=False)
-    try:
-        rows = store.all_rounds(soak_id=soak_id, scenario=scenario_name, last=last)
-    finally:
-        store.close()
-    versions = per_version(rows)
-    if as_json:
-        click.echo(orjson.dumps({"rounds": rows, "versions": versions},
-                                option=orjson.OPT_INDENT_2).decode())
-    else:
-        out = console()
-        out.print(round_table(rows))
-        out.print(version_table(versions))
-    if not rows:
+    target = show_history(db, soak_id=soak_id, scenario=scenario_name, last=last, plot=plot,
+                          as_json=as_json)
+    if target is None:
         click.echo("no rounds recorded (yet)", err=True)
-        return
-    target = plot or db.with_name(db.stem + "-trend.png")
-    write_trend_plot(rows, target)
-    click.echo(f"trend plot: {target}", err=True)
+    else:
+        click.echo(f"trend plot: {target}", err=True)
 
 
 def _load_command_plugins() -> None:

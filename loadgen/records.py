@@ -11,12 +11,31 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import IO, Any
 
 import orjson
 
-RECORDS_FILE = "records.jsonl"
+
+class ErrorKind(StrEnum):
+    """Why a request produced no complete reply; `error` keeps the words, this the class.
+
+    The verdicts count infrastructure failures by it, and the runner reads
+    `CONNECT` and `BROKEN` as "the server may have gone away".
+    """
+
+    HTTP = "http"  # the server answered with a non-200 status
+    CONNECT = "connect"  # no connection (refused, reset before a response, DNS)
+    BROKEN = "broken"  # the connection broke mid-response (reset, protocol error)
+    TIMEOUT = "timeout"  # connect, first-token, idle or total limit
+    STREAM = "stream"  # malformed stream: bad SSE or JSON, in-band error, no [DONE]
+    TRANSPORT = "transport"  # any other transport failure
+    INTERRUPTED = "interrupted"  # the run was stopped while this request was in flight
+
+    @property
+    def server_gone(self) -> bool:
+        return self in (ErrorKind.CONNECT, ErrorKind.BROKEN)
 
 
 @dataclass(slots=True)
@@ -65,6 +84,7 @@ class RequestRecord:
     usage: Usage = field(default_factory=Usage)
     error: str | None = None
     verdicts: list[str] = field(default_factory=list)
+    error_kind: ErrorKind | None = None
     # Not part of the frozen contract, but kept for the report's plots and checks.
     in_flight: int = 0
     body_hash: str = ""
@@ -83,11 +103,17 @@ class RequestRecord:
         usage = {k: v for k, v in (data.pop("usage", None) or {}).items()
                  if k in Usage.__slots__}
         known = {k: v for k, v in data.items() if k in cls.__slots__}
-        return cls(timings=Timings(**timings), usage=Usage(**usage), **known)
+        kind = known.pop("error_kind", None)
+        return cls(timings=Timings(**timings), usage=Usage(**usage),
+                   error_kind=ErrorKind(kind) if kind in ErrorKind._value2member_map_ else None,
+                   **known)
 
-    @property
-    def primary_verdict(self) -> str:
-        return self.verdicts[0] if self.verdicts else "ok"
+    def fail(self, kind: ErrorKind, message: str, *, first_only: bool = True) -> None:
+        """Record why the request failed. Within a stream the first problem is the one
+        kept; an exception that ends the exchange (`first_only=False`) says the last word."""
+        if self.error is None or not first_only:
+            self.error = message
+            self.error_kind = kind
 
 
 class RecordWriter:
@@ -131,6 +157,3 @@ def iter_record_dicts(path: Path) -> Iterator[dict[str, Any]]:
             if isinstance(obj, dict):
                 yield obj
 
-
-def read_records(path: Path) -> list[RequestRecord]:
-    return [RequestRecord.from_dict(d) for d in iter_record_dicts(path)]

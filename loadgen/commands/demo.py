@@ -8,15 +8,15 @@ printed side by side with their verdict counts and bounds.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from loadgen.commands.qualify import CANDIDATE_DIR, CONTROL_DIR, qualify
+from loadgen.commands.qualify import qualify
 from loadgen.exit_codes import EXIT_WORDS, BadInputError
+from loadgen.judge.run_report import RunReport
+from loadgen.results import default_out_dir, new_run_id
 from loadgen.scenario import QualifyConfig, QualifySide, Scenario, load_scenario
 
 CONTROL_LAYOUT = "packed"
@@ -35,42 +35,39 @@ def sim_sides(scenario: Scenario) -> QualifyConfig:
         candidate=QualifySide(sim=sim.model_copy(update={"layout": CANDIDATE_LAYOUT})))
 
 
-def _column(summary: dict[str, Any] | None) -> list[str]:
-    if summary is None:
+def _column(report: RunReport | None) -> list[str]:
+    if report is None:
         return ["-", "-", "not run", "-", "-", "not run"]
-    m = summary["phases"].get("measurement", {})
-    gate = summary["gate"]
-    ub, lb = gate.get("upper_bound_95"), gate.get("lower_bound_95")
-    if gate["role"] == "control":
+    st = report.measurement
+    gate = report.gate
+    ub, lb = gate.upper_bound_95, gate.lower_bound_95
+    if gate.role == "control":
         bound = f"> {lb * 100:.1f}%" if lb is not None else "-"
     else:
         bound = f"< {ub * 100:.2f}%" if ub is not None else "-"
+    verdicts = sorted(st.verdicts.items()) if st is not None else []
     return [
-        summary["target"].get("c128a_layout") or "?",
-        str(m.get("requests", 0)),
-        ", ".join(f"{k} {v}" for k, v in sorted(m.get("verdicts", {}).items())) or "-",
-        f"{gate['failures']}/{gate['measured']}",
+        report.server.layout or "?",
+        str(st.requests if st is not None else 0),
+        ", ".join(f"{k} {v}" for k, v in verdicts) or "-",
+        f"{gate.failures}/{gate.measured}",
         bound,
-        EXIT_WORDS.get(gate["exit_code"], str(gate["exit_code"])),
+        EXIT_WORDS.get(gate.exit_code, str(gate.exit_code)),
     ]
 
 
-def _summary(path: Path) -> dict[str, Any] | None:
-    return json.loads(path.read_text()) if path.is_file() else None
-
-
-def run_demo(scenario_ref: str, out: Path, quiet: bool = False) -> int:
+def run_demo(scenario_ref: str, out: Path | None, quiet: bool = False) -> int:
     scenario = load_scenario(scenario_ref)
-    outcome = qualify(scenario, sim_sides(scenario), out, quiet=quiet)
-    control = _summary(outcome.out_dir / CONTROL_DIR / "summary.json")
-    candidate = _summary(outcome.out_dir / CANDIDATE_DIR / "summary.json")
+    outcome = qualify(scenario, sim_sides(scenario),
+                      out or default_out_dir("demo", "", new_run_id()), quiet=quiet)
+    q = outcome.qualification
     table = Table(title=f"dsv4-qual demo: {scenario.name} on the embedded sim")
     table.add_column("")
     table.add_column("control (bug left in)")
     table.add_column("candidate (the fix)")
     rows = ["C128A layout", "measured requests", "verdicts", "gated failures",
             "failure rate (95%)", "gate"]
-    for name, a, b in zip(rows, _column(control), _column(candidate), strict=True):
+    for name, a, b in zip(rows, _column(q.control), _column(q.candidate), strict=True):
         table.add_row(name, a, b)
     console = Console()
     console.print(table)
@@ -78,8 +75,8 @@ def run_demo(scenario_ref: str, out: Path, quiet: bool = False) -> int:
         0: "the control reproduced the bug and the candidate stayed clean",
         1: "the candidate failed its gate",
         2: "the control did not reproduce the bug: this setup cannot see it"
-        if candidate is None else "the candidate's run was invalid",
+        if q.candidate is None else "the candidate's run was invalid",
         130: "interrupted",
-    }.get(outcome.exit_code, "?")
-    console.print(f"demo: exit {outcome.exit_code}: {verdict}; reports in {outcome.out_dir}")
-    return outcome.exit_code
+    }.get(q.exit_code, "?")
+    console.print(f"demo: exit {q.exit_code}: {verdict}; reports in {q.out_dir}")
+    return q.exit_code

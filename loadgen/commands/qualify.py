@@ -19,23 +19,30 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.commands.interrupts import sigterm_interrupts
-from loadgen.commands.run import RunOutcome, prepare_out_dir, results_root, run_scenario
-from loadgen.engine.runner import new_run_id
+from loadgen.commands.run import check_target, run_scenario
 from loadgen.exit_codes import BadInputError, ExitCode
+from loadgen.judge.qualification import Qualification, decide
+from loadgen.judge.run_report import RunReport
+from loadgen.report import write_qualify_reports
+from loadgen.results import default_out_dir, new_run_id, prepare_out_dir
 from loadgen.scenario import QualifyConfig, QualifySide, Scenario
 
 CONTROL_DIR = "control"
 CANDIDATE_DIR = "candidate"
-NOT_REPRODUCED = ("the positive control did not reproduce the bug ({detail}): the harness "
-                  "cannot see the bug in this setup, so a clean candidate would prove "
-                  "nothing; the candidate was not run")
 
 
 @dataclass
 class QualifyOutcome:
-    out_dir: Path
-    exit_code: int
-    document: dict[str, Any]
+    qualification: Qualification
+    document: dict[str, Any]  # qualify.json
+
+    @property
+    def out_dir(self) -> Path:
+        return self.qualification.out_dir
+
+    @property
+    def exit_code(self) -> int:
+        return self.qualification.exit_code
 
 
 def with_sides(scenario: Scenario, *, control_urls: list[str], candidate_urls: list[str],
@@ -85,55 +92,29 @@ def side_scenario(scenario: Scenario, cfg: QualifyConfig, role: str) -> Scenario
     return Scenario.model_validate(data)
 
 
-def default_qualify_dir(scenario: Scenario) -> Path:
-    return results_root() / f"qualify-{scenario.name or 'run'}-{new_run_id()}"
-
-
-def decide(control: RunOutcome, candidate: RunOutcome | None) -> tuple[int, str, list[str]]:
-    """(exit code, verdict word, reasons) of the qualification."""
-    gate = control.summary["gate"]
-    code = int(gate["exit_code"])
-    if code == ExitCode.INTERRUPTED:
-        return code, "INTERRUPTED", ["the control run was interrupted"]
-    if code == ExitCode.RUN_INVALID:
-        return code, "INVALID", ["the control run is invalid: " + "; ".join(gate["reasons"])]
-    if code == ExitCode.GATE_FAILED:
-        detail = (f"{gate['failures']} of {gate['measured']} measured requests with "
-                  f"{', '.join(gate['fail_on'])}; it needs more than {gate['allowed']}")
-        return int(ExitCode.RUN_INVALID), "INVALID", [NOT_REPRODUCED.format(detail=detail)]
-    assert candidate is not None
-    cgate = candidate.summary["gate"]
-    ccode = int(cgate["exit_code"])
-    words = {0: "QUALIFIED", 1: "NOT QUALIFIED", 2: "INVALID", 130: "INTERRUPTED"}
-    reasons = [f"candidate: {r}" for r in cgate["reasons"]]
-    return ccode, words.get(ccode, "INVALID"), reasons
-
-
 def qualify(scenario: Scenario, cfg: QualifyConfig, out: Path | None, *, quiet: bool = False,
             transport: str = "auto") -> QualifyOutcome:
     """Control, then (only if it reproduced) candidate; side-by-side reports; the verdict."""
-    from loadgen.report.qualify_report import write_qualify_reports
-
     control_sc = side_scenario(scenario, cfg, "control")
     candidate_sc = side_scenario(scenario, cfg, "candidate")
-    out_dir = prepare_out_dir(out or default_qualify_dir(scenario))
+    for side in (control_sc, candidate_sc):
+        check_target(side)
+    out_dir = prepare_out_dir(out or default_out_dir("qualify", scenario.name, new_run_id()))
     for sub in (CONTROL_DIR, CANDIDATE_DIR):
         if (out_dir / sub).exists() and any((out_dir / sub).iterdir()):
             raise BadInputError(f"--out {out_dir}: already holds a qualification "
                                 "(results are never overwritten)")
     sigterm_interrupts()
-    control = run_scenario(control_sc, out_dir / CONTROL_DIR, quiet=quiet, transport=transport)
-    candidate = None
+    control = run_scenario(control_sc, out_dir / CONTROL_DIR, quiet=quiet,
+                           transport=transport).report
+    candidate: RunReport | None = None
     try:
         sigterm_interrupts()
-        if control.exit_code == ExitCode.PASSED:
+        if control.gate.exit_code == ExitCode.PASSED:
             candidate = run_scenario(candidate_sc, out_dir / CANDIDATE_DIR, quiet=quiet,
-                                     transport=transport)
+                                     transport=transport).report
             sigterm_interrupts()
-        code, word, reasons = decide(control, candidate)
     except KeyboardInterrupt:  # between the two runs: report what the control showed
-        code, word, reasons = (int(ExitCode.INTERRUPTED), "INTERRUPTED",
-                               ["interrupted before the candidate ran"])
-    document = write_qualify_reports(out_dir, scenario.name, code, word, reasons, control,
-                                     candidate)
-    return QualifyOutcome(out_dir, code, document)
+        candidate = None
+    qualification = decide(out_dir, scenario.name, control, candidate)
+    return QualifyOutcome(qualification, write_qualify_reports(qualification))

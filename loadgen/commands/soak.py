@@ -39,13 +39,21 @@ import orjson
 
 from loadgen import __version__
 from loadgen.commands.interrupts import sigterm_interrupts
-from loadgen.commands.run import results_root, run_scenario
+from loadgen.commands.report import rebuild_reports
+from loadgen.commands.run import check_target, run_scenario
 from loadgen.durations import format_duration, parse_duration
-from loadgen.engine.runner import new_run_id
 from loadgen.exit_codes import BadInputError, ExitCode
 from loadgen.history import History, Soak, round_results
-from loadgen.report import write_reports
-from loadgen.report.build import RUN_FILE, SERVER_FILE, write_json
+from loadgen.judge.run_report import RunReport
+from loadgen.results import (
+    RECORDS_FILE,
+    is_run_dir,
+    load_run,
+    new_run_id,
+    results_root,
+    write_json,
+    write_run,
+)
 from loadgen.scenario import Scenario
 from loadgen.target.embedded import EmbeddedTarget, start_embedded
 from loadgen.target.epochs import detect_restart, observe
@@ -141,16 +149,14 @@ def soak_exit_code(rounds: list[dict[str, Any]], interrupted: bool) -> int:
 def recover_round(history: History, soak_id: str, row: dict[str, Any]) -> None:
     """A round left `running` by a process that died: rebuild its reports, record it partial."""
     directory = Path(row["results_dir"])
-    run_file = directory / RUN_FILE
     summary: dict[str, Any] | None = None
-    if run_file.is_file():
-        with contextlib.suppress(orjson.JSONDecodeError, OSError):
-            doc = orjson.loads(run_file.read_bytes())
-            run = doc.setdefault("run", {})
-            if not run.get("finished"):
-                run["interrupted"] = run.get("interrupted") or DIED_NOTE
-                write_json(run_file, doc)
-            summary = write_reports(directory)
+    if is_run_dir(directory):
+        with contextlib.suppress(BadInputError, OSError):
+            scenario, facts = load_run(directory)
+            if not facts.finished:
+                facts.interrupted = facts.interrupted or DIED_NOTE
+                write_run(directory, scenario, facts)
+            summary = rebuild_reports(directory).summary
     results, verdicts = round_results(summary) if summary else ({}, {})
     complete = summary is not None and summary["gate"]["exit_code"] != ExitCode.INTERRUPTED
     history.finish_round(soak_id, row["round"], status="complete" if complete else "partial",
@@ -160,28 +166,20 @@ def recover_round(history: History, soak_id: str, row: dict[str, Any]) -> None:
 
 
 def _mtime(directory: Path) -> float | None:
-    records = directory / "records.jsonl"
+    records = directory / RECORDS_FILE
     return records.stat().st_mtime if records.exists() else None
 
 
-def _restarted_during(summary: dict[str, Any], server: dict[str, Any]) -> bool:
+def _restarted_during(report: RunReport) -> bool:
     """Did the server restart while the round ran (the runner saw it go, or its start moved)?"""
-    if (summary.get("run") or {}).get("server_restarts"):
+    if report.run.server_restarts:
         return True
-    for info in (server.get("servers") or {}).values():
+    for info in (report.server.document.get("servers") or {}).values():
         before = (info.get("tracked_before") or {}).get("process_start_time")
         after = (info.get("tracked_after") or {}).get("process_start_time")
         if before is not None and after is not None and abs(before - after) > 1.0:
             return True
     return False
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    with contextlib.suppress(OSError, orjson.JSONDecodeError):
-        data = orjson.loads(path.read_bytes())
-        if isinstance(data, dict):
-            return data
-    return {}
 
 
 class SoakSession:
@@ -315,17 +313,16 @@ class SoakSession:
                           {"round": number, "results_dir": str(directory)})
             raise
         sigterm_interrupts()
-        summary = outcome.summary
-        server = _read_json(directory / SERVER_FILE)
-        interrupted = summary["gate"]["exit_code"] == ExitCode.INTERRUPTED
-        results, verdicts = round_results(summary)
+        report = outcome.report
+        interrupted = outcome.exit_code == ExitCode.INTERRUPTED
+        results, verdicts = round_results(outcome.summary)
         self.history.finish_round(
             self.soak.soak_id, number, status="partial" if interrupted else "complete",
-            note=(summary.get("run") or {}).get("interrupted") if interrupted else None,
+            note=report.run.interrupted if interrupted else None,
             ended=time.time(), results=results, verdicts=verdicts)
-        self.force_priming = _restarted_during(summary, server)
+        self.force_priming = _restarted_during(report)
         after = {url: (info.get("tracked_after") or {}).get("process_start_time")
-                 for url, info in (server.get("servers") or {}).items()}
+                 for url, info in (report.server.document.get("servers") or {}).items()}
         self.previous_starts = {u: after.get(u) if after.get(u) is not None else s
                                 for u, s in starts.items()}
         return {"round": number, "exit_code": outcome.exit_code, "interrupted": interrupted}
@@ -370,9 +367,7 @@ def soak(scenario: Scenario, plan: SoakPlan, out: Path | None, history_path: Pat
     """Run (or continue) the soak of `scenario` in `out`; see the module docstring."""
     out_dir = (out or default_soak_dir(scenario)).resolve()
     base_urls = list(scenario.target.base_urls)
-    if not base_urls and scenario.target.sim is None:
-        raise BadInputError("no target: give --base-url URL or set target.base_urls "
-                            "(or [target.sim]) in the scenario")
+    check_target(scenario)
     sigterm_interrupts()
     with soak_lock(out_dir):
         history = History(history_path)

@@ -17,7 +17,7 @@ import httpx
 import orjson
 
 from loadgen.engine.sse import SSEParser
-from loadgen.records import RequestRecord
+from loadgen.records import ErrorKind, RequestRecord
 
 CHAT_PATH = "/v1/chat/completions"
 MAX_ERROR_BODY = 64 * 1024
@@ -176,22 +176,28 @@ class ChatClient:
                 state.finish_timings()
                 raise  # an interrupt from outside: the runner records it
             task.uncancel()
-            record.error = _timeout_message(dog.expired, self.timeouts)
+            record.fail(ErrorKind.TIMEOUT, _timeout_message(dog.expired, self.timeouts),
+                        first_only=False)
         except httpx.ConnectTimeout as exc:
             if _really_timed_out(exc):
-                record.error = f"timeout: connect ({exc or 'no connection within limit'})"
+                record.fail(ErrorKind.TIMEOUT,
+                            f"timeout: connect ({exc or 'no connection within limit'})",
+                            first_only=False)
             else:
-                record.error = f"connection failed: {exc.__cause__ or exc}"
+                record.fail(ErrorKind.CONNECT, f"connection failed: {exc.__cause__ or exc}",
+                            first_only=False)
         except httpx.ConnectError as exc:
-            record.error = f"connection failed: {exc or type(exc).__name__}"
+            record.fail(ErrorKind.CONNECT, f"connection failed: {exc or type(exc).__name__}",
+                        first_only=False)
         except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
-            record.error = f"stream broken: {type(exc).__name__}: {exc}"
+            record.fail(ErrorKind.BROKEN, f"stream broken: {type(exc).__name__}: {exc}",
+                        first_only=False)
         except httpx.TimeoutException as exc:
-            record.error = f"timeout: {type(exc).__name__}: {exc}"
-        except httpx.HTTPError as exc:
-            record.error = f"transport error: {type(exc).__name__}: {exc}"
-        except OSError as exc:
-            record.error = f"transport error: {type(exc).__name__}: {exc}"
+            record.fail(ErrorKind.TIMEOUT, f"timeout: {type(exc).__name__}: {exc}",
+                        first_only=False)
+        except (httpx.HTTPError, OSError) as exc:
+            record.fail(ErrorKind.TRANSPORT, f"transport error: {type(exc).__name__}: {exc}",
+                        first_only=False)
         finally:
             dog.disarm()
         state.finish_timings()
@@ -239,7 +245,7 @@ class ChatClient:
             detail = _error_text(orjson.loads(text))
         except orjson.JSONDecodeError:
             detail = text.decode("utf-8", "replace").strip()[:2000]
-        record.error = f"HTTP {response.status_code}: {detail}"
+        record.fail(ErrorKind.HTTP, f"HTTP {response.status_code}: {detail}", first_only=False)
         retry_after = response.headers.get("retry-after")
         if retry_after is not None:
             with contextlib.suppress(ValueError):
@@ -316,34 +322,32 @@ class _StreamState:
                         else "total")
         for event in parser.close():
             self._event(event.data, event.event, loop.time())
-        if parser.problem and rec.error is None:
-            rec.error = f"stream error: {parser.problem}"
-        if self._done == 0 and rec.error is None:
-            rec.error = "stream error: stream ended without [DONE]"
+        if parser.problem:
+            rec.fail(ErrorKind.STREAM, f"stream error: {parser.problem}")
+        if self._done == 0:
+            rec.fail(ErrorKind.STREAM, "stream error: stream ended without [DONE]")
 
     def _event(self, data: bytes, event: bytes, now: float) -> bool:
         """Apply one SSE event; True when it carried generated text or a tool call."""
         rec = self.rec
         if data == b"[DONE]":
             self._done += 1
-            if self._done > 1 and rec.error is None:
-                rec.error = "stream error: duplicate [DONE]"
+            if self._done > 1:
+                rec.fail(ErrorKind.STREAM, "stream error: duplicate [DONE]")
             return False
-        if self._done and rec.error is None:
-            rec.error = "stream error: data after [DONE]"
+        if self._done:
+            rec.fail(ErrorKind.STREAM, "stream error: data after [DONE]")
         try:
             obj = orjson.loads(data)
         except orjson.JSONDecodeError:
-            if rec.error is None:
-                rec.error = f"stream error: invalid JSON in data line: {data[:120]!r}"
+            rec.fail(ErrorKind.STREAM, f"stream error: invalid JSON in data line: {data[:120]!r}")
             return False
         if not isinstance(obj, dict):
-            if rec.error is None:
-                rec.error = f"stream error: data is not a JSON object: {data[:120]!r}"
+            rec.fail(ErrorKind.STREAM,
+                     f"stream error: data is not a JSON object: {data[:120]!r}")
             return False
         if event == b"error" or "error" in obj or obj.get("object") == "error":
-            if rec.error is None:
-                rec.error = f"stream error: in-band error event: {_error_text(obj)}"
+            rec.fail(ErrorKind.STREAM, f"stream error: in-band error event: {_error_text(obj)}")
             return False
         usage = obj.get("usage")
         if usage:
@@ -392,8 +396,7 @@ class _StreamState:
         return token
 
     def _malformed(self, what: str) -> bool:
-        if self.rec.error is None:
-            self.rec.error = f"stream error: {what}"
+        self.rec.fail(ErrorKind.STREAM, f"stream error: {what}")
         return False
 
     def _usage(self, usage: Any) -> None:
@@ -415,17 +418,18 @@ class _StreamState:
         try:
             obj = orjson.loads(raw)
         except orjson.JSONDecodeError:
-            rec.error = f"stream error: response is not JSON: {raw[:120]!r}"
+            rec.fail(ErrorKind.STREAM, f"stream error: response is not JSON: {raw[:120]!r}")
             return
         choices = obj.get("choices") if isinstance(obj, dict) else None
         if "error" in (obj if isinstance(obj, dict) else {}) or not choices \
                 or not isinstance(choices, list) or not isinstance(choices[0], dict):
-            rec.error = f"stream error: unexpected response: {_error_text(obj)}"[:2000]
+            rec.fail(ErrorKind.STREAM,
+                     f"stream error: unexpected response: {_error_text(obj)}"[:2000])
             return
         choice = choices[0]
         msg = choice.get("message") or {}
         if not isinstance(msg, dict):
-            rec.error = "stream error: choices[0].message is not an object"
+            rec.fail(ErrorKind.STREAM, "stream error: choices[0].message is not an object")
             return
         reasoning = _reasoning_of(msg)
         if reasoning:
@@ -434,14 +438,14 @@ class _StreamState:
         content = msg.get("content")
         if content:
             if not isinstance(content, str):
-                rec.error = "stream error: message.content is not text"
+                rec.fail(ErrorKind.STREAM, "stream error: message.content is not text")
                 return
             self._content.append(content)
             rec.timings.first_content = rec.timings.first_byte
         calls = msg.get("tool_calls") or []
         if not isinstance(calls, list) or not self._tools.add(
                 [{**c, "index": i} if isinstance(c, dict) else c for i, c in enumerate(calls)]):
-            rec.error = "stream error: malformed message.tool_calls"
+            rec.fail(ErrorKind.STREAM, "stream error: malformed message.tool_calls")
             return
         finish = choice.get("finish_reason")
         rec.finish_reason = str(finish) if finish is not None else None

@@ -1,0 +1,1 @@
+"""Judging a run: each reply (verdicts), the run (aggregate, run-level verdicts), the gate."""

@@ -10,14 +10,40 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+from loadgen.judge.run_level import divergent_seqs, greedy_entry
 from loadgen.judge.taxonomy import INFRA_VERDICTS, Verdict
-from loadgen.judge.verdicts import divergent_seqs, greedy_entry
-from loadgen.records import RECORDS_FILE, RequestRecord, iter_record_dicts
+from loadgen.records import RequestRecord, iter_record_dicts
+from loadgen.results import RECORDS_FILE
 
 FORENSIC_FAILURES = 10
 TAIL_CHARS = 600
+_INFRA_NAMES = frozenset(v.value for v in INFRA_VERDICTS)
+
+
+class TimelinePoint(NamedTuple):
+    """One request as the order plots see it."""
+
+    seq: int
+    verdict: str  # the most severe
+    in_flight: int  # requests in flight when it was sent, itself included
+    sent_s: float  # seconds after the run's first request was sent
+    failed: bool  # carries a gated verdict
+
+
+@dataclass
+class FailureTail:
+    """The end of a failed reply: what people paste into a bug report."""
+
+    seq: int
+    verdicts: list[str]
+    finish_reason: str | None
+    completion_tokens: int | None
+    error: str | None
+    reasoning_tail: str
+    content_tail: str
+    tool_calls: list[dict[str, Any]]
 
 
 @dataclass
@@ -37,9 +63,8 @@ class PhaseStats:
     infra_errors: int = 0
     interrupted: int = 0
     failing_seqs: set[int] = field(default_factory=set)
-    # (seq, primary verdict, in_flight, sent offset s, failed) in completion order.
-    timeline: list[tuple[int, str, int, float, bool]] = field(default_factory=list)
-    failures: list[dict[str, Any]] = field(default_factory=list)
+    timeline: list[TimelinePoint] = field(default_factory=list)  # in completion order
+    failures: list[FailureTail] = field(default_factory=list)
 
     @property
     def measured(self) -> int:
@@ -51,6 +76,52 @@ class PhaseStats:
         if self.first_sent is None or self.last_end is None:
             return None
         return max(0.0, self.last_end - self.first_sent)
+
+    def add(self, d: dict[str, Any], verdicts: list[str], failed: bool) -> None:
+        """Count one record (as read from disk) into this phase."""
+        self.requests += 1
+        self.verdicts.update(set(verdicts))
+        self.primary[verdicts[0]] += 1
+        if d.get("finish_reason"):
+            self.finish_reasons[str(d["finish_reason"])] += 1
+        t = d.get("timings") or {}
+        sent = t.get("sent")
+        end = t.get("end")
+        if isinstance(sent, int | float):
+            self.first_sent = sent if self.first_sent is None else min(self.first_sent, sent)
+            if isinstance(end, int | float):
+                last = sent + end
+                self.last_end = last if self.last_end is None else max(self.last_end, last)
+        firsts = [t.get(k) for k in ("first_reasoning", "first_content")
+                  if isinstance(t.get(k), int | float)]
+        if firsts:
+            self.ttft.append(min(firsts))
+        if isinstance(t.get("gap_mean"), int | float):
+            self.gap_mean.append(t["gap_mean"])
+        if Verdict.INTERRUPTED.value in verdicts:
+            self.interrupted += 1
+        elif _INFRA_NAMES.intersection(verdicts):
+            self.infra_errors += 1
+        elif isinstance(end, int | float):
+            self.e2e.append(end)
+        usage = d.get("usage") or {}
+        if isinstance(usage.get("completion_tokens"), int):
+            self.completion_tokens.append(usage["completion_tokens"])
+        self.reasoning_tokens += usage.get("reasoning_tokens") or 0
+        self.prompt_tokens += usage.get("prompt_tokens") or 0
+        seq = int(d.get("seq", -1))
+        if failed:
+            self.failing_seqs.add(seq)
+        self.timeline.append(TimelinePoint(seq, verdicts[0], int(d.get("in_flight") or 0),
+                                           float(sent or 0.0), failed))
+        interesting = failed or verdicts[0] not in ("ok", "interrupted")
+        if interesting and len(self.failures) < FORENSIC_FAILURES:
+            self.failures.append(FailureTail(
+                seq=seq, verdicts=verdicts, finish_reason=d.get("finish_reason"),
+                completion_tokens=usage.get("completion_tokens"), error=d.get("error"),
+                reasoning_tail=_tail(d.get("reasoning") or ""),
+                content_tail=_tail(d.get("content") or ""),
+                tool_calls=d.get("tool_calls") or []))
 
 
 def percentiles(values: list[float]) -> dict[str, float | None]:
@@ -69,30 +140,29 @@ def _tail(text: str) -> str:
     return text[-TAIL_CHARS:] if len(text) > TAIL_CHARS else text
 
 
-def ordered_timeline(stats: RunStats) -> list[tuple[int, str, int, float, bool]]:
-    """Every phase's (seq, primary verdict, in flight, sent s, failed), in request order."""
-    return sorted((t for st in stats.phases.values() for t in st.timeline), key=lambda t: t[0])
-
-
-def failure_rate_by_order(timeline: list[tuple[int, str, int, float, bool]]
-                          ) -> tuple[int, list[int], list[float]]:
-    """(bucket size, first seq of each bucket, % failed in it): #52448's 'clean first 256,
-    then rising' shows as the rate per bucket of consecutive requests."""
-    bucket = max(8, len(timeline) // 16)
-    xs, ys = [], []
-    for i in range(0, len(timeline), bucket):
-        chunk = timeline[i:i + bucket]
-        xs.append(chunk[0][0])
-        ys.append(100 * sum(1 for t in chunk if t[4]) / len(chunk))
-    return bucket, xs, ys
-
-
 @dataclass
 class RunStats:
     phases: dict[str, PhaseStats]
     divergent: set[int]
     records: int
     run_start: float | None
+
+    def timeline(self) -> list[TimelinePoint]:
+        """Every phase's points, in request order."""
+        return sorted((p for st in self.phases.values() for p in st.timeline),
+                      key=lambda p: p.seq)
+
+
+def failure_rate_by_order(timeline: list[TimelinePoint]) -> tuple[int, list[int], list[float]]:
+    """(bucket size, first seq of each bucket, % failed in it): #52448's 'clean first 256,
+    then rising' shows as the rate per bucket of consecutive requests."""
+    bucket = max(8, len(timeline) // 16)
+    xs, ys = [], []
+    for i in range(0, len(timeline), bucket):
+        chunk = timeline[i:i + bucket]
+        xs.append(chunk[0].seq)
+        ys.append(100 * sum(1 for p in chunk if p.failed) / len(chunk))
+    return bucket, xs, ys
 
 
 def aggregate(out_dir: Path, fail_on: list[str]) -> RunStats:
@@ -109,60 +179,16 @@ def aggregate(out_dir: Path, fail_on: list[str]) -> RunStats:
     for d in iter_record_dicts(path):
         total += 1
         phase = str(d.get("phase") or "measurement")
-        st = phases.setdefault(phase, PhaseStats())
         verdicts = [str(v) for v in (d.get("verdicts") or ["ok"])]
-        st.requests += 1
-        st.verdicts.update(set(verdicts))
-        st.primary[verdicts[0]] += 1
-        if d.get("finish_reason"):
-            st.finish_reasons[str(d["finish_reason"])] += 1
-        t = d.get("timings") or {}
-        sent = t.get("sent")
+        phases.setdefault(phase, PhaseStats()).add(d, verdicts, bool(fail.intersection(verdicts)))
+        sent = (d.get("timings") or {}).get("sent")
         if isinstance(sent, int | float):
             run_start = sent if run_start is None else min(run_start, sent)
-            st.first_sent = sent if st.first_sent is None else min(st.first_sent, sent)
-            if isinstance(t.get("end"), int | float):
-                end = sent + t["end"]
-                st.last_end = end if st.last_end is None else max(st.last_end, end)
-        firsts = [t.get(k) for k in ("first_reasoning", "first_content")
-                  if isinstance(t.get(k), int | float)]
-        if firsts:
-            st.ttft.append(min(firsts))
-        if isinstance(t.get("gap_mean"), int | float):
-            st.gap_mean.append(t["gap_mean"])
-        is_infra = any(Verdict(v) in INFRA_VERDICTS for v in verdicts
-                       if v in Verdict._value2member_map_)
-        if Verdict.INTERRUPTED.value in verdicts:
-            st.interrupted += 1
-        elif is_infra:
-            st.infra_errors += 1
-        elif isinstance(t.get("end"), int | float):
-            st.e2e.append(t["end"])
-        usage = d.get("usage") or {}
-        if isinstance(usage.get("completion_tokens"), int):
-            st.completion_tokens.append(usage["completion_tokens"])
-        st.reasoning_tokens += usage.get("reasoning_tokens") or 0
-        st.prompt_tokens += usage.get("prompt_tokens") or 0
-        failed = bool(fail.intersection(verdicts))
-        seq = int(d.get("seq", -1))
-        if failed:
-            st.failing_seqs.add(seq)
-        st.timeline.append((seq, verdicts[0], int(d.get("in_flight") or 0),
-                            float(sent or 0.0), failed))
-        interesting = failed or verdicts[0] not in ("ok", "interrupted")
-        if interesting and len(st.failures) < FORENSIC_FAILURES:
-            st.failures.append({
-                "seq": seq, "verdicts": verdicts, "finish_reason": d.get("finish_reason"),
-                "completion_tokens": usage.get("completion_tokens"),
-                "error": d.get("error"), "reasoning_tail": _tail(d.get("reasoning") or ""),
-                "content_tail": _tail(d.get("content") or ""),
-                "tool_calls": d.get("tool_calls") or [],
-            })
         if d.get("greedy") and d.get("body_hash"):
             entry = greedy_entry(RequestRecord.from_dict(d))
             if entry is not None:
                 greedy.append(entry)
-                phase_of[seq] = phase
+                phase_of[entry[1]] = phase
     divergent = divergent_seqs(greedy)
     for seq in divergent:
         st = phases[phase_of[seq]]
@@ -171,5 +197,5 @@ def aggregate(out_dir: Path, fail_on: list[str]) -> RunStats:
             st.failing_seqs.add(seq)
     if run_start is not None:
         for st in phases.values():
-            st.timeline = [(s, v, f, sent - run_start, bad) for s, v, f, sent, bad in st.timeline]
+            st.timeline = [p._replace(sent_s=p.sent_s - run_start) for p in st.timeline]
     return RunStats(phases, divergent, total, run_start)

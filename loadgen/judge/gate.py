@@ -16,7 +16,9 @@ from typing import Any
 from loadgen.exit_codes import ExitCode
 from loadgen.judge.aggregate import PhaseStats
 from loadgen.judge.bounds import lower_bound, upper_bound
+from loadgen.results import RunFacts
 from loadgen.scenario import GateConfig
+from loadgen.target.facts import ServerFacts
 
 
 @dataclass
@@ -86,16 +88,11 @@ def _stride_check(summary: dict[str, Any], role: str) -> Check:
         kind="failure")
 
 
-def evaluate(
-    cfg: GateConfig,
-    stats: PhaseStats | None,
-    *,
-    interrupted: str | None = None,
-    invalid: str | None = None,
-    receipts: dict[str, Any] | None = None,
-    gate_stride_violations: bool = False,
-) -> GateResult:
+def evaluate(cfg: GateConfig, stats: PhaseStats | None, run: RunFacts,
+             server: ServerFacts) -> GateResult:
+    """The gate's checks over the measurement phase, the run's facts and the server's."""
     st = stats or PhaseStats()
+    interrupted, invalid = run.interrupted, run.invalid
     failures = len(st.failing_seqs)
     measured = st.measured
     per_verdict = {v: st.verdicts.get(v, 0) for v in cfg.fail_on}
@@ -113,7 +110,7 @@ def evaluate(
     checks.append(Check(
         f"measured requests >= {cfg.min_measured}", passed=measured >= cfg.min_measured,
         message=f"{measured} measured", kind="error"))
-    summary = receipts or {}
+    summary = server.receipts
     if cfg.require_receipts:
         count = summary.get("count") or 0
         patched = summary.get("patched")
@@ -123,7 +120,7 @@ def evaluate(
             message=(f"{count} receipt(s), layouts {summary.get('layouts')}, "
                      f"patched={patched}") if count else "no patch receipt found",
             kind="error"))
-    if gate_stride_violations:
+    if cfg.fail_on_stride_violations:
         checks.append(_stride_check(summary, cfg.role))
     if cfg.role == "candidate":
         gate_ok = failures <= cfg.allowed

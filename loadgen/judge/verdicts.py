@@ -17,21 +17,17 @@ Rules (a record can carry several; `classify` orders them most severe first):
   parser that failed to split, or BOS bursts from NaN logits).
 - http_error / timeout / stream_error: the path to the model failed; no output rule
   is applied to such a record.
-- divergent: run level (see `divergent_seqs`), never set on a single record here.
+- divergent: run level (`judge.run_level`), never set on a single record here.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass
 
-import orjson
-
 from loadgen.judge.taxonomy import Verdict, by_severity
-from loadgen.records import RequestRecord
+from loadgen.records import ErrorKind, RequestRecord
 from loadgen.scenario import VerdictConfig
 
 _ASCII_SPECIAL = re.compile(r"<\|[A-Za-z0-9_▁:.\-]{1,48}\|>")
@@ -50,18 +46,22 @@ class Loop:
     repeats: int
 
 
+_INFRA_VERDICT: dict[ErrorKind, Verdict] = {
+    ErrorKind.INTERRUPTED: Verdict.INTERRUPTED,
+    ErrorKind.TIMEOUT: Verdict.TIMEOUT,
+    ErrorKind.STREAM: Verdict.STREAM_ERROR,
+    ErrorKind.BROKEN: Verdict.STREAM_ERROR,
+    ErrorKind.HTTP: Verdict.HTTP_ERROR,
+    ErrorKind.CONNECT: Verdict.HTTP_ERROR,
+    ErrorKind.TRANSPORT: Verdict.HTTP_ERROR,
+}
+
+
 def infra_verdict(record: RequestRecord) -> Verdict | None:
-    """The transport-level failure of a record, if any (by the client's error prefix)."""
-    err = record.error
-    if err is None:
+    """The transport-level failure of a record, if any (by its error kind)."""
+    if record.error_kind is None:
         return None
-    if err.startswith("interrupted"):
-        return Verdict.INTERRUPTED
-    if err.startswith("timeout"):
-        return Verdict.TIMEOUT
-    if err.startswith(("stream error", "stream broken")):
-        return Verdict.STREAM_ERROR
-    return Verdict.HTTP_ERROR
+    return _INFRA_VERDICT[record.error_kind]
 
 
 def tail_period_loop(
@@ -170,38 +170,3 @@ def classify(record: RequestRecord, cfg: VerdictConfig) -> list[str]:
     if not found:
         return [Verdict.OK.value]
     return [v.value for v in by_severity(found)]
-
-
-def answer_key(record: RequestRecord) -> bytes:
-    """What two greedy replies to the same body must agree on: the visible answer."""
-    calls = [(c.get("function", {}).get("name"), c.get("function", {}).get("arguments"))
-             for c in record.tool_calls]
-    digest = hashlib.blake2b(orjson.dumps([record.finish_reason, record.content, calls]),
-                             digest_size=16)
-    return digest.digest()
-
-
-def greedy_entry(record: RequestRecord) -> tuple[str, int, bytes] | None:
-    """(body hash, seq, answer key) of a completed greedy request, else None."""
-    if record.greedy and record.body_hash and infra_verdict(record) is None:
-        return record.body_hash, record.seq, answer_key(record)
-    return None
-
-
-def divergent_seqs(entries: Iterable[tuple[str, int, bytes]]) -> set[int]:
-    """Seqs of greedy replies that disagree with the majority of their identical bodies.
-
-    Entries come from `greedy_entry`. vLLM is not batch-invariant unless
-    VLLM_BATCH_INVARIANT=1, so this is a forensic signal that scenarios opt into
-    gating, not a default failure.
-    """
-    groups: dict[str, list[tuple[int, bytes]]] = {}
-    for body_hash, seq, key in entries:
-        groups.setdefault(body_hash, []).append((seq, key))
-    out: set[int] = set()
-    for members in groups.values():
-        if len(members) < 2:
-            continue
-        majority, _ = Counter(k for _, k in members).most_common(1)[0]
-        out.update(seq for seq, k in members if k != majority)
-    return out

@@ -4,12 +4,12 @@ shows which check failed without reading our formats."""
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
-from loadgen.judge.gate import GateResult
+from loadgen.judge.run_report import RunReport
 
 
-def write_junit(path: Path, scenario: str, gate: GateResult, duration_s: float | None) -> None:
+def render_junit(report: RunReport) -> bytes:
+    scenario, gate, duration_s = report.scenario.name, report.gate, report.run.duration_s
     suite = ET.Element("testsuite", {
         "name": f"dsv4-qual.{scenario}",
         "tests": str(len(gate.checks) + len(gate.per_verdict)),
@@ -43,4 +43,4 @@ def write_junit(path: Path, scenario: str, gate: GateResult, duration_s: float |
     root = ET.Element("testsuites", {"name": "dsv4-qual"})
     root.append(suite)
     ET.indent(root)
-    path.write_bytes(ET.tostring(root, encoding="utf-8", xml_declaration=True))
+    return ET.tostring(root, encoding="utf-8", xml_declaration=True)

@@ -8,17 +8,15 @@ candidate flat at zero under the same load.
 from __future__ import annotations
 
 from collections import defaultdict
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from jinja2 import Environment, select_autoescape
 
-from loadgen.judge.aggregate import RunStats, aggregate, failure_rate_by_order, ordered_timeline
+from loadgen.judge.aggregate import failure_rate_by_order
+from loadgen.judge.qualification import Qualification
+from loadgen.judge.run_report import RunReport
 from loadgen.report.figures import png_data_uri, pyplot
-from loadgen.report.qualify_report import comparison_rows, verdict_rows
-
-if TYPE_CHECKING:
-    from loadgen.commands.run import RunOutcome
+from loadgen.report.qualify_doc import comparison_rows, verdict_rows
 
 COLORS = {"control": "#b3261e", "candidate": "#146c2e"}
 
@@ -50,12 +48,12 @@ text-align:left;vertical-align:top} th{background:#f3f3f3}
 """
 
 
-def _plots(sides: dict[str, tuple[RunStats, int | None]]) -> list[tuple[str, str]]:
+def _plots(sides: dict[str, RunReport]) -> list[tuple[str, str]]:
     plt = pyplot()
     plots = []
     fig, ax = plt.subplots(figsize=(9, 3))
-    for name, (stats, _) in sides.items():
-        timeline = ordered_timeline(stats)
+    for name, report in sides.items():
+        timeline = report.stats.timeline()
         if not timeline:
             continue
         bucket, xs, ys = failure_rate_by_order(timeline)
@@ -66,11 +64,10 @@ def _plots(sides: dict[str, tuple[RunStats, int | None]]) -> list[tuple[str, str
     plots.append(("Failure rate against request order, both sides", png_data_uri(fig)))
 
     fig, ax = plt.subplots(figsize=(9, 3))
-    for name, (stats, _) in sides.items():
+    for name, report in sides.items():
         by_flight: dict[int, list[bool]] = defaultdict(list)
-        for st in stats.phases.values():
-            for t in st.timeline:
-                by_flight[t[2]].append(t[4])
+        for point in report.stats.timeline():
+            by_flight[point.in_flight].append(point.failed)
         keys = sorted(by_flight)
         if keys:
             ax.plot(keys, [100 * sum(by_flight[k]) / len(by_flight[k]) for k in keys],
@@ -82,9 +79,9 @@ def _plots(sides: dict[str, tuple[RunStats, int | None]]) -> list[tuple[str, str
 
     fig, ax = plt.subplots(figsize=(9, 3))
     max_tokens = None
-    for name, (stats, mt) in sides.items():
-        tokens = [v for st in stats.phases.values() for v in st.completion_tokens]
-        max_tokens = max_tokens or mt
+    for name, report in sides.items():
+        tokens = [v for st in report.stats.phases.values() for v in st.completion_tokens]
+        max_tokens = max_tokens or report.scenario.request.max_tokens
         if tokens:
             ax.hist(tokens, bins=50, alpha=0.6, color=COLORS[name], label=name)
     if max_tokens:
@@ -95,22 +92,10 @@ def _plots(sides: dict[str, tuple[RunStats, int | None]]) -> list[tuple[str, str
     return plots
 
 
-def _stats(outcome: RunOutcome) -> tuple[RunStats, int | None]:
-    from loadgen.report.build import load_run
-
-    scenario, _ = load_run(outcome.out_dir)
-    return (aggregate(outcome.out_dir, [str(v) for v in scenario.gate.fail_on]),
-            scenario.request.max_tokens)
-
-
-def write_qualify_html(path: Path, doc: dict[str, Any], control: RunOutcome,
-                       candidate: RunOutcome | None) -> None:
-    from loadgen.report.build import write_atomic
-
-    sides = {"control": _stats(control)}
-    if candidate is not None:
-        sides["candidate"] = _stats(candidate)
+def render_qualify_html(q: Qualification, doc: dict[str, Any]) -> str:
+    sides = {"control": q.control}
+    if q.candidate is not None:
+        sides["candidate"] = q.candidate
     env = Environment(autoescape=select_autoescape(default=True))
-    html = env.from_string(_TEMPLATE).render(
+    return env.from_string(_TEMPLATE).render(
         d=doc, rows=comparison_rows(doc), verdicts=verdict_rows(doc), plots=_plots(sides))
-    write_atomic(path, html.encode())

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from loadgen.judge.aggregate import PhaseStats, RunStats, percentiles
-from loadgen.judge.gate import GateResult
-from loadgen.target.telemetry_summary import summarize as summarize_telemetry
+from loadgen.judge.aggregate import PhaseStats, percentiles
+from loadgen.judge.run_report import RunReport
 
 
 def phase_summary(st: PhaseStats) -> dict[str, Any]:
@@ -40,41 +39,25 @@ def phase_summary(st: PhaseStats) -> dict[str, Any]:
     }
 
 
-def build_summary(
-    scenario: dict[str, Any],
-    run: dict[str, Any],
-    stats: RunStats,
-    gate: GateResult,
-    server: dict[str, Any],
-) -> dict[str, Any]:
-    receipts = server.get("receipts_summary") or {}
+def summary_document(report: RunReport) -> dict[str, Any]:
+    server = report.server
     return {
-        "scenario": scenario.get("name"),
-        "run_id": run.get("run_id"),
-        "run": run,
+        "scenario": report.scenario.name,
+        "run_id": report.run.run_id,
+        "run": report.run.to_dict(),
         "target": {
-            "base_urls": run.get("base_urls"),
-            "model": run.get("model"),
-            "c128a_layout": server.get("c128a_layout"),
-            "c128a_layout_source": server.get("c128a_layout_source"),
-            "vllm_versions": receipts.get("vllm_versions"),
-            "server_versions": server_versions(server),
-            "receipts": receipts,
-            "receipts_selection": server.get("receipts_selection"),
+            "base_urls": report.run.base_urls,
+            "model": report.run.model,
+            "c128a_layout": server.layout,
+            "c128a_layout_source": server.layout_source,
+            "vllm_versions": server.receipts.get("vllm_versions"),
+            "server_versions": server.versions,
+            "receipts": server.receipts,
+            "receipts_selection": server.selection or None,
         },
-        "telemetry": summarize_telemetry(server),
-        "phases": {name: phase_summary(st) for name, st in stats.phases.items()},
-        "divergent_seqs": sorted(stats.divergent)[:1000],
-        "gate": gate.to_dict(),
-        "client": run.get("client") or {},
+        "telemetry": server.telemetry,
+        "phases": {name: phase_summary(st) for name, st in report.stats.phases.items()},
+        "divergent_seqs": sorted(report.stats.divergent)[:1000],
+        "gate": report.gate.to_dict(),
+        "client": report.run.client,
     }
-
-
-def server_versions(server: dict[str, Any]) -> list[str]:
-    """What each server's /version said (vLLM answers {"version": "0.27.1"})."""
-    found = set()
-    for info in (server.get("servers") or {}).values():
-        version = info.get("version")
-        if isinstance(version, dict) and version.get("version"):
-            found.add(str(version["version"]))
-    return sorted(found)

@@ -17,9 +17,9 @@ def _label(url: str, many: bool, name: str) -> str:
     return f"{name} ({url})" if many else name
 
 
-def telemetry_plots(server: dict[str, Any]) -> list[tuple[str, str]]:
-    """(title, PNG data URI) for every telemetry question the samples can answer."""
-    series = by_server(server.get("samples") or [])
+def telemetry_plots(samples: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(title, PNG data URI) for every telemetry question the /metrics samples can answer."""
+    series = by_server(samples)
     if not series:
         return []
     plt = pyplot()

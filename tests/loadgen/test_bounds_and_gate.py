@@ -4,10 +4,24 @@ from __future__ import annotations
 
 import pytest
 
+from loadgen.judge import gate as gate_mod
 from loadgen.judge.aggregate import PhaseStats
 from loadgen.judge.bounds import describe_bound, lower_bound, upper_bound
-from loadgen.judge.gate import evaluate
+from loadgen.judge.gate import GateResult
+from loadgen.results import RunFacts
 from loadgen.scenario import GateConfig
+from loadgen.target.facts import ServerFacts
+
+
+def evaluate(cfg: GateConfig, st: PhaseStats | None, *, invalid: str | None = None,
+             interrupted: str | None = None, receipts: dict | None = None,
+             gate_stride_violations: bool = False) -> GateResult:
+    """The gate over one measurement phase, with the run's and the server's facts given."""
+    if gate_stride_violations:
+        cfg = cfg.model_copy(update={"fail_on_stride_violations": True})
+    run = RunFacts(run_id="r", scenario="s", base_urls=["http://x"], invalid=invalid,
+                   interrupted=interrupted)
+    return gate_mod.evaluate(cfg, st, run, ServerFacts(receipts=receipts or {}))
 
 
 def test_zero_of_256_is_about_1_16_percent() -> None:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import time
 
+from pathlib import Path
+
 from loadgen.engine.selfmon import SelfMonitor
-from loadgen.judge.aggregate import RunStats
-from loadgen.judge.gate import evaluate
 from loadgen.report.markdown import render_markdown
-from loadgen.scenario import GateConfig
+from loadgen.results import RunFacts
+from tests.support.reports import judged, record
 
 
 def test_a_blocked_loop_is_saturation() -> None:
@@ -30,11 +31,12 @@ def test_a_blocked_loop_is_saturation() -> None:
     assert idle["cpu_ms_per_request"] is not None
 
 
-def test_the_report_says_when_timings_are_the_clients() -> None:
-    gate = evaluate(GateConfig(min_measured=1), None)
-    summary = {"scenario": "s", "run_id": "r", "target": {}, "phases": {},
-               "client": {"saturated": True, "cpu_util": 0.98, "loop_lag_ms_p99": 120.0}}
-    text = render_markdown(summary, RunStats({}, set(), 0, None), gate)
+def test_the_report_says_when_timings_are_the_clients(tmp_path: Path) -> None:
+    def facts(saturated: bool) -> RunFacts:
+        return RunFacts(run_id="r", scenario="s", base_urls=["http://x"], client={
+            "saturated": saturated, "cpu_util": 0.98, "loop_lag_ms_p99": 120.0})
+
+    text = render_markdown(judged(tmp_path / "a", [record(0)], facts=facts(True)))
     assert "Client saturated" in text and "timings are the client's" in text
-    summary["client"]["saturated"] = False
-    assert "Client saturated" not in render_markdown(summary, RunStats({}, set(), 0, None), gate)
+    assert "Client saturated" not in render_markdown(
+        judged(tmp_path / "b", [record(0)], facts=facts(False)))

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import pytest
 
+from loadgen.judge.run_level import divergent_seqs, greedy_entry
 from loadgen.judge.verdicts import (
     classify,
-    divergent_seqs,
     find_leak,
     find_loop,
-    greedy_entry,
     ngram_loop,
     tail_period_loop,
 )
-from loadgen.records import RequestRecord
+from loadgen.records import ErrorKind, RequestRecord
 from loadgen.scenario import VerdictConfig
 
 CFG = VerdictConfig()
@@ -161,18 +160,26 @@ def test_configured_special_token() -> None:
     assert classify(r, cfg) == ["token_leak"]
 
 
-@pytest.mark.parametrize("error,verdict", [
-    ("HTTP 500: injected", "http_error"),
-    ("connection failed: refused", "http_error"),
-    ("timeout: first-token (no first token after 5 s)", "timeout"),
-    ("timeout: ConnectTimeout", "timeout"),
-    ("stream error: stream ended without [DONE]", "stream_error"),
-    ("stream broken: RemoteProtocolError: peer closed", "stream_error"),
-    ("interrupted: interrupted by SIGINT", "interrupted"),
+@pytest.mark.parametrize("kind,verdict", [
+    (ErrorKind.HTTP, "http_error"),
+    (ErrorKind.CONNECT, "http_error"),
+    (ErrorKind.TRANSPORT, "http_error"),
+    (ErrorKind.TIMEOUT, "timeout"),
+    (ErrorKind.STREAM, "stream_error"),
+    (ErrorKind.BROKEN, "stream_error"),
+    (ErrorKind.INTERRUPTED, "interrupted"),
 ])
-def test_transport_failures_take_precedence(error: str, verdict: str) -> None:
-    r = rec(error=error, finish_reason="length", reasoning=LOOP * 50)
+def test_transport_failures_take_precedence(kind: ErrorKind, verdict: str) -> None:
+    r = rec(finish_reason="length", reasoning=LOOP * 50)
+    r.fail(kind, "what happened")
     assert classify(r, CFG) == [verdict]
+
+
+def test_every_error_kind_has_a_verdict() -> None:
+    for kind in ErrorKind:
+        r = rec()
+        r.fail(kind, "x")
+        assert classify(r, CFG)[0] != "ok"
 
 
 def test_divergent_marks_the_minority_of_identical_greedy_bodies() -> None:
@@ -182,7 +189,8 @@ def test_divergent_marks_the_minority_of_identical_greedy_bodies() -> None:
                        reasoning=LOOP * 3))
     records.append(rec(seq=6, greedy=True, body_hash="h2", finish_reason="stop", content="x"))
     records.append(rec(seq=7, greedy=False, body_hash="h1", finish_reason="stop", content="y"))
-    records.append(rec(seq=8, greedy=True, body_hash="h1", error="HTTP 500: x"))
+    records.append(rec(seq=8, greedy=True, body_hash="h1", error="HTTP 500: x",
+                       error_kind=ErrorKind.HTTP, verdicts=["http_error"]))
     entries = [e for e in map(greedy_entry, records) if e]
     assert divergent_seqs(entries) == {5}
 

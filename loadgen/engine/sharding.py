@@ -1,4 +1,4 @@
-"""`--workers N`: one phase's requests sharded over N processes, one event loop each.
+"""`--workers N`, the parent's side: one phase's requests sharded over N processes.
 
 Sequence numbers stay global (worker i sends seq i, i+N, ...; every worker walks the
 same deterministic item stream, so a seq gets the same body as in one process), the
@@ -16,75 +16,29 @@ import contextlib
 import multiprocessing
 import os
 import signal
-from dataclasses import dataclass
-from multiprocessing.connection import Connection
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 import orjson
 
-from loadgen.records import RECORDS_FILE
-
-if TYPE_CHECKING:
-    from loadgen.engine.runner import Runner
+from loadgen.engine.progress import Progress
+from loadgen.engine.session import Session
+from loadgen.engine.shard_worker import ShardSpec, shard_main
+from loadgen.results import RECORDS_FILE
 
 POLL_S = 0.5
-
-
-@dataclass(frozen=True)
-class ShardSpec:
-    scenario: dict[str, Any]
-    out_dir: str
-    run_id: str
-    base_urls: list[str]
-    model: str
-    chars_per_token: float | None
-    transport: str
-    api_key: str | None
-    index: int
-    count: int
-    concurrency: int
-    rate_limit: float
-    phase: str
-    start_seq: int
-    seq_count: int
-
-
-def _shard_main(spec: ShardSpec, shared: Any, start: Any, conn: Connection) -> None:
-    """Entry point of a worker process."""
-    from pathlib import Path
-
-    from loadgen.commands.run import event_loop_policy
-    from loadgen.engine.runner import Runner
-    from loadgen.scenario import Scenario
-
-    data = spec.scenario
-    data["load"] = {**data["load"], "concurrency": spec.concurrency,
-                    "rate_limit": spec.rate_limit}
-    scenario = Scenario.model_validate(data)
-    runner = Runner(scenario, Path(spec.out_dir), spec.run_id, quiet=True,
-                    transport=spec.transport, api_key=spec.api_key,
-                    shard=(spec.index, spec.count))
-    runner.state.base_urls = spec.base_urls
-    runner.state.model = spec.model
-    runner.state.chars_per_token = spec.chars_per_token
-    runner.shared_in_flight = shared
-    runner.start_barrier = start
-    event_loop_policy()
-    report = asyncio.run(runner.run_shard(spec.phase, spec.start_seq, spec.seq_count))
-    conn.send({**report, "worker": spec.index})
-    conn.close()
 
 
 def _split(total: int, parts: int, index: int) -> int:
     return total // parts + (1 if index < total % parts else 0)
 
 
-async def _follow(runner: Runner, path: Any, offset: int, shared: Any) -> None:
+async def _follow(progress: Progress, path: Path, offset: int, shared: Any) -> None:
     """Progress from the shared records file (the workers' records, as they land)."""
     buf = b""
     while True:
         await asyncio.sleep(POLL_S)
-        runner.progress.in_flight = shared.value
+        progress.in_flight = shared.value
         try:
             with open(path, "rb") as fh:
                 fh.seek(offset)
@@ -97,15 +51,18 @@ async def _follow(runner: Runner, path: Any, offset: int, shared: Any) -> None:
         for line in lines:
             with contextlib.suppress(orjson.JSONDecodeError, TypeError, IndexError):
                 rec = orjson.loads(line)
-                runner.progress.update(rec["verdicts"][0],
+                progress.update(rec["verdicts"][0],
                                        (rec.get("usage") or {}).get("completion_tokens") or 0)
 
 
-async def run_sharded_phase(runner: Runner, phase: str, start: int, count: int
+async def run_sharded_phase(session: Session, out_dir: Path, workers: int, *, transport: str,
+                            api_key: str | None, phase: str, start: int, count: int
                             ) -> list[dict[str, Any]]:
+    """Spawn the workers for seqs [start, start + count), follow them, return their reports."""
     ctx = multiprocessing.get_context("spawn")
-    n = min(runner.workers, count)
-    sc = runner.sc
+    n = min(workers, count)
+    sc = session.scenario
+    facts = session.facts
     concurrency = sc.load.concurrency
     shared = ctx.Value("i", 0)
     # Every worker sets up (imports, client) first; they start sending together, so
@@ -116,20 +73,21 @@ async def run_sharded_phase(runner: Runner, phase: str, start: int, count: int
     for i in range(n):
         parent_conn, child_conn = ctx.Pipe(duplex=False)
         spec = ShardSpec(
-            scenario=scenario, out_dir=str(runner.out_dir), run_id=runner.state.run_id,
-            base_urls=runner.state.base_urls, model=runner.state.model,
-            chars_per_token=runner.state.chars_per_token, transport=runner.transport,
-            api_key=runner.api_key, index=i, count=n,
+            scenario=scenario, out_dir=str(out_dir), run_id=facts.run_id,
+            base_urls=facts.base_urls, model=facts.model,
+            chars_per_token=facts.chars_per_token, transport=transport,
+            api_key=api_key, index=i, count=n,
             concurrency=max(1, _split(concurrency, n, i)),
             rate_limit=sc.load.rate_limit / n, phase=phase, start_seq=start, seq_count=count)
-        proc = ctx.Process(target=_shard_main, args=(spec, shared, start_barrier, child_conn),
+        proc = ctx.Process(target=shard_main, args=(spec, shared, start_barrier, child_conn),
                            name=f"dsv4-qual-worker-{i}", daemon=False)
         proc.start()
         child_conn.close()
         procs.append((proc, parent_conn))
-    records = runner.out_dir / RECORDS_FILE
+    records = out_dir / RECORDS_FILE
     offset = records.stat().st_size if records.exists() else 0
-    follower = asyncio.ensure_future(_follow(runner, records, offset, shared))
+    session.progress.start_phase(phase, count)
+    follower = asyncio.ensure_future(_follow(session.progress, records, offset, shared))
     loop = asyncio.get_running_loop()
     try:
         await asyncio.gather(*(loop.run_in_executor(None, p.join) for p, _ in procs))
@@ -148,6 +106,7 @@ async def run_sharded_phase(runner: Runner, phase: str, start: int, count: int
         follower.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await follower
+        session.progress.end_phase()
     reports = []
     for proc, conn in procs:
         if conn.poll():

@@ -1,0 +1,47 @@
+"""`dsv4-qual report DIR`: judge a results directory again and rewrite its reports.
+
+Every run ends here too, so a report rebuilt later reads exactly as the one the run
+wrote, and a run killed before its reports can be finished by hand.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from loadgen.exit_codes import EXIT_WORDS
+from loadgen.judge.run_report import RunReport, judge_run
+from loadgen.report import write_run_reports
+
+
+@dataclass
+class RunOutcome:
+    """A finished run: its judgement and the summary.json written from it."""
+
+    report: RunReport
+    summary: dict[str, Any]
+
+    @property
+    def out_dir(self) -> Path:
+        return self.report.out_dir
+
+    @property
+    def exit_code(self) -> int:
+        return self.report.gate.exit_code
+
+
+def rebuild_reports(out_dir: Path, html: bool = True) -> RunOutcome:
+    report = judge_run(out_dir)
+    return RunOutcome(report, write_run_reports(report, html=html))
+
+
+def one_line(report: RunReport) -> str:
+    """The line a CI log shows for a run."""
+    gate = report.gate
+    bound = gate.upper_bound_95
+    bound_text = f", rate < {bound * 100:.2f}% @95%" if bound is not None else ""
+    reasons = "; ".join(gate.reasons)
+    return (f"{report.scenario.name} [{gate.role}]: {EXIT_WORDS.get(gate.exit_code, '?')} "
+            f"(exit {gate.exit_code}): {gate.failures}/{gate.measured} failed"
+            f"{bound_text}{' — ' + reasons if reasons else ''}; results in {report.out_dir}")

@@ -1,0 +1,65 @@
+"""A server that went away mid-run: hold its new requests, wait for it, or end the run.
+
+A refused connection or a stream broken mid-reply says the server may be gone. The
+requests already in flight fail as they do; new ones to that endpoint wait while
+one probe asks whether it is still there. If it is, nothing happened. If not, it is
+a restart: `load.on_server_restart = "invalid"` ends the run invalid at once;
+`"continue"` waits (at most `restart_ready_timeout_s`) for readiness and goes on,
+or ends the run invalid when it never comes back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+
+from loadgen.engine.pacing import Pacer
+from loadgen.engine.stopping import Stopper
+from loadgen.exit_codes import RunInvalidError
+from loadgen.records import RequestRecord
+from loadgen.results import RunFacts
+from loadgen.scenario import LoadConfig
+from loadgen.target.readiness import probe, wait_ready
+
+
+class OutageWatch:
+    def __init__(self, http: httpx.AsyncClient, pacer: Pacer, load: LoadConfig,
+                 stopper: Stopper, facts: RunFacts) -> None:
+        self._http = http
+        self._pacer = pacer
+        self._load = load
+        self._stopper = stopper
+        self._facts = facts
+        self._checks: dict[str, asyncio.Task[None]] = {}
+
+    def saw(self, record: RequestRecord) -> None:
+        """Look at a finished record; start a check when it says the server may be gone."""
+        if record.error_kind is None or not record.error_kind.server_gone:
+            return
+        endpoint = record.endpoint
+        running = self._checks.get(endpoint)
+        if running is not None and not running.done():
+            return
+        self._pacer.hold(endpoint)
+        self._checks[endpoint] = asyncio.get_running_loop().create_task(self._check(endpoint))
+
+    async def _check(self, endpoint: str) -> None:
+        if await probe(self._http, endpoint, timeout=5.0) is not None:
+            self._pacer.release(endpoint)
+            return
+        self._facts.server_restarts += 1
+        if self._load.on_server_restart == "invalid":
+            self._stopper.stop("invalid", f"server {endpoint} went away during the run "
+                               "(load.on_server_restart = 'invalid')")
+            return
+        try:
+            await wait_ready(self._http, endpoint, self._load.restart_ready_timeout_s)
+        except RunInvalidError as exc:
+            self._stopper.stop("invalid", f"server went away and did not come back: {exc}")
+            return
+        self._pacer.release(endpoint)
+
+    def cancel(self) -> None:
+        for task in self._checks.values():
+            task.cancel()

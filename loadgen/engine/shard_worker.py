@@ -1,0 +1,84 @@
+"""One worker process of a sharded phase (`--workers`): its seqs, its records.
+
+The parent waited for readiness and resolved the model; a worker sets up its own
+session (event loop, HTTP client, records file opened for appending), waits at the
+start barrier so all workers begin together, sends its shard of the phase and hands
+back its self-monitoring report.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from loadgen.engine import loop
+from loadgen.engine.in_flight import InFlight
+from loadgen.engine.phase import SeqSource, Shard, run_phase
+from loadgen.engine.progress import Progress
+from loadgen.engine.requests import RequestMaker
+from loadgen.engine.session import Session
+from loadgen.exit_codes import RunInvalidError
+from loadgen.results import RunFacts
+from loadgen.scenario import Scenario
+from loadgen.workload import make_workload
+
+BARRIER_TIMEOUT_S = 120
+
+
+@dataclass(frozen=True)
+class ShardSpec:
+    scenario: dict[str, Any]
+    out_dir: str
+    run_id: str
+    base_urls: list[str]
+    model: str
+    chars_per_token: float | None
+    transport: str
+    api_key: str | None
+    index: int
+    count: int
+    concurrency: int
+    rate_limit: float
+    phase: str
+    start_seq: int
+    seq_count: int
+
+
+async def send_shard(spec: ShardSpec, shared_in_flight: Any, barrier: Any) -> dict[str, Any]:
+    data = dict(spec.scenario)
+    data["load"] = {**data["load"], "concurrency": spec.concurrency,
+                    "rate_limit": spec.rate_limit}
+    scenario = Scenario.model_validate(data)
+    facts = RunFacts(run_id=spec.run_id, scenario=scenario.name, base_urls=spec.base_urls,
+                     model=spec.model, chars_per_token=spec.chars_per_token)
+    async with Session(scenario, Path(spec.out_dir), facts, transport=spec.transport,
+                       api_key=spec.api_key, progress=Progress(quiet=True),
+                       in_flight=InFlight(shared_in_flight)) as session:
+        source = SeqSource(make_workload(scenario, spec.chars_per_token).items())
+        source.skip(spec.start_seq)  # the same item for the same seq as one process
+        maker = RequestMaker(scenario, spec.run_id, spec.model, worker=spec.index)
+        if barrier is not None:
+            await asyncio.get_running_loop().run_in_executor(None, barrier.wait,
+                                                             BARRIER_TIMEOUT_S)
+        session.selfmon.start()
+        try:
+            await run_phase(session, source, maker, spec.phase, spec.seq_count,
+                            Shard(spec.index, spec.count))
+        except RunInvalidError as exc:
+            facts.invalid = str(exc)
+        await session.selfmon.stop()
+        reason = session.stopper.reason
+        interrupted = reason.message if reason and reason.kind == "interrupted" else None
+        return {**session.selfmon.report(session.records_written),
+                "records": session.records_written, "interrupted": interrupted,
+                "invalid": facts.invalid}
+
+
+def shard_main(spec: ShardSpec, shared_in_flight: Any, barrier: Any, conn: Connection) -> None:
+    """Entry point of a worker process."""
+    report = loop.run(send_shard(spec, shared_in_flight, barrier))
+    conn.send({**report, "worker": spec.index})
+    conn.close()

@@ -1,0 +1,61 @@
+"""Sentences about the server facts, shared by every human-readable report."""
+
+from __future__ import annotations
+
+from loadgen.target.facts import ServerFacts
+
+
+def layout_text(server: ServerFacts) -> str:
+    """The layout the server ran, and where we learnt it."""
+    if not server.layout:
+        return "unknown (no current patch receipt, no layout gauge in /metrics)"
+    if server.layout_source:
+        return f"{server.layout} (from {server.layout_source})"
+    return str(server.layout)
+
+
+def receipts_text(server: ServerFacts) -> str:
+    """Which receipts were counted and why; empty when no receipts were looked for."""
+    selection = server.selection
+    ignored = selection.get("ignored") or 0
+    if not selection.get("kept") and not ignored:
+        directory = selection.get("receipts_dir")
+        return f"No patch receipt found in {directory}." if directory else ""
+    text = (f"Patch receipts counted: {selection.get('kept', 0)}, those written since "
+            f"{selection.get('basis')}")
+    if ignored:
+        text += (f"; {ignored} older receipt(s) ignored (an earlier server start: "
+                 f"{', '.join(selection.get('ignored_files') or [])[:300]})")
+    return text + "."
+
+
+def num(value: float | None, fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def acceptance_text(block: dict) -> str:
+    rate = block.get("spec_acceptance_rate")
+    if rate is None:
+        return "-"
+    return (f"{100 * rate:.1f}% ({block.get('spec_accepted_tokens'):.0f} of "
+            f"{block.get('spec_draft_tokens'):.0f} drafted)")
+
+
+TELEMETRY_COLUMNS = ("server", "samples", "max running", "max waiting", "max KV cache",
+                     "prompt tok/s", "generation tok/s", "preemptions",
+                     "spec-decode acceptance")
+
+
+def telemetry_rows(server: ServerFacts) -> list[tuple[str, ...]]:
+    """One row per server of what its /metrics said (TELEMETRY_COLUMNS)."""
+    rows = []
+    for url, b in (server.telemetry.get("servers") or {}).items():
+        kv = b.get("max_kv_cache_usage")
+        rows.append((
+            url, str(b["samples"]), num(b.get("max_requests_running"), ".0f"),
+            num(b.get("max_requests_waiting"), ".0f"),
+            f"{num(None if kv is None else 100 * kv, '.1f')}%",
+            num(b.get("prompt_tokens_per_s"), ".1f"),
+            num(b.get("generation_tokens_per_s"), ".1f"),
+            num(b.get("preemptions"), ".0f"), acceptance_text(b)))
+    return rows
