@@ -24,7 +24,7 @@ from pydantic import (
 
 from loadgen.durations import parse_duration
 from loadgen.exit_codes import BadInputError
-from loadgen.judge.taxonomy import DEFAULT_FAIL_ON, Verdict
+from loadgen.taxonomy import DEFAULT_FAIL_ON, Verdict
 
 # Bounds that catch typos (an extra zero, a negative sign) without getting in the way
 # of real soaks.

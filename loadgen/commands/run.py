@@ -25,8 +25,8 @@ from loadgen.results import (
     write_run,
 )
 from loadgen.scenario import Scenario
-from loadgen.target.embedded import EmbeddedTarget, start_embedded
-from loadgen.target.epochs import select_receipts
+from loadgen.targets.embedded import EmbeddedTarget, start_embedded
+from loadgen.targets.epochs import select_receipts
 
 
 def api_key_from_env(scenario: Scenario) -> str | None:

@@ -55,8 +55,8 @@ from loadgen.results import (
     write_run,
 )
 from loadgen.scenario import Scenario
-from loadgen.target.embedded import EmbeddedTarget, start_embedded
-from loadgen.target.epochs import detect_restart, observe
+from loadgen.targets.embedded import EmbeddedTarget, start_embedded
+from loadgen.targets.epochs import detect_restart, observe
 
 SOAK_FILE = "soak.json"
 LOCK_FILE = ".soak.lock"

@@ -20,7 +20,7 @@ from loadgen.exit_codes import RunInvalidError
 from loadgen.records import RequestRecord
 from loadgen.results import RunFacts
 from loadgen.scenario import LoadConfig
-from loadgen.target.readiness import probe, wait_ready
+from loadgen.targets.readiness import probe, wait_ready
 
 
 class OutageWatch:

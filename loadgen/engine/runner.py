@@ -21,8 +21,8 @@ from loadgen.engine.session import Session
 from loadgen.exit_codes import RunInvalidError
 from loadgen.results import RunFacts
 from loadgen.scenario import Scenario
-from loadgen.target.readiness import ServerReady, choose_model, wait_ready
-from loadgen.target.telemetry import Telemetry
+from loadgen.targets.readiness import ServerReady, choose_model, wait_ready
+from loadgen.targets.telemetry import Telemetry
 from loadgen.workload import make_workload
 from loadgen.workload.tokens import calibrate_chars_per_token
 

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from loadgen.judge.run_level import divergent_seqs, greedy_entry
-from loadgen.judge.taxonomy import INFRA_VERDICTS, Verdict
 from loadgen.records import RequestRecord, iter_record_dicts
 from loadgen.results import RECORDS_FILE
+from loadgen.taxonomy import INFRA_VERDICTS, Verdict
 
 FORENSIC_FAILURES = 10
 TAIL_CHARS = 600

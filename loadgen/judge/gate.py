@@ -18,7 +18,7 @@ from loadgen.judge.aggregate import PhaseStats
 from loadgen.judge.bounds import lower_bound, upper_bound
 from loadgen.results import RunFacts
 from loadgen.scenario import GateConfig
-from loadgen.target.facts import ServerFacts
+from loadgen.targets.facts import ServerFacts
 
 
 @dataclass

@@ -15,8 +15,8 @@ from collections.abc import Iterable
 
 import orjson
 
-from loadgen.judge.taxonomy import INFRA_VERDICTS, Verdict
 from loadgen.records import RequestRecord
+from loadgen.taxonomy import INFRA_VERDICTS, Verdict
 
 NOT_COMPLETED = frozenset(v.value for v in (*INFRA_VERDICTS, Verdict.INTERRUPTED))
 

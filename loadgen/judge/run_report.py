@@ -15,7 +15,7 @@ from loadgen.judge.aggregate import PhaseStats, RunStats, aggregate
 from loadgen.judge.gate import GateResult, evaluate
 from loadgen.results import RECORDS_FILE, RunFacts, is_run_dir, load_run, load_server
 from loadgen.scenario import Scenario
-from loadgen.target.facts import ServerFacts
+from loadgen.targets.facts import ServerFacts
 
 
 @dataclass

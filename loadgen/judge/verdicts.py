@@ -26,9 +26,9 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from loadgen.judge.taxonomy import Verdict, by_severity
 from loadgen.records import ErrorKind, RequestRecord
 from loadgen.scenario import VerdictConfig
+from loadgen.taxonomy import Verdict, by_severity
 
 _ASCII_SPECIAL = re.compile(r"<\|[A-Za-z0-9_▁:.\-]{1,48}\|>")
 _FULLWIDTH_SPECIAL = re.compile(r"<｜[^｜\n]{1,48}｜")

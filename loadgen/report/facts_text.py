@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from loadgen.target.facts import ServerFacts
+from loadgen.targets.facts import ServerFacts
 
 
 def layout_text(server: ServerFacts) -> str:

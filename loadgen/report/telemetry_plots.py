@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from loadgen.report.figures import png_data_uri, pyplot
-from loadgen.target.telemetry_summary import by_server, intervals
+from loadgen.targets.telemetry_summary import by_server, intervals
 
 
 def _label(url: str, many: bool, name: str) -> str:

@@ -10,7 +10,7 @@ from loadgen.judge.bounds import describe_bound, lower_bound, upper_bound
 from loadgen.judge.gate import GateResult
 from loadgen.results import RunFacts
 from loadgen.scenario import GateConfig
-from loadgen.target.facts import ServerFacts
+from loadgen.targets.facts import ServerFacts
 
 
 def evaluate(cfg: GateConfig, st: PhaseStats | None, *, invalid: str | None = None,

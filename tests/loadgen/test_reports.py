@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from loadgen.engine.progress import Progress
-from loadgen.target.telemetry import parse_prometheus, receipts_summary, tracked
+from loadgen.targets.telemetry import parse_prometheus, receipts_summary, tracked
 from tests.loadgen.conftest import run_cli
 
 SC = """

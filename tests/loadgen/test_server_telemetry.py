@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from loadgen.target.epochs import select_receipts
-from loadgen.target.telemetry_summary import intervals, summarize
+from loadgen.targets.epochs import select_receipts
+from loadgen.targets.telemetry_summary import intervals, summarize
 from tests.loadgen.conftest import run_cli
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from loadgen.durations import parse_duration
-from loadgen.target.epochs import Observation, detect_restart
+from loadgen.targets.epochs import Observation, detect_restart
 from tests.loadgen.conftest import REPO, run_cli
 
 SC = """

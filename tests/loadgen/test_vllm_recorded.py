@@ -17,7 +17,7 @@ from loadgen.engine.client import ChatClient, Timeouts
 from loadgen.judge.verdicts import classify
 from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig
-from loadgen.target.telemetry import parse_prometheus, tracked
+from loadgen.targets.telemetry import parse_prometheus, tracked
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "vllm"
 MANIFEST = json.loads((FIXTURES / "manifest.json").read_text())

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from loadgen.target.telemetry_summary import summarize
+from loadgen.targets.telemetry_summary import summarize
 
 
 def server_versions(document: dict[str, Any]) -> list[str]:

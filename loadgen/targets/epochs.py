@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from loadgen.target.telemetry import parse_prometheus, receipts_summary
+from loadgen.targets.telemetry import parse_prometheus, receipts_summary
 
 START_METRIC = "process_start_time_seconds"
 # Two scrapes of one process can disagree by rounding; a restart moves it by far more.
