@@ -87,19 +87,19 @@ def cli() -> None:
 
 
 @cli.command()
-@click.argument("scenario")
-def validate(scenario: str) -> None:
+@click.argument("scenario_ref", metavar="SCENARIO")
+def validate(scenario_ref: str) -> None:
     """Check a scenario file without sending anything.
 
     \b
     Example:
       dsv4-qual validate scenarios/smoke.toml
     """
-    sc = load_scenario(scenario)
-    click.echo(
-        f"{sc.name}: ok ({sc.workload.kind}, concurrency {sc.load.concurrency}, "
-        f"priming {sc.load.priming}, measurement {sc.load.measurement}, gate {sc.gate.role})"
-    )
+    scenario = load_scenario(scenario_ref)
+    load = scenario.load
+    click.echo(f"{scenario.name}: ok ({scenario.workload.kind}, concurrency {load.concurrency}, "
+               f"priming {load.priming}, measurement {load.measurement}, "
+               f"gate {scenario.gate.role})")
 
 
 def _scenario_from(ref: str, options: dict[str, Any]) -> Scenario:
@@ -116,14 +116,14 @@ def _scenario_from(ref: str, options: dict[str, Any]) -> Scenario:
 
 
 @cli.command()
-@click.argument("scenario")
+@click.argument("scenario_ref", metavar="SCENARIO")
 @target_options
 @load_options
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Results directory (default: results/<scenario>-<run id>).")
 @click.option("--workers", type=click.IntRange(1, 512), default=1, show_default=True,
               help="Processes sharing each phase (one event loop each).")
-def run(scenario: str, out: Path | None, workers: int, transport: str, quiet: bool,
+def run(scenario_ref: str, out: Path | None, workers: int, transport: str, quiet: bool,
         **options: Any) -> None:
     """One run: wait until ready, priming, measurement, reports; exits with the gate's code.
 
@@ -135,8 +135,8 @@ def run(scenario: str, out: Path | None, workers: int, transport: str, quiet: bo
     """
     from loadgen.commands.run import run_scenario
 
-    sc = _scenario_from(scenario, options)
-    outcome = run_scenario(sc, out, quiet=quiet, transport=transport, workers=workers)
+    scenario = _scenario_from(scenario_ref, options)
+    outcome = run_scenario(scenario, out, quiet=quiet, transport=transport, workers=workers)
     sys.exit(outcome.exit_code)
 
 
@@ -221,7 +221,7 @@ def bench_client(concurrencies: tuple[int, ...], modes: tuple[str, ...],
 
 
 @cli.command()
-@click.argument("scenario")
+@click.argument("scenario_ref", metavar="SCENARIO")
 @click.option("--control", "control_urls", multiple=True, metavar="URL",
               help="The positive control's base URL (a server with the bug left in); "
                    "repeat for data-parallel replicas.")
@@ -233,7 +233,7 @@ def bench_client(concurrencies: tuple[int, ...], modes: tuple[str, ...],
               help="Qualification directory (default: results/qualify-<scenario>-<id>); "
                    "the runs go to its control/ and candidate/.")
 @load_options
-def qualify(scenario: str, control_urls: tuple[str, ...], candidate_urls: tuple[str, ...],
+def qualify(scenario_ref: str, control_urls: tuple[str, ...], candidate_urls: tuple[str, ...],
             control_receipts_dir: str | None, candidate_receipts_dir: str | None,
             out: Path | None, transport: str, quiet: bool, **options: Any) -> None:
     """The positive control first, then the candidate; one verdict.
@@ -252,12 +252,12 @@ def qualify(scenario: str, control_urls: tuple[str, ...], candidate_urls: tuple[
     from loadgen.commands.qualify import qualify as run_qualify
     from loadgen.commands.qualify import with_sides
 
-    sc = _scenario_from(scenario, options)
-    cfg = with_sides(sc, control_urls=list(control_urls), candidate_urls=list(candidate_urls),
+    scenario = _scenario_from(scenario_ref, options)
+    cfg = with_sides(scenario, control_urls=list(control_urls), candidate_urls=list(candidate_urls),
                      control_receipts=control_receipts_dir,
                      candidate_receipts=candidate_receipts_dir)
-    outcome = run_qualify(sc, cfg, out, quiet=quiet, transport=transport)
-    click.echo(f"qualify {sc.name}: {outcome.document['headline']}; reports in "
+    outcome = run_qualify(scenario, cfg, out, quiet=quiet, transport=transport)
+    click.echo(f"qualify {scenario.name}: {outcome.document['headline']}; reports in "
                f"{outcome.out_dir}")
     for reason in outcome.document["reasons"]:
         click.echo(f"  - {reason}")
@@ -265,7 +265,7 @@ def qualify(scenario: str, control_urls: tuple[str, ...], candidate_urls: tuple[
 
 
 @cli.command()
-@click.argument("scenario")
+@click.argument("scenario_ref", metavar="SCENARIO")
 @click.option("--duration", default=None, metavar="D",
               help="Soak length from its first start, e.g. 8h, 90m, 1h30m.")
 @click.option("--rounds", type=int, default=None, metavar="N",
@@ -281,7 +281,7 @@ def qualify(scenario: str, control_urls: tuple[str, ...], candidate_urls: tuple[
 @click.option("--new", is_flag=True,
               help="Start a new soak even if an unfinished one is in --out (it is abandoned).")
 @load_options
-def soak(scenario: str, duration: str | None, rounds: int | None, history_db: Path | None,
+def soak(scenario_ref: str, duration: str | None, rounds: int | None, history_db: Path | None,
          stop_on_breach: bool | None, out: Path | None, new: bool, transport: str,
          quiet: bool, **options: Any) -> None:
     """Nightly rounds against one server, each appended to the SQLite history.
@@ -300,10 +300,10 @@ def soak(scenario: str, duration: str | None, rounds: int | None, history_db: Pa
     from loadgen.commands.soak import history_default, make_plan
     from loadgen.commands.soak import soak as run_soak
 
-    sc = _scenario_from(scenario, options)
-    plan = make_plan(sc, duration, rounds, stop_on_breach)
-    outcome = run_soak(sc, plan, out, history_db or history_default(out, sc), quiet=quiet,
-                       transport=transport, new=new)
+    scenario = _scenario_from(scenario_ref, options)
+    plan = make_plan(scenario, duration, rounds, stop_on_breach)
+    outcome = run_soak(scenario, plan, out, history_db or history_default(out, scenario),
+                       quiet=quiet, transport=transport, new=new)
     if outcome.rounds:
         from loadgen.report.trend import console, round_table, write_trend_plot
 

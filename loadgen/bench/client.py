@@ -84,13 +84,13 @@ def run_client_once(url: str, concurrency: int, requests: int, tokens: int, tran
                     workers: int, cores: list[int]) -> dict[str, Any]:
     """One measured client run in a fresh process pinned to `cores`."""
     with tempfile.TemporaryDirectory(prefix="dsv4-qual-bench-") as tmp:
-        sc = Path(tmp) / "bench.toml"
-        sc.write_text(BENCH_SCENARIO.format(concurrency=concurrency, requests=requests,
+        scenario_file = Path(tmp) / "bench.toml"
+        scenario_file.write_text(BENCH_SCENARIO.format(concurrency=concurrency, requests=requests,
                                             tokens=tokens))
         out = Path(tmp) / "out"
         proc = subprocess.run(
-            [sys.executable, "-m", "loadgen.bench.client", "--child", str(sc), url, str(out),
-             transport, str(workers)],
+            [sys.executable, "-m", "loadgen.bench.client", "--child", str(scenario_file), url,
+             str(out), transport, str(workers)],
             capture_output=True, text=True, preexec_fn=lambda: _pin(cores), timeout=900)
         if proc.returncode != 0:
             raise RuntimeError(f"bench client failed: {proc.stderr[-2000:]}")
@@ -103,8 +103,8 @@ def _child(argv: list[str]) -> None:
     from loadgen.scenario import load_scenario
 
     scenario_path, url, out, transport, workers = argv[0], argv[1], argv[2], argv[3], int(argv[4])
-    sc = load_scenario(scenario_path).with_overrides(base_urls=[url])
-    outcome = run_scenario(sc, Path(out), quiet=True, transport=transport, echo=False,
+    scenario = load_scenario(scenario_path).with_overrides(base_urls=[url])
+    outcome = run_scenario(scenario, Path(out), quiet=True, transport=transport, echo=False,
                            workers=workers, html=False)
     me = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)

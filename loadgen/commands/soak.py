@@ -187,7 +187,7 @@ class SoakSession:
 
     def __init__(self, scenario: Scenario, plan: SoakPlan, out_dir: Path, history: History,
                  *, quiet: bool, transport: str, echo: Any = print) -> None:
-        self.sc = scenario.model_copy(update={"qualify": None, "soak": None})
+        self.scenario = scenario.model_copy(update={"qualify": None, "soak": None})
         self.plan = plan
         self.out_dir = out_dir
         self.history = history
@@ -207,7 +207,7 @@ class SoakSession:
         return self.out_dir / self.soak.soak_id
 
     def open(self, new: bool) -> None:
-        soak = self.history.unfinished_soak(self.sc.name, str(self.out_dir))
+        soak = self.history.unfinished_soak(self.scenario.name, str(self.out_dir))
         if soak is not None and new:
             self.history.update_soak(soak.soak_id, status="abandoned", ended=time.time())
             self.echo(f"soak {soak.soak_id}: abandoned (--new)")
@@ -217,8 +217,8 @@ class SoakSession:
             self._close_expired(soak)
             soak = None
         if soak is None:
-            soak = Soak(soak_id=f"{self.sc.name or 'soak'}-{new_run_id()}",
-                        scenario=self.sc.name, out_dir=str(self.out_dir), started=time.time(),
+            soak = Soak(soak_id=f"{self.scenario.name or 'soak'}-{new_run_id()}",
+                        scenario=self.scenario.name, out_dir=str(self.out_dir), started=time.time(),
                         status="running", duration_s=self.plan.duration_s,
                         rounds_target=self.plan.rounds, stop_on_breach=self.plan.stop_on_breach)
             self.history.add_soak(soak, __version__)
@@ -282,7 +282,7 @@ class SoakSession:
         """Observe the server, prime if it started anew, run one round, record it."""
         assert self.soak is not None
         number = self._next_number()
-        observations = [observe(u, self.sc.target.verify_tls) for u in base_urls]
+        observations = [observe(u, self.scenario.target.verify_tls) for u in base_urls]
         check = detect_restart(self.previous_starts, observations)
         reasons = list(check.reasons)
         if self.force_priming:
@@ -291,21 +291,22 @@ class SoakSession:
         starts = {o.base_url: o.start_time for o in observations}
         if new_start and all(s is None for s in starts.values()):
             # No process start time: a receipt counts if written since just before this.
-            self.receipts_since = time.time() - self.sc.telemetry.receipts_margin_s
-        priming = self.sc.load.priming if new_start else 0
+            self.receipts_since = time.time() - self.scenario.telemetry.receipts_margin_s
+        priming = self.scenario.load.priming if new_start else 0
         directory = round_dir(self.soak_dir, number)
-        round_sc = self.sc.with_overrides(priming=priming, base_urls=base_urls)
-        if self.receipts_since is not None and self.sc.telemetry.receipts_since is None:
-            round_sc = round_sc.model_copy(update={"telemetry": round_sc.telemetry.model_copy(
-                update={"receipts_since": self.receipts_since})})
+        round_scenario = self.scenario.with_overrides(priming=priming, base_urls=base_urls)
+        if self.receipts_since is not None and self.scenario.telemetry.receipts_since is None:
+            telemetry = round_scenario.telemetry.model_copy(
+                update={"receipts_since": self.receipts_since})
+            round_scenario = round_scenario.model_copy(update={"telemetry": telemetry})
         self.echo(f"round {number}: " + (f"priming {priming} ({'; '.join(reasons)})"
                                           if new_start else "no priming (same server start)"))
         self.history.start_round(self.soak.soak_id, number, started=time.time(),
-                                 scenario=self.sc.name, results_dir=str(directory),
+                                 scenario=self.scenario.name, results_dir=str(directory),
                                  priming=priming, restart_detected=new_start,
                                  server_starts=starts)
         try:
-            outcome = run_scenario(round_sc, directory, quiet=self.quiet,
+            outcome = run_scenario(round_scenario, directory, quiet=self.quiet,
                                    transport=self.transport)
         except KeyboardInterrupt:
             sigterm_interrupts()
@@ -351,7 +352,7 @@ class SoakSession:
         self.history.update_soak(self.soak.soak_id, status=status, ended=time.time(),
                                  exit_code=code)
         write_json(self.soak_dir / SOAK_FILE, {
-            "soak_id": self.soak.soak_id, "scenario": self.sc.name,
+            "soak_id": self.soak.soak_id, "scenario": self.scenario.name,
             "history": str(self.history.path), "status": status, "stopped": reason,
             "exit_code": code, "plan": self.plan.__dict__,
             "rounds": [{k: r[k] for k in ("round", "status", "exit_code", "measured",
@@ -381,7 +382,7 @@ def soak(scenario: Scenario, plan: SoakPlan, out: Path | None, history_path: Pat
                     # One server for the whole soak: uptime is what a soak measures.
                     embedded = start_embedded("sim", scenario.target.sim.model_dump())
                     base_urls = [embedded.base_url]
-                    session.sc = session.sc.with_overrides(
+                    session.scenario = session.scenario.with_overrides(
                         base_urls=base_urls,
                         receipts_dir=scenario.target.receipts_dir or embedded.receipts_dir)
                 reason, interrupted = session.loop(base_urls)

@@ -45,23 +45,25 @@ class Runner:
         self._worker_reports: list[dict[str, Any]] = []
 
     async def run(self) -> RunFacts:
-        sc = self.scenario
+        scenario = self.scenario
         progress = Progress(quiet=self.quiet)
-        async with Session(sc, self.out_dir, self.facts, transport=self.transport,
+        async with Session(scenario, self.out_dir, self.facts, transport=self.transport,
                            api_key=self.api_key, progress=progress) as session:
             self.telemetry = Telemetry(session.http, self.facts.base_urls,
-                                       sc.target.receipts_dir, sc.telemetry.scrape_interval_s)
+                                       scenario.target.receipts_dir,
+                                       scenario.telemetry.scrape_interval_s)
             try:
                 await session.stopper.guarded(self._prepare(session))
                 if session.stopper.stopped:
                     return self._finish()
-                source = SeqSource(make_workload(sc, self.facts.chars_per_token).items())
-                maker = RequestMaker(sc, self.facts.run_id, self.facts.model)
+                source = SeqSource(make_workload(scenario, self.facts.chars_per_token).items())
+                maker = RequestMaker(scenario, self.facts.run_id, self.facts.model)
                 await self.telemetry.snapshot("before")
                 self.telemetry.start()
                 session.selfmon.start()
                 for phase in PHASES:
-                    count = sc.load.priming if phase == "priming" else sc.load.measurement
+                    load = scenario.load
+                    count = load.priming if phase == "priming" else load.measurement
                     await self._phase(session, source, maker, phase, count)
                     if session.stopper.stopped:
                         break

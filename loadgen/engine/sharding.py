@@ -61,24 +61,24 @@ async def run_sharded_phase(session: Session, out_dir: Path, workers: int, *, tr
     """Spawn the workers for seqs [start, start + count), follow them, return their reports."""
     ctx = multiprocessing.get_context("spawn")
     n = min(workers, count)
-    sc = session.scenario
+    scenario = session.scenario
     facts = session.facts
-    concurrency = sc.load.concurrency
+    concurrency = scenario.load.concurrency
     shared = ctx.Value("i", 0)
     # Every worker sets up (imports, client) first; they start sending together, so
     # the phase's wall time is not stretched by staggered process start-up.
     start_barrier = ctx.Barrier(n)
-    scenario = sc.model_dump(mode="json")
+    scenario_doc = scenario.model_dump(mode="json")
     procs = []
     for i in range(n):
         parent_conn, child_conn = ctx.Pipe(duplex=False)
         spec = ShardSpec(
-            scenario=scenario, out_dir=str(out_dir), run_id=facts.run_id,
+            scenario=scenario_doc, out_dir=str(out_dir), run_id=facts.run_id,
             base_urls=facts.base_urls, model=facts.model,
             chars_per_token=facts.chars_per_token, transport=transport,
             api_key=api_key, index=i, count=n,
             concurrency=max(1, _split(concurrency, n, i)),
-            rate_limit=sc.load.rate_limit / n, phase=phase, start_seq=start, seq_count=count)
+            rate_limit=scenario.load.rate_limit / n, phase=phase, start_seq=start, seq_count=count)
         proc = ctx.Process(target=shard_main, args=(spec, shared, start_barrier, child_conn),
                            name=f"dsv4-qual-worker-{i}", daemon=False)
         proc.start()
