@@ -48,6 +48,12 @@ text-align:left;vertical-align:top} th{background:#f3f3f3}
 """
 
 
+def _legend(ax: Any) -> None:
+    """A legend only when something was drawn with a label (an empty side draws nothing)."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
+
+
 def _plots(sides: dict[str, RunReport]) -> list[tuple[str, str]]:
     plt = pyplot()
     plots = []
@@ -60,7 +66,7 @@ def _plots(sides: dict[str, RunReport]) -> list[tuple[str, str]]:
         ax.step(xs, ys, where="post", color=COLORS[name], label=f"{name} (per {bucket})")
     ax.set_xlabel("request order (seq; priming first)")
     ax.set_ylabel("% failed")
-    ax.legend(fontsize=8)
+    _legend(ax)
     plots.append(("Failure rate against request order, both sides", png_data_uri(fig)))
 
     fig, ax = plt.subplots(figsize=(9, 3))
@@ -74,7 +80,7 @@ def _plots(sides: dict[str, RunReport]) -> list[tuple[str, str]]:
                     marker="o", color=COLORS[name], label=name)
     ax.set_xlabel("requests in flight when sent")
     ax.set_ylabel("% failed")
-    ax.legend(fontsize=8)
+    _legend(ax)
     plots.append(("Failure rate against the number in flight, both sides", png_data_uri(fig)))
 
     fig, ax = plt.subplots(figsize=(9, 3))
@@ -87,7 +93,7 @@ def _plots(sides: dict[str, RunReport]) -> list[tuple[str, str]]:
     if max_tokens:
         ax.axvline(max_tokens, color="#555", ls="--", label="max_tokens")
     ax.set_xlabel("completion tokens per request")
-    ax.legend(fontsize=8)
+    _legend(ax)
     plots.append(("Completion tokens (stuck requests pile up at max_tokens)", png_data_uri(fig)))
     return plots
 

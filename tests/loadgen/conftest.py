@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.support.cli import REPO, run_cli, run_cli_process
 from tests.support.openai_fake import FakeOpenAI, ServerThread
 
-REPO = Path(__file__).resolve().parents[2]
+__all__ = ["REPO", "fake_server", "run_cli", "run_cli_process", "write_scenario"]
 
 
 @pytest.fixture
@@ -29,15 +27,6 @@ def fake_server() -> Iterator[Callable[..., tuple[FakeOpenAI, ServerThread]]]:
     yield start
     for thread in started:
         thread.stop()
-
-
-def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120,
-            cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """`dsv4-qual ARGS` in a subprocess: real exit codes, real signals, real stdout."""
-    full_env = {**os.environ, **(env or {})}
-    full_env.setdefault("PYTHONUNBUFFERED", "1")
-    return subprocess.run([sys.executable, "-m", "loadgen", *args], capture_output=True,
-                          text=True, timeout=timeout, env=full_env, cwd=cwd or REPO)
 
 
 def write_scenario(path: Path, text: str) -> Path:

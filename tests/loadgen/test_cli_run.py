@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.loadgen.conftest import REPO, run_cli
+from tests.loadgen.conftest import run_cli
+from tests.support.cli import cli_command, cli_env
 
 SMALL = """
 [target]
@@ -86,11 +85,10 @@ def test_missing_api_key_env_exits_3(fake_server, tmp_path: Path) -> None:
     sc = scenario(tmp_path, extra="")
     text = sc.read_text().replace("[target]\n", "[target]\napi_key_env = \"DSV4_TEST_KEY\"\n")
     sc.write_text(text)
-    env = {k: v for k, v in os.environ.items() if k != "DSV4_TEST_KEY"}
-    proc = subprocess.run([sys.executable, "-m", "loadgen", "run", str(sc), "--base-url",
-                           srv.url, "--out", str(tmp_path / "o")], capture_output=True,
-                          text=True, env=env, cwd=REPO, timeout=60)
+    proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(tmp_path / "o"),
+                   env={"DSV4_TEST_KEY": None})
     assert proc.returncode == 3 and "DSV4_TEST_KEY is not set" in proc.stderr
+    assert not (tmp_path / "o").exists()  # nothing was created for a run that never ran
 
 
 def test_api_key_is_sent_and_never_written(fake_server, tmp_path: Path) -> None:
@@ -108,12 +106,13 @@ def test_api_key_is_sent_and_never_written(fake_server, tmp_path: Path) -> None:
     assert secret not in proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 def test_sigint_keeps_finished_records_and_exits_130(fake_server, tmp_path: Path) -> None:
     fake, srv = fake_server(("ok",), token_delay_s=0.02)
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "loadgen", "run", str(scenario(tmp_path, measurement=400)),
-           "--base-url", srv.url, "--out", str(out), "--quiet"]
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    cmd = cli_command("run", str(scenario(tmp_path, measurement=400)),
+                      "--base-url", srv.url, "--out", str(out), "--quiet")
+    proc = subprocess.Popen(cmd, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     records = out / "records.jsonl"
     deadline = time.monotonic() + 60
@@ -137,13 +136,14 @@ def test_sigint_keeps_finished_records_and_exits_130(fake_server, tmp_path: Path
     assert sum(fake.counts.values()) == len(lines)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM])
 def test_sigterm_is_an_interrupt_too(fake_server, tmp_path: Path, sig) -> None:
     _, srv = fake_server(("ok",), token_delay_s=0.02)
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "loadgen", "run", str(scenario(tmp_path, measurement=400)),
-           "--base-url", srv.url, "--out", str(out), "--quiet"]
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    cmd = cli_command("run", str(scenario(tmp_path, measurement=400)),
+                      "--base-url", srv.url, "--out", str(out), "--quiet")
+    proc = subprocess.Popen(cmd, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     records = out / "records.jsonl"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not (records.exists() and records.stat().st_size):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.loadgen.conftest import run_cli
+from tests.loadgen.conftest import REPO, run_cli
 
-SMOKE = "scenarios/smoke.toml"
+SMOKE = str(REPO / "scenarios" / "smoke.toml")
 
 
 def _summary(out: Path) -> dict:

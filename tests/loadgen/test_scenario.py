@@ -8,9 +8,10 @@ import pytest
 
 from loadgen.exit_codes import BadInputError
 from loadgen.scenario import load_scenario
-from tests.loadgen.conftest import run_cli
+from tests.loadgen.conftest import REPO, run_cli
 
-REPO = Path(__file__).resolve().parents[2]
+SMOKE = str(REPO / "scenarios" / "smoke.toml")
+
 
 
 def write(tmp_path: Path, text: str, name: str = "s.toml") -> Path:
@@ -98,12 +99,12 @@ def test_every_shipped_scenario_validates() -> None:
 @pytest.mark.parametrize("args", [
     ["validate", "does-not-exist.toml"],
     ["run", "does-not-exist.toml"],
-    ["run", "scenarios/smoke.toml", "--concurrency", "-1", "--base-url", "http://127.0.0.1:9"],
-    ["run", "scenarios/smoke.toml", "--concurrency", "abc"],
-    ["run", "scenarios/smoke.toml"],  # no target at all
-    ["run", "scenarios/smoke.toml", "--base-url", "ftp://x"],
+    ["run", SMOKE, "--concurrency", "-1", "--base-url", "http://127.0.0.1:9"],
+    ["run", SMOKE, "--concurrency", "abc"],
+    ["run", SMOKE],  # no target at all
+    ["run", SMOKE, "--base-url", "ftp://x"],
     ["nonsense-command"],
-    ["run", "--no-such-flag", "scenarios/smoke.toml"],
+    ["run", "--no-such-flag", SMOKE],
 ])
 def test_cli_bad_input_exits_3_with_one_line(args: list[str]) -> None:
     proc = run_cli(*args)
@@ -113,6 +114,6 @@ def test_cli_bad_input_exits_3_with_one_line(args: list[str]) -> None:
 
 
 def test_validate_ok_prints_a_summary() -> None:
-    proc = run_cli("validate", "scenarios/smoke.toml")
+    proc = run_cli("validate", SMOKE)
     assert proc.returncode == 0
     assert "smoke: ok (tool-turn, concurrency 8" in proc.stdout

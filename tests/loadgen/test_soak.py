@@ -6,7 +6,6 @@ import json
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -15,7 +14,8 @@ import pytest
 
 from loadgen.durations import parse_duration
 from loadgen.targets.epochs import Observation, detect_restart
-from tests.loadgen.conftest import REPO, run_cli
+from tests.loadgen.conftest import run_cli
+from tests.support.cli import cli_command, cli_env
 
 SC = """
 [load]
@@ -100,6 +100,7 @@ def test_restart_detection_rules() -> None:
     assert detect_restart({url: 100.0}, [Observation(url, True, None)]).restarted
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
 def test_killed_soak_resumes_its_round_count(fake_server, tmp_path: Path, sig) -> None:
     fake, srv = fake_server(("ok",), token_delay_s=0.006)
@@ -108,7 +109,7 @@ def test_killed_soak_resumes_its_round_count(fake_server, tmp_path: Path, sig) -
     per_round = 16
     args = ["soak", str(scenario(tmp_path, measurement=per_round)), "--base-url", srv.url,
             "--rounds", "2", "--out", str(out), "--history", str(db), "--quiet"]
-    proc = subprocess.Popen([sys.executable, "-m", "loadgen", *args], cwd=REPO,
+    proc = subprocess.Popen(cli_command(*args), env=cli_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:

@@ -1,18 +1,20 @@
 """Every fault, through `dsv4-qual run` against a server that misbehaves on purpose.
 
-Half the requests of each run meet the fault, half are healthy: each fault must land
-under its verdict, the run must go on to the end, and the summary's counts must equal
-what the server says it did.
+Fast tier: one in-process run meets every fault at once; each must land under its
+verdict, the run must go on to the end, and the summary's counts must equal what the
+server says it did. Slow tier: the same per fault, through the real console process
+(exit code and stderr as a CI job sees them).
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from tests.loadgen.conftest import run_cli
+from tests.loadgen.conftest import run_cli, run_cli_process
 from tests.support.openai_fake import MODE_VERDICTS
 
 SC = """
@@ -39,6 +41,30 @@ MATRIX = [(mode, verdict) for mode, verdict in MODE_VERDICTS.items()
 OUTPUT_FAILURES = {"stuck_in_reasoning", "empty_content", "reasoning_loop", "token_leak"}
 
 
+def test_every_fault_in_one_run_gets_its_verdict_and_the_run_goes_on(
+        fake_server, tmp_path: Path) -> None:
+    modes = [mode for mode, _ in MATRIX if mode != "slow_total"]  # its own body settings
+    fake, srv = fake_server(("ok", *modes))
+    sc = tmp_path / "f.toml"
+    n = 2 * (len(modes) + 1)
+    sc.write_text(SC.replace("measurement = 8", f"measurement = {n}")
+                  .replace("min_measured = 8", f"min_measured = {n}")
+                  .replace("max_infra_errors = 8", f"max_infra_errors = {n}")
+                  .replace("concurrency = 4", f"concurrency = {n}"))
+    out = tmp_path / "out"
+    proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet")
+    m = json.loads((out / "summary.json").read_text())["phases"]["measurement"]
+    assert len((out / "records.jsonl").read_text().splitlines()) == n == m["requests"]
+    assert fake.counts == {mode: 2 for mode in ("ok", *modes)}
+    expected = Counter({"ok": 2})
+    for mode in modes:
+        expected[MODE_VERDICTS[mode]] += 2
+    primary = Counter(m["primary_verdicts"])
+    assert primary == expected, (primary, expected)
+    assert proc.returncode == 1  # output failures are among them: the gate fails, validly
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("mode,verdict", MATRIX)
 def test_fault_gets_its_verdict_and_the_run_goes_on(fake_server, tmp_path: Path, mode: str,
                                                     verdict: str) -> None:
@@ -49,8 +75,8 @@ def test_fault_gets_its_verdict_and_the_run_goes_on(fake_server, tmp_path: Path,
     sc.write_text(SC.replace("max_tokens = 48", "max_tokens = 48" + extra)
                   if extra else SC)
     out = tmp_path / "out"
-    proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet",
-                   timeout=180)
+    proc = run_cli_process("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet",
+                           timeout=180)
     summary = json.loads((out / "summary.json").read_text())
     m = summary["phases"]["measurement"]
     records = (out / "records.jsonl").read_text().splitlines()

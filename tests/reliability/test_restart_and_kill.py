@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
-from tests.loadgen.conftest import REPO, run_cli
+import pytest
+
+from tests.loadgen.conftest import run_cli
+from tests.support.cli import cli_command, cli_env
 from tests.support.openai_fake import FakeOpenAI, ServerThread
 
 SC = """
@@ -114,13 +116,13 @@ def test_server_that_never_comes_back_is_bounded(tmp_path: Path) -> None:
     assert records_of(tmp_path / "out")  # what finished is kept
 
 
+@pytest.mark.slow
 def test_sigkill_keeps_every_completed_record(tmp_path: Path) -> None:
     fake = FakeOpenAI(("ok",), token_delay_s=0.01)
     srv = ServerThread(fake.app).start()
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "loadgen", "run",
-                             str(scenario(tmp_path, 400)), "--base-url", srv.url, "--out",
-                             str(out), "--quiet"], cwd=REPO)
+    proc = subprocess.Popen(cli_command("run", str(scenario(tmp_path, 400)), "--base-url",
+                                        srv.url, "--out", str(out), "--quiet"), env=cli_env())
     records = out / "records.jsonl"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

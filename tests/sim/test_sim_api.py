@@ -130,14 +130,14 @@ def test_receipt_records_the_first_call(sim: RunningSim) -> None:
     assert r["first_call"]["row_stride_decode"] == SimConfig(max_model_len=1024).capacity
 
 
+@pytest.mark.slow
 def test_sim_command_serves_and_refuses_a_busy_port() -> None:
     import signal
     import socket
     import subprocess
-    import sys
     import time
 
-    from tests.loadgen.conftest import REPO, run_cli
+    from tests.support.cli import cli_command, cli_env, run_cli
 
     busy = socket.socket()
     busy.bind(("127.0.0.1", 0))
@@ -148,8 +148,8 @@ def test_sim_command_serves_and_refuses_a_busy_port() -> None:
     assert "Traceback" not in proc.stderr
     busy.close()
 
-    server = subprocess.Popen([sys.executable, "-m", "loadgen", "sim", "--layout", "packed",
-                               "--port", str(port), "--max-model-len", "1024"], cwd=REPO,
+    server = subprocess.Popen(cli_command("sim", "--layout", "packed", "--port", str(port),
+                                          "--max-model-len", "1024"), env=cli_env(),
                               stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60

@@ -460,8 +460,10 @@ class ServerThread:
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", port))
         self.port = self.sock.getsockname()[1]
+        # A stalled stream (the fault modes sleep for 30 s) must not hold stop() for
+        # long: after 1 s of graceful shutdown the open requests are cancelled.
         config = uvicorn.Config(app, log_level="critical", lifespan="off",
-                                timeout_keep_alive=30)
+                                timeout_keep_alive=30, timeout_graceful_shutdown=1)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run,
                                        kwargs={"sockets": [self.sock]}, daemon=True)
