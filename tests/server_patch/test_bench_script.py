@@ -1,4 +1,4 @@
-"""The benchmarks: the kernel one is GPU only and says so; the guard one runs on a CPU."""
+"""The benchmarks: the kernel ones are GPU only and say so; the guard one runs on a CPU."""
 
 from __future__ import annotations
 
@@ -40,3 +40,18 @@ def test_guard_benchmark_prints_both_rates_side_by_side_on_the_cpu(repo_root, tm
         ("cpu", "capacity"), ("cpu", "prefix"), ("cpu", "packed")]
     assert all(r["bare_calls_s"] > 0 and r["guarded_calls_s"] > 0 for r in rows)
     assert [r["violations_per_call"] for r in rows] == [0, 0, 1]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU path")
+def test_upstream_benchmark_parses_its_arguments_and_exits_2_without_cuda(repo_root):
+    env = dict(os.environ, PYTHONPATH=str(repo_root))
+    script = str(repo_root / "benchmarks" / "bench_c128a_upstream.py")
+    usage = subprocess.run([sys.executable, script, "--help"], capture_output=True, text=True,
+                           env=env, timeout=120)
+    assert usage.returncode == 0
+    assert "--upstream-cache" in usage.stdout and "--host-calls" in usage.stdout
+    result = subprocess.run([sys.executable, script, "--requests", "1,8", "--capacities", "640"],
+                            capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 2
+    assert result.stderr.strip().startswith("bench_c128a_upstream: needs a CUDA GPU")
+    assert "Traceback" not in result.stderr
