@@ -5,10 +5,11 @@ server, engine core, each worker), before the model's attention builders
 exist. We replace the module global
 ``vllm.models.deepseek_v4.sparse_mla.build_c128a_topk_metadata``, which vLLM
 looks up by name on every metadata build, with our builder for the chosen
-layout, and leave a receipt. Under every layout, ``off`` included, the stride
-guard (``server_patch.guard``, ``DSV4_QUAL_GUARD``, counting by default) wraps
-whatever is in place, so even upstream's own builder is watched and the
-receipt's ``guard`` section says what it saw.
+layout, arm the compile of our kernel for when the process starts CUDA
+(``c128a.warmup``, as vLLM 0.30+ warms its own up), and leave a receipt.
+Under every layout, ``off`` included, the stride guard (``server_patch.guard``,
+``DSV4_QUAL_GUARD``, counting by default) wraps whatever is in place, so even
+upstream's own builder is watched and the receipt's ``guard`` section says what it saw.
 
 Why a failure is a ``SystemExit`` and not an ``Exception``: vLLM imports each
 plugin inside ``try: ... except Exception: logger.exception(...)`` and goes on
@@ -37,6 +38,7 @@ from server_patch import guard as guard_mod
 from server_patch import settings as settings_mod
 from server_patch import vllm_compat
 from server_patch.c128a import builder, observe_first_call, qualified_name
+from server_patch.c128a.warmup import warm_up_when_cuda_starts
 from server_patch.guard import StrideGuard
 from server_patch.guard_sinks import standard_sinks
 from server_patch.receipts import Receipt, process_title
@@ -204,6 +206,8 @@ def _install(target: _Target, layout: str, upstream_variant: str, guard: StrideG
     replacement = guard.wrap(observe_first_call(builder(layout), _record_first_call))
     _mark(replacement, layout, target.upstream, guard)
     setattr(target.module, vllm_compat.TARGET_ATTRIBUTE, replacement)
+    # Our kernel replaces upstream's, so it replaces upstream's start-up JIT warm-up too.
+    warm_up_when_cuda_starts(logger)
     logger.info(
         "dsv4-qual: patched %s -> %s (layout %s, vLLM %s whose own builder is %s, "
         "stride guard %s, pid %d)",

@@ -75,6 +75,7 @@ def builder(layout: str, *, impl: str = "auto") -> C128ABuilder:
 @functools.cache
 def _make_builder(layout: str, impl: str) -> C128ABuilder:
     pick_impl = _resolve_impl(impl)
+    plan_rows = layouts.planner(layout)
     is_prefix = layout == layouts.PREFIX
 
     def build_c128a_topk_metadata(
@@ -90,16 +91,16 @@ def _make_builder(layout: str, impl: str) -> C128ABuilder:
         prefill_buffer: torch.Tensor,
         max_compressed_tokens: int = DEFAULT_MAX_COMPRESSED_TOKENS,
     ) -> Outputs:
-        plan = layouts.plan(
-            layout,
-            num_tokens=positions.shape[0],
-            num_decode_tokens=num_decode_tokens,
-            global_decode_buffer=global_decode_buffer,
-            decode_lens_buffer=decode_lens_buffer,
-            prefill_buffer=prefill_buffer,
-            max_compressed_tokens=max_compressed_tokens,
-            full_width_decode=is_prefix
-            and layouts.needs_contiguous_decode(global_decode_buffer.device),
+        # Runs on the host before every decode step's graph replay: positional calls,
+        # one plan, one launch (see kernel.py and launcher.py for the launch side).
+        plan = plan_rows(
+            positions.shape[0],
+            num_decode_tokens,
+            global_decode_buffer,
+            decode_lens_buffer,
+            prefill_buffer,
+            max_compressed_tokens,
+            is_prefix and layouts.needs_contiguous_decode(global_decode_buffer.device),
         )
         pick_impl(positions)(
             plan,

@@ -235,3 +235,92 @@ def test_prefix_decode_view_follows_the_device():
     assert decode.shape[1] == (640 if sm120 else batch[4])
     assert prefill.shape[1] == batch[4]
     assert decode.stride(0) == 640
+
+
+def test_the_warm_up_compiles_the_one_variant_every_build_then_uses():
+    """In a fresh process: warm_up() compiles one variant, and builds of every layout,
+    shape and view alignment afterwards neither compile another nor miss the lean path."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import torch
+        from server_patch.c128a import LAYOUTS, builder, kernel
+        kernel.warm_up()
+        assert kernel.compiled_variant_count() == 1, kernel.compiled_variant_count()
+        dec = torch.full((300, 640), -7, dtype=torch.int32, device="cuda")
+        lens = torch.zeros(300, dtype=torch.int32, device="cuda")
+        pre = torch.full((300, 640), -7, dtype=torch.int32, device="cuda")
+        table = torch.randint(0, 1 << 20, (40, 320), dtype=torch.int32, device="cuda")
+        for layout in LAYOUTS:
+            for n, width, skip in ((8, 128, 0), (64, 512, 1), (255, 640, 3), (1, 256, 0)):
+                positions = torch.randint(0, 80_000, (n + skip,), device="cuda")[skip:]
+                reqs = (torch.arange(n + skip, device="cuda", dtype=torch.int32) // 8)[skip:]
+                slots = torch.arange(n + skip, device="cuda")[skip:]  # views off 16 bytes
+                for num_decode in (n, n // 2, 0):
+                    builder(layout, impl="triton")(positions, 128, num_decode, reqs, table, 2,
+                                                   slots, dec, lens, pre,
+                                                   max_compressed_tokens=width)
+        torch.cuda.synchronize()
+        assert kernel.compiled_variant_count() == 1, kernel.compiled_variant_count()
+        assert kernel.LAUNCHER.cached_devices() == (torch.cuda.current_device(),)
+        print("one variant")
+    """)
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[2])
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, env=env, cwd=root)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "one variant" in done.stdout
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_the_lean_launch_writes_what_tritons_launch_writes(layout):
+    from server_patch.c128a import kernel
+
+    gen = torch.Generator().manual_seed(23)
+    server = Server(640, gen)
+    try:
+        for num_requests, max_context in ((1, 2_000), (9, 33_000), (32, 70_000)):
+            positions, reqs, table, slots, width, real = server.batch(num_requests, max_context)
+            outcomes = []
+            for lean in (False, True, True):
+                kernel.LAUNCHER.lean = lean
+                buffers = [torch.randint(-999, -2, t.shape, dtype=torch.int32,
+                                         generator=torch.Generator().manual_seed(5)).cuda()
+                           for t in (server.decode, server.lens, server.prefill)]
+                views = builder(layout, impl="triton")(
+                    positions[: real + 5], COMPRESS_RATIO, real, reqs, table, BLOCK_SIZE,
+                    slots, *buffers, max_compressed_tokens=width)
+                torch.cuda.synchronize()
+                outcomes.append((buffers, views))
+            for buffers, views in outcomes[1:]:
+                for a, b in zip(outcomes[0][0] + list(outcomes[0][1]), buffers + list(views),
+                                strict=True):
+                    assert a.shape == b.shape and a.stride() == b.stride() and torch.equal(a, b)
+    finally:
+        kernel.LAUNCHER.lean = True
+    assert kernel.LAUNCHER.cached_devices()
+
+
+def test_a_launch_hook_sees_our_launches():
+    """Profilers hook Triton's launches; the lean path must not hide ours from them."""
+    from server_patch.c128a import kernel
+
+    seen = []
+    gen = torch.Generator().manual_seed(3)
+    server = Server(640, gen)
+    batch = server.batch(4, 9_000)
+    server.build(PREFIX, batch)  # compiled and cached: the next launch would be lean
+    hook = lambda metadata: seen.append(metadata.get()["name"])  # noqa: E731
+    triton.knobs.runtime.launch_enter_hook.add(hook)
+    try:
+        server.build(PREFIX, batch)
+    finally:
+        triton.knobs.runtime.launch_enter_hook.remove(hook)
+    torch.cuda.synchronize()
+    assert seen == [kernel.c128a_metadata_kernel.fn.__name__]  # exactly our one launch

