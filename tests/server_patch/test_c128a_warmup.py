@@ -54,3 +54,14 @@ def test_the_plugin_arms_the_warm_up_when_it_installs_our_kernel(
     plugin.register()
     plugin.register()
     assert len(lazy_calls) == armed
+
+
+def test_a_torch_that_cannot_queue_it_does_not_stop_the_plugin(monkeypatch, caplog):
+    def missing(_call):
+        raise AttributeError("no _lazy_call in this torch")
+
+    monkeypatch.setattr(torch.cuda, "_lazy_call", missing)
+    monkeypatch.setattr(warmup, "_armed", False)
+    with caplog.at_level(logging.WARNING):
+        assert warmup.warm_up_when_cuda_starts() is False
+    assert "compiles on first use instead" in caplog.text
