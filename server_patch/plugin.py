@@ -6,7 +6,8 @@ exist. We replace the module global
 ``vllm.models.deepseek_v4.sparse_mla.build_c128a_topk_metadata``, which vLLM
 looks up by name on every metadata build, with our builder for the chosen
 layout, arm the compile of our kernel for when the process starts CUDA
-(``c128a.warmup``, as vLLM 0.30+ warms its own up), and leave a receipt.
+(``c128a.warmup``, as vLLM 0.30+ warms its own up), watch for the model's load
+and its C128A metadata builders (``model_watch``), and leave a receipt.
 Under every layout, ``off`` included, the stride guard (``server_patch.guard``,
 ``DSV4_QUAL_GUARD``, counting by default) wraps whatever is in place, so even
 upstream's own builder is watched and the receipt's ``guard`` section says what it saw.
@@ -35,8 +36,8 @@ from types import ModuleType
 from typing import Any, NoReturn
 
 from server_patch import guard as guard_mod
+from server_patch import model_watch, vllm_compat
 from server_patch import settings as settings_mod
-from server_patch import vllm_compat
 from server_patch.c128a import builder, observe_first_call, qualified_name
 from server_patch.c128a.warmup import warm_up_when_cuda_starts
 from server_patch.guard import StrideGuard
@@ -117,6 +118,13 @@ def _ensure_receipt(receipt_dir: str | None, fields: dict[str, Any]) -> None:
 
 def _current_receipt() -> Receipt | None:
     return _STATE.receipt
+
+
+def _record_model(section: dict[str, Any]) -> None:
+    """The model watch's findings (model loaded, C128A builders made) into the receipt."""
+    receipt = _STATE.receipt
+    if receipt is not None:
+        receipt.merge_section(model_watch.SECTION, section)
 
 
 def _ensure_guard(settings: settings_mod.Settings) -> StrideGuard:
@@ -306,4 +314,7 @@ def _register() -> None:
         installed = _install(target, settings.layout, variant, guard)
         fields.update(patched=True, installed=qualified_name(installed))
     fields["guard"] = guard.snapshot()
+    # Which process runs the model, and whether its model has C128A layers: what the
+    # gate needs to know whose receipt proves what.
+    fields[model_watch.SECTION] = model_watch.install(target.module, _record_model)
     _ensure_receipt(receipt_dir, fields)

@@ -19,6 +19,8 @@ from server_patch.sim.api import SimApp
 from server_patch.sim.config import SimConfig
 from server_patch.sim.engine import Engine
 
+SIM_ARCHITECTURE = "dsv4-qual-sim"
+
 
 def make_app(cfg: SimConfig) -> SimApp:
     """The sim's ASGI app; the engine starts with the app's lifespan.
@@ -35,6 +37,11 @@ def make_app(cfg: SimConfig) -> SimApp:
             "vllm_version": None, "server": "dsv4-qual-sim", "upstream_variant": None,
             "target": "dsv4-qual-sim C128A builder", "installed": qualified_name(build),
             "tool_version": tool_version(), "device": cfg.device,
+            # One process loads the toy model and builds its one C128A group's metadata.
+            "model": {"loaded": True, "architectures": [SIM_ARCHITECTURE],
+                      "model_type": "dsv4_qual_sim", "model": SIM_ARCHITECTURE,
+                      "c128a_builders": 1, "c128a_widths": [cfg.capacity],
+                      "hooks": {"model_loader": "ok", "c128a_builders": "ok"}},
         })
         receipt.write()
         build = observe_first_call(build, lambda info: receipt.update(first_call=info))

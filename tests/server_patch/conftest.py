@@ -251,11 +251,34 @@ def build_c128a_topk_metadata(
 """
 
 # How upstream's metadata builder reaches the function: by module-global name,
-# at call time. This is what makes replacing the global enough.
+# at call time. This is what makes replacing the global enough. The builder class
+# stands in for DeepseekV4SparseMLAMetadataBuilder: its compress ratio, and the
+# capacity width of a C128A one.
 CALLER = """
 
 def _build_c128a_metadata(*args, **kwargs):
     return build_c128a_topk_metadata(*args, **kwargs)
+
+
+class DeepseekV4SparseMLAMetadataBuilder:
+    def __init__(self, compress_ratio=128, max_model_len=65536):
+        self.compress_ratio = compress_ratio
+        if compress_ratio == 128:
+            self.c128a_max_compressed = -(-max_model_len // 128)
+
+    def _build_c128a_metadata(self, *args, **kwargs):
+        return build_c128a_topk_metadata(*args, **kwargs)
+
+
+class DeepseekV4FlashMLAMetadataBuilder(DeepseekV4SparseMLAMetadataBuilder):
+    pass
+"""
+
+# Where every vLLM model loader passes: the process that loads the model.
+FAKE_BASE_LOADER = """\
+class BaseModelLoader:
+    def load_model(self, vllm_config, model_config, prefix=""):
+        return object()
 """
 
 # A stand-in for vllm.plugins: load each general plugin and call it, and, more
@@ -286,7 +309,8 @@ def load_general_plugins():
 
 
 def write_fake_vllm(
-    root: Path, *, version: str = "0.28.0", upstream: str = "capacity", with_target: bool = True
+    root: Path, *, version: str = "0.28.0", upstream: str = "capacity", with_target: bool = True,
+    with_loader: bool = True,
 ) -> Path:
     """Write a fake ``vllm`` package under ``root`` and return the sys.path entry.
 
@@ -297,6 +321,12 @@ def write_fake_vllm(
     (pkg / "plugins").mkdir(parents=True)
     (pkg / "__init__.py").write_text(f'__version__ = "{version}"\n')
     (pkg / "plugins" / "__init__.py").write_text(FAKE_PLUGINS)
+    if with_loader:
+        loader = pkg / "model_executor" / "model_loader"
+        loader.mkdir(parents=True)
+        (pkg / "model_executor" / "__init__.py").write_text("")
+        (loader / "__init__.py").write_text("")
+        (loader / "base_loader.py").write_text(FAKE_BASE_LOADER)
     if with_target:
         target = pkg / "models" / "deepseek_v4"
         target.mkdir(parents=True)
@@ -318,9 +348,11 @@ def _forget_vllm() -> None:
 @pytest.fixture
 def fake_vllm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Path]]:
     """Install a fake vLLM for this test (in sys.path, fresh modules, clean plugin state)."""
-    from server_patch import plugin
+    from server_patch import model_watch, plugin
 
     monkeypatch.setattr(plugin, "_STATE", plugin._State())
+    model_watch._SEEN.reset()
+    monkeypatch.setattr(model_watch, "_report", None)
     for var in (
         "DSV4_QUAL_C128A_LAYOUT",
         "DSV4_QUAL_STRICT",

@@ -128,6 +128,8 @@ def test_receipt_records_the_first_call(sim: RunningSim) -> None:
     r = receipts[0]
     assert r["layout"] == "prefix" and r["patched"] is True
     assert r["first_call"]["row_stride_decode"] == SimConfig(max_model_len=1024).capacity
+    # The sim's one process runs the model and builds its one C128A group's metadata.
+    assert r["model"]["loaded"] is True and r["model"]["c128a_builders"] == 1
 
 
 @pytest.mark.slow
