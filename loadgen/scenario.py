@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from loadgen.bounds import required_measured
 from loadgen.durations import parse_duration
 from loadgen.exit_codes import BadInputError
 from loadgen.taxonomy import DEFAULT_FAIL_ON, Verdict
@@ -95,7 +96,7 @@ class LoadConfig(_Strict):
         default=0.0, ge=0, le=1_000_000, description="Requests per second; 0 is unlimited."
     )
     priming: Count = 0
-    measurement: Count = 32
+    measurement: Count = 64
     connect_timeout_s: PositiveSeconds = 10.0
     first_token_timeout_s: PositiveSeconds = 300.0
     idle_timeout_s: PositiveSeconds = 120.0
@@ -159,13 +160,31 @@ Workload = Annotated[
 ]
 
 
+#: The C128A layouts a candidate's model processes may run; `packed` is the bug itself.
+ACCEPTABLE_LAYOUTS = ("capacity", "prefix")
+
+
 class GateConfig(_Strict):
     role: Literal["control", "candidate"] = "candidate"
     fail_on: list[Verdict] = Field(default_factory=lambda: list(DEFAULT_FAIL_ON))
     allowed: Count = 0
     max_infra_errors: Count = 0
-    min_measured: int = Field(default=1, ge=1, le=MAX_COUNT)
+    prove_below: float = Field(
+        default=0.05, gt=0, lt=1,
+        description="A candidate passes only when the exact 95% upper bound of its failure "
+        "rate is below this; the measured requests it needs follow from it and `allowed`.",
+    )
+    min_measured: int | None = Field(
+        default=None, ge=1, le=MAX_COUNT,
+        description="A floor on measured requests on top of what prove_below needs.",
+    )
     require_receipts: bool = False
+    accept_layouts: list[str] = Field(
+        default_factory=lambda: list(ACCEPTABLE_LAYOUTS), min_length=1,
+        description="C128A layouts a candidate's model processes may run; upstream's own "
+        "builder (layout off) counts when its release writes one of these and the stride "
+        "guard saw its calls and no violation.",
+    )
     fail_on_stride_violations: bool = Field(
         default=False,
         description="Fail the gate when the plugin's stride guard saw any violation, "
@@ -179,6 +198,29 @@ class GateConfig(_Strict):
         if Verdict.OK in verdicts:
             raise ValueError("'ok' cannot fail a run")
         return verdicts
+
+    @field_validator("accept_layouts")
+    @classmethod
+    def _layouts(cls, layouts: list[str]) -> list[str]:
+        for layout in layouts:
+            if layout == "packed":
+                raise ValueError("'packed' is the #52448 bug: it never passes as a candidate")
+            if layout not in ACCEPTABLE_LAYOUTS:
+                raise ValueError(f"{layout!r} is not a C128A layout a candidate may run "
+                                 f"(choose from {', '.join(ACCEPTABLE_LAYOUTS)})")
+        return layouts
+
+    def required_measured(self) -> int:
+        """Measured requests a run of this gate needs: for a candidate, what proving
+        `prove_below` takes at `allowed` failures; at least `min_measured`; never below 1."""
+        floor = self.min_measured or 1
+        if self.role == "control":
+            return floor
+        needed = required_measured(self.prove_below, self.allowed)
+        if needed is None:
+            raise ValueError(f"gate.allowed {self.allowed} failures can never prove a rate "
+                             f"below {self.prove_below:g}")
+        return max(floor, needed)
 
 
 class VerdictConfig(_Strict):
@@ -286,6 +328,20 @@ class Scenario(_Strict):
     qualify: QualifyConfig | None = None
     soak: SoakConfig | None = None
 
+    @model_validator(mode="after")
+    def _enough_to_prove(self) -> Scenario:
+        needed = self.gate.required_measured()
+        if self.load.measurement < needed:
+            if self.gate.role == "control":
+                raise ValueError(f"load.measurement {self.load.measurement} is below "
+                                 f"gate.min_measured {needed}")
+            raise ValueError(
+                f"load.measurement {self.load.measurement}: too few to prove a failure rate "
+                f"below {100 * self.gate.prove_below:g}% (gate.prove_below) with "
+                f"{self.gate.allowed} allowed: a candidate needs at least {needed} measured "
+                "requests")
+        return self
+
     def with_overrides(self, **overrides: Any) -> Scenario:
         """Apply command-line overrides (None means 'not given') and validate again."""
         data = self.model_dump(mode="python")
@@ -326,7 +382,7 @@ def _first_problem(exc: ValidationError) -> str:
         problem = err["msg"].removeprefix("Value error, ")
         if "input" in err and not isinstance(err["input"], dict | list):
             problem += f" (got {err['input']!r})"
-    return f"{loc or '(top level)'}: {problem}"
+    return f"{loc}: {problem}" if loc else problem
 
 
 def scenario_search_dirs() -> list[Path]:

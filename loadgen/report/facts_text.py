@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from loadgen.targets.facts import ServerFacts
+from loadgen.targets.receipts import ReceiptFacts
 
 
 def layout_text(server: ServerFacts) -> str:
@@ -27,6 +28,18 @@ def receipts_text(server: ServerFacts) -> str:
         text += (f"; {ignored} older receipt(s) ignored (an earlier server start: "
                  f"{', '.join(selection.get('ignored_files') or [])[:300]})")
     return text + "."
+
+
+def processes_text(receipts: ReceiptFacts) -> str:
+    """Who wrote a receipt and what each ran: the model's processes first."""
+    parts = []
+    for p in sorted(receipts.processes, key=lambda p: not p.runs_model):
+        role = ("runs the model, " + (f"{p.c128a_builders} C128A builder(s)" if p.c128a_builders
+                                      else "no C128A layers")) if p.runs_model else "no model"
+        parts.append(f"{p.name}: layout {p.effective_layout}"
+                     + (f" (upstream {p.upstream_variant})" if p.effective_layout == "off" else "")
+                     + f", {role}, guard {p.guard_calls} call(s) / {p.violations} violation(s)")
+    return "; ".join(parts)
 
 
 def num(value: float | None, fmt: str) -> str:

@@ -17,6 +17,7 @@ from loadgen.judge.run_report import RunReport
 from loadgen.report.facts_text import (
     TELEMETRY_COLUMNS,
     layout_text,
+    processes_text,
     receipts_text,
     telemetry_rows,
 )
@@ -51,7 +52,9 @@ requests failed the gate; allowed {{ g.allowed }}.
 <tr><th>vLLM</th><td>{{ r.server.vllm_versions | join(', ') or '-' }}</td></tr>
 {% if receipts %}<tr><th>patch receipts</th><td id="receipts">{{ receipts }}</td></tr>{% endif %}
 <tr><th>stride violations (guard)</th>
-<td>{{ r.server.receipts.stride_violations if r.server.receipts else '-' }}</td></tr>
+<td>{{ r.server.receipts.violations if r.server.receipts.processes else '-' }}</td></tr>
+{% if r.server.receipts.processes %}<tr><th>processes</th>
+<td id="processes">{{ processes }}</td></tr>{% endif %}
 <tr><th>client</th><td>CPU {{ r.run.client.cpu_util }},
 loop lag p99 {{ r.run.client.loop_lag_ms_p99 }} ms {% if r.run.client.saturated %}
 <b class="fail">(saturated: timings are the client's)</b>{% endif %}</td></tr>
@@ -145,6 +148,7 @@ def render_html(report: RunReport) -> str:
         r=report, g=gate, word=EXIT_WORDS.get(gate.exit_code, "?"), phases=phases,
         plots=_plots(report) + telemetry_plots(report.server.samples),
         layout=layout_text(report.server), receipts=receipts_text(report.server),
+        processes=processes_text(report.server.receipts),
         telemetry=telemetry_rows(report.server), telemetry_columns=TELEMETRY_COLUMNS,
         forensics=[(n, st.failures) for n, st in report.stats.phases.items() if st.failures],
     )

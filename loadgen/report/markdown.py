@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from loadgen.bounds import describe_bound
 from loadgen.exit_codes import EXIT_WORDS
-from loadgen.judge.bounds import describe_bound
 from loadgen.judge.run_report import RunReport
 from loadgen.report.facts_text import (
     TELEMETRY_COLUMNS,
     layout_text,
+    processes_text,
     receipts_text,
     telemetry_rows,
 )
@@ -49,11 +50,8 @@ def render_markdown(report: RunReport) -> str:
         f"| C128A layout | {layout_text(server)} |",
         f"| vLLM | {', '.join(server.vllm_versions) or '-'} |",
     ]
-    receipts = server.receipts
-    if receipts.get("count"):
-        lines.append(f"| patch receipts | {receipts['count']} process(es), patched="
-                     f"{receipts.get('patched')}, stride violations "
-                     f"{receipts.get('stride_violations', 0)} |")
+    if server.receipts.processes:
+        lines.append(f"| patch receipts | {processes_text(server.receipts)} |")
     receipts_line = receipts_text(server)
     if receipts_line:
         lines += ["", receipts_line]

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from loadgen.judge.bounds import describe_bound
+from loadgen.bounds import describe_bound
 from loadgen.judge.qualification import Qualification
 from loadgen.judge.run_report import RunReport
 from loadgen.report.facts_text import layout_text
@@ -36,7 +36,7 @@ def side_facts(report: RunReport | None, base: Path) -> dict[str, Any] | None:
         "c128a_layout": report.server.layout,
         "layout": layout_text(report.server),
         "vllm_versions": report.server.vllm_versions,
-        "receipts": report.server.receipts.get("count", 0),
+        "receipts": len(report.server.receipts.processes),
         "fail_on": gate.fail_on,
         "allowed": gate.allowed,
         "measured": measured,

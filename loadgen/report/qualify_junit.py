@@ -5,7 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from loadgen.judge.bounds import describe_bound
+from loadgen.bounds import describe_bound
 from loadgen.judge.qualification import Qualification
 
 

@@ -16,7 +16,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from loadgen.judge.bounds import upper_bound
+from loadgen.bounds import upper_bound
 from loadgen.report.figures import png_bytes, pyplot
 
 UNKNOWN = "unknown"

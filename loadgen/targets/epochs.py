@@ -21,7 +21,8 @@ from typing import Any
 
 import httpx
 
-from loadgen.targets.telemetry import parse_prometheus, receipts_summary
+from loadgen.targets.receipts import ReceiptFacts
+from loadgen.targets.telemetry import parse_prometheus
 
 START_METRIC = "process_start_time_seconds"
 # Two scrapes of one process can disagree by rounding; a restart moves it by far more.
@@ -121,7 +122,8 @@ def select_receipts(server_doc: dict[str, Any], *, margin_s: float, since: float
                     run_started: float | None) -> dict[str, Any]:
     """server.json with `receipts_selection`, and the summary/layout of current receipts only.
 
-    Every receipt stays in `receipts` (forensics); `receipts_summary`, which the gate
+    Every receipt stays in `receipts` (forensics), marked `counted` or not;
+    `receipts_summary`, which the gate
     and the reports read, covers the current ones.
     """
     starts = [start_time_from_metrics(info.get(f"metrics_{label}"))
@@ -132,13 +134,13 @@ def select_receipts(server_doc: dict[str, Any], *, margin_s: float, since: float
     process_start = min(known) if known else None
     cutoff, basis = receipt_cutoff(process_start, since, run_started, margin_s)
     kept, ignored = [], []
-    for receipt in server_doc.get("receipts") or []:
+    receipts = [dict(r) for r in server_doc.get("receipts") or []]
+    for receipt in receipts:
         written = receipt_time(receipt)
-        if cutoff is None or (written is not None and written >= cutoff):
-            kept.append(receipt)
-        else:
-            ignored.append(receipt)
+        receipt["counted"] = cutoff is None or (written is not None and written >= cutoff)
+        (kept if receipt["counted"] else ignored).append(receipt)
     doc = dict(server_doc)
+    doc["receipts"] = receipts
     doc["receipts_selection"] = {
         "receipts_dir": server_doc.get("receipts_dir"),
         "basis": basis,
@@ -148,12 +150,15 @@ def select_receipts(server_doc: dict[str, Any], *, margin_s: float, since: float
         "ignored": len(ignored),
         "ignored_files": [str(r.get("file")) for r in ignored][:100],
     }
-    doc["receipts_summary"] = receipts_summary(kept)
+    facts = ReceiptFacts.from_dicts(kept)
+    doc["receipts_summary"] = facts.summary()
     layout = None
     for info in (server_doc.get("servers") or {}).values():
         layout = layout or info.get("c128a_layout")
-    if layout is None and doc["receipts_summary"]["layouts"]:
-        layout = ",".join(doc["receipts_summary"]["layouts"])
+    # What the processes that run the model ran, else what every receipt asked for.
+    ran = sorted({p.effective_layout for p in facts.model_processes if p.effective_layout})
+    if layout is None and (ran or facts.layouts):
+        layout = ",".join(ran or facts.layouts)
     doc["c128a_layout"] = layout
     doc["c128a_layout_source"] = ("/metrics (dsv4_qual_c128a_layout_info)"
                                   if any(i.get("c128a_layout") for i in

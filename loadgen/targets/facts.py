@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from loadgen.targets.receipts import ReceiptFacts
 from loadgen.targets.telemetry_summary import summarize
 
 
@@ -28,7 +29,7 @@ class ServerFacts:
     document: dict[str, Any] = field(default_factory=dict)  # server.json as written
     layout: str | None = None
     layout_source: str | None = None
-    receipts: dict[str, Any] = field(default_factory=dict)  # receipts_summary
+    receipts: ReceiptFacts = field(default_factory=ReceiptFacts)  # of this server start
     selection: dict[str, Any] = field(default_factory=dict)  # receipts_selection
     versions: list[str] = field(default_factory=list)  # from /version
     telemetry: dict[str, Any] = field(default_factory=dict)  # rates per server and total
@@ -39,7 +40,8 @@ class ServerFacts:
             document=document,
             layout=document.get("c128a_layout"),
             layout_source=document.get("c128a_layout_source"),
-            receipts=document.get("receipts_summary") or {},
+            receipts=ReceiptFacts.from_dicts(
+                [r for r in document.get("receipts") or [] if r.get("counted", True)]),
             selection=document.get("receipts_selection") or {},
             versions=server_versions(document),
             telemetry=summarize(document),
@@ -48,7 +50,7 @@ class ServerFacts:
     @property
     def vllm_versions(self) -> list[str]:
         """From the receipts when there are any (they name the process's vLLM), else /version."""
-        return list(self.receipts.get("vllm_versions") or []) or self.versions
+        return self.receipts.vllm_versions or self.versions
 
     @property
     def samples(self) -> list[dict[str, Any]]:

@@ -10,11 +10,11 @@ import asyncio
 import contextlib
 import math
 import time
-from pathlib import Path
 from typing import Any
 
 import httpx
-import orjson
+
+from loadgen.targets.receipts import read_receipts
 
 # Prometheus series we keep, summed over their label sets. vLLM renamed a few over
 # releases; every spelling seen is listed.
@@ -102,48 +102,6 @@ async def fetch_json(http: httpx.AsyncClient, url: str) -> Any:
         return None
 
 
-def read_receipts(directory: str | Path | None) -> list[dict[str, Any]]:
-    """Every patch receipt JSON in the directory (a half-written one is skipped)."""
-    if not directory:
-        return []
-    path = Path(directory)
-    if not path.is_dir():
-        return []
-    receipts = []
-    for file in sorted(path.glob("*.json")):
-        with contextlib.suppress(OSError, orjson.JSONDecodeError):
-            data = orjson.loads(file.read_bytes())
-            if isinstance(data, dict):
-                data.setdefault("file", file.name)
-                data.setdefault("file_mtime", file.stat().st_mtime)
-                receipts.append(data)
-    return receipts
-
-
-def receipts_summary(receipts: list[dict[str, Any]]) -> dict[str, Any]:
-    """What the report states about the patch: layouts, versions, guard counts."""
-    layouts = sorted({str(r.get("layout")) for r in receipts if r.get("layout")})
-    versions = sorted({str(r.get("vllm_version")) for r in receipts if r.get("vllm_version")})
-    guard_calls = 0
-    violations = 0
-    first_violation = None
-    for r in receipts:
-        guard = r.get("guard") or {}
-        guard_calls += int(guard.get("calls") or 0)
-        violations += int(guard.get("violations") or 0)
-        if first_violation is None and guard.get("first_violation"):
-            first_violation = guard["first_violation"]
-    return {
-        "count": len(receipts),
-        "layouts": layouts,
-        "vllm_versions": versions,
-        "patched": all(bool(r.get("patched")) for r in receipts) if receipts else None,
-        "guard_calls": guard_calls,
-        "stride_violations": violations,
-        "first_violation": first_violation,
-    }
-
-
 class Telemetry:
     """Collects the server facts of one run; written as server.json at the end."""
 
@@ -199,18 +157,12 @@ class Telemetry:
             self._task = None
 
     def document(self) -> dict[str, Any]:
-        receipts = read_receipts(self.receipts_dir)
-        layout = next((s.get("c128a_layout") for s in self.servers.values()
-                       if s.get("c128a_layout")), None)
-        summary = receipts_summary(receipts)
-        if layout is None and summary["layouts"]:
-            layout = ",".join(summary["layouts"])
+        """server.json before the receipts of the current server start are picked
+        (`epochs.select_receipts`)."""
         return {
             "servers": self.servers,
             "t0": self._t0,
             "samples": self.samples,
             "receipts_dir": self.receipts_dir,
-            "receipts": receipts,
-            "receipts_summary": summary,
-            "c128a_layout": layout,
+            "receipts": read_receipts(self.receipts_dir),
         }

@@ -1,27 +1,25 @@
-"""Clopper-Pearson bounds and the gate's decisions and exit codes."""
+"""Clopper-Pearson bounds, the counts a rate needs, and the gate's decisions and exit codes."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
+from loadgen.bounds import (
+    describe_bound,
+    detectable_rate,
+    lower_bound,
+    required_measured,
+    upper_bound,
+)
 from loadgen.judge import gate as gate_mod
 from loadgen.judge.aggregate import PhaseStats
-from loadgen.judge.bounds import describe_bound, lower_bound, upper_bound
 from loadgen.judge.gate import GateResult
 from loadgen.results import RunFacts
-from loadgen.scenario import GateConfig
+from loadgen.scenario import GateConfig, Scenario
 from loadgen.targets.facts import ServerFacts
-
-
-def evaluate(cfg: GateConfig, st: PhaseStats | None, *, invalid: str | None = None,
-             interrupted: str | None = None, receipts: dict | None = None,
-             gate_stride_violations: bool = False) -> GateResult:
-    """The gate over one measurement phase, with the run's and the server's facts given."""
-    if gate_stride_violations:
-        cfg = cfg.model_copy(update={"fail_on_stride_violations": True})
-    run = RunFacts(run_id="r", scenario="s", base_urls=["http://x"], invalid=invalid,
-                   interrupted=interrupted)
-    return gate_mod.evaluate(cfg, st, run, ServerFacts(receipts=receipts or {}))
+from loadgen.targets.receipts import ReceiptFacts
 
 
 def test_zero_of_256_is_about_1_16_percent() -> None:
@@ -39,6 +37,20 @@ def test_bounds_edges() -> None:
     assert upper_bound(298, 1024) > 298 / 1024 > lower_bound(298, 1024)
 
 
+@pytest.mark.parametrize("rate,allowed,needed", [
+    (0.003, 0, 998), (0.012, 0, 249), (0.05, 0, 59), (0.1, 0, 29), (0.003, 1, 1580)])
+def test_the_count_a_rate_needs_is_the_first_whose_bound_is_below_it(rate, allowed, needed):
+    assert required_measured(rate, allowed) == needed
+    assert upper_bound(allowed, needed) < rate <= upper_bound(allowed, needed - 1)
+
+
+def test_the_smallest_rate_a_run_catches() -> None:
+    # With 0 allowed, a server failing at the bound is caught 95% of the time.
+    assert detectable_rate(256) == pytest.approx(upper_bound(0, 256))
+    assert detectable_rate(1024, allowed=2) > detectable_rate(1024)
+    assert detectable_rate(0) is None
+
+
 def stats(measured: int, failing: int, infra: int = 0, interrupted: int = 0) -> PhaseStats:
     st = PhaseStats()
     st.requests = measured + interrupted
@@ -49,31 +61,54 @@ def stats(measured: int, failing: int, infra: int = 0, interrupted: int = 0) -> 
     return st
 
 
+def evaluate(cfg: GateConfig, st: PhaseStats | None, *, invalid: str | None = None,
+             interrupted: str | None = None, receipts: list[dict[str, Any]] | None = None,
+             ) -> GateResult:
+    run = RunFacts(run_id="r", scenario="s", base_urls=["http://x"], invalid=invalid,
+                   interrupted=interrupted)
+    server = ServerFacts(receipts=ReceiptFacts.from_dicts(receipts or []),
+                         selection={"receipts_dir": "/receipts"})
+    return gate_mod.evaluate(cfg, st, run, server)
+
+
 def test_candidate_clean_passes_and_failing_fails() -> None:
-    cfg = GateConfig(role="candidate", allowed=0, min_measured=10)
+    cfg = GateConfig(role="candidate", allowed=0, prove_below=0.05)
     ok = evaluate(cfg, stats(100, 0))
     assert (ok.passed, ok.exit_code, ok.failures) == (True, 0, 0)
+    assert ok.prove_below == 0.05 and ok.required_measured == 59
     bad = evaluate(cfg, stats(100, 1))
     assert (bad.passed, bad.exit_code) == (False, 1)
-    allowed = evaluate(GateConfig(role="candidate", allowed=1), stats(100, 1))
+    allowed = evaluate(GateConfig(role="candidate", allowed=1, prove_below=0.1), stats(100, 1))
     assert allowed.exit_code == 0
+
+
+def test_a_clean_run_too_small_to_prove_the_rate_is_invalid() -> None:
+    gate = evaluate(GateConfig(prove_below=0.003), stats(256, 0))
+    assert gate.exit_code == 2
+    assert any("998 are needed to prove a failure rate below 0.3%" in r for r in gate.reasons)
+
+
+def test_no_default_lets_one_request_pass() -> None:
+    assert GateConfig().required_measured() == 59
+    assert evaluate(GateConfig(), stats(1, 0)).exit_code == 2
+    with pytest.raises(ValueError, match="a candidate needs at least 59"):
+        Scenario.model_validate({"load": {"measurement": 1}})
 
 
 def test_control_passes_only_when_it_reproduces() -> None:
     cfg = GateConfig(role="control", allowed=0)
     assert evaluate(cfg, stats(64, 5)).exit_code == 0
     assert evaluate(cfg, stats(64, 0)).exit_code == 1
+    assert evaluate(cfg, stats(64, 5)).prove_below is None
 
 
 @pytest.mark.parametrize("kwargs,st,code", [
     ({"invalid": "server not ready"}, stats(0, 0), 2),
-    ({"interrupted": "interrupted by SIGINT"}, stats(10, 0, interrupted=3), 130),
+    ({"interrupted": "interrupted by SIGINT"}, stats(100, 0, interrupted=3), 130),
     ({}, stats(100, 0, infra=1), 2),
-    ({}, stats(5, 0), 2),  # under min_measured
 ])
 def test_invalid_runs(kwargs, st, code) -> None:
-    cfg = GateConfig(role="candidate", min_measured=10)
-    assert evaluate(cfg, st, **kwargs).exit_code == code
+    assert evaluate(GateConfig(), st, **kwargs).exit_code == code
 
 
 def test_infra_limit_is_settable() -> None:
@@ -82,32 +117,127 @@ def test_infra_limit_is_settable() -> None:
     assert evaluate(cfg, stats(100, 0, infra=3)).exit_code == 2
 
 
-def test_receipts_required() -> None:
-    cfg = GateConfig(require_receipts=True)
-    assert evaluate(cfg, stats(10, 0), receipts={"count": 0}).exit_code == 2
-    assert evaluate(cfg, stats(10, 0), receipts={"count": 3, "patched": False}).exit_code == 2
-    assert evaluate(cfg, stats(10, 0), receipts={"count": 3, "patched": True}).exit_code == 0
+# --------------------------------------------------------------------------- receipts
+
+
+def receipt(pid: int, *, layout: str = "capacity", patched: bool = True, model: bool = True,
+            c128a: int = 1, calls: int = 500, violations: int = 0, mode: str = "1",
+            upstream: str = "prefix", hooks: dict | None = None) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "file": f"h-{pid}.json", "pid": pid, "process": f"VLLM::proc{pid}", "layout": layout,
+        "patched": patched, "upstream_variant": upstream, "vllm_version": "0.32.0",
+        "guard": {"mode": mode, "calls": calls if model else 0,
+                  "violations": violations if model else 0},
+        "model": {"loaded": model, "architectures": ["DeepseekV4ForCausalLM"] if model else [],
+                  "c128a_builders": c128a if model else 0,
+                  "hooks": hooks or {"model_loader": "ok", "c128a_builders": "ok"}},
+    }
+    return data
+
+
+API = receipt(1, model=False)  # the API server: loads the plugin, never the model
+
+
+def receipts_gate(receipts: list[dict[str, Any]], **cfg: Any) -> GateResult:
+    return evaluate(GateConfig(**{"require_receipts": True, **cfg}), stats(100, 0),
+                    receipts=receipts)
+
+
+def receipts_message(gate: GateResult) -> str:
+    (check,) = [c for c in gate.checks if c.name.startswith("patch receipts")]
+    return check.message
+
+
+def test_capacity_and_prefix_in_the_model_processes_pass() -> None:
+    gate = receipts_gate([API, receipt(2), receipt(3, layout="prefix")])
+    assert gate.exit_code == 0
+    assert "2 model process(es) ran capacity, prefix" in receipts_message(gate)
+
+
+def test_packed_never_passes_as_a_candidate() -> None:
+    gate = receipts_gate([API, receipt(2, layout="packed")])
+    assert gate.exit_code == 1
+    assert "packed C128A layout (the #52448 bug)" in receipts_message(gate)
+    # Upstream's own builder on 0.27.x (layout off) is packed too, ...
+    assert receipts_gate([receipt(2, layout="off", patched=False, upstream="packed")]
+                         ).exit_code == 1
+    # ... and so is a relaxed plugin that left 0.27's builder in place.
+    assert receipts_gate([receipt(2, patched=False, upstream="packed")]).exit_code == 1
+    # Even when the scenario does not require receipts, a packed one fails.
+    assert receipts_gate([receipt(2, layout="packed")], require_receipts=False).exit_code == 1
+    with pytest.raises(ValueError, match="never passes as a candidate"):
+        GateConfig(accept_layouts=["packed"])
+
+
+def test_only_the_model_processes_are_weighed() -> None:
+    assert receipts_gate([receipt(1, model=False, layout="packed"), receipt(2)]).exit_code == 0
+
+
+def test_a_layout_the_scenario_does_not_accept_fails() -> None:
+    gate = receipts_gate([receipt(2, layout="prefix")], accept_layouts=["capacity"])
+    assert gate.exit_code == 1 and "the scenario accepts capacity" in receipts_message(gate)
+
+
+def test_upstreams_own_builder_counts_only_where_the_guard_vouches_for_it() -> None:
+    off = {"layout": "off", "patched": False, "upstream": "capacity"}
+    assert receipts_gate([receipt(2, **off)]).exit_code == 0
+    assert receipts_gate([receipt(2, **off, violations=3)]).exit_code == 1
+    assert receipts_gate([receipt(2, **off, calls=0)]).exit_code == 2
+    assert receipts_gate([receipt(2, **off, mode="0")]).exit_code == 2
+
+
+@pytest.mark.parametrize("receipts,words", [
+    ([], "no patch receipt found in /receipts"),
+    ([API], "no receipt from a process that runs the model"),
+    ([{"pid": 2, "layout": "capacity", "patched": True}], "before the model watch existed"),
+    ([receipt(1, model=False, hooks={"model_loader": "cannot hook X", "c128a_builders": "ok"})],
+     "model_loader: cannot hook X"),
+    ([API, receipt(2, calls=0), receipt(3, calls=0)], "the C128A builder was not reached"),
+    ([API, receipt(2), receipt(3, calls=0)], "no C128A builder call in VLLM::proc3 (pid 3)"),
+    ([receipt(2, mode="0")], "the stride guard is off"),
+])
+def test_receipts_that_cannot_prove_it_make_the_run_invalid(receipts, words) -> None:
+    gate = receipts_gate(receipts)
+    assert gate.exit_code == 2
+    assert words in receipts_message(gate)
+
+
+def test_a_model_without_c128a_layers_rests_on_the_replies() -> None:
+    gate = receipts_gate([API, receipt(2, c128a=0, calls=0)])
+    assert gate.exit_code == 0
+    message = receipts_message(gate)
+    assert "has no C128A layers" in message and "rests on the replies alone" in message
+
+
+def test_without_receipts_and_not_required_the_gate_says_what_it_rests_on() -> None:
+    gate = receipts_gate([], require_receipts=False)
+    assert gate.exit_code == 0
+    assert "the gate rests on the replies alone" in receipts_message(gate)
+
+
+def test_a_control_reports_receipts_and_never_gates_on_them() -> None:
+    cfg = {"role": "control", "require_receipts": True}
+    gate = evaluate(GateConfig(**cfg), stats(64, 5), receipts=[receipt(2, layout="packed")])
+    assert gate.exit_code == 0
+    assert "ran packed" in receipts_message(gate)
 
 
 def test_stride_violations_fail_a_clean_candidate() -> None:
-    cfg = GateConfig()
-    receipts = {"count": 1, "patched": True, "stride_violations": 4,
-                "first_violation": {"row_stride": 128}}
-    gate = evaluate(cfg, stats(10, 0), receipts=receipts, gate_stride_violations=True)
+    receipts = [receipt(2, violations=4)]
+    gate = evaluate(GateConfig(fail_on_stride_violations=True), stats(100, 0),
+                    receipts=receipts)
     assert gate.exit_code == 1
     assert any("4 violation" in r for r in gate.reasons)
-    assert evaluate(cfg, stats(10, 0), receipts=receipts).exit_code == 0
+    assert evaluate(GateConfig(), stats(100, 0), receipts=receipts).exit_code == 0
 
 
 def test_zero_stride_violations_pass_only_when_the_guard_saw_calls() -> None:
-    cfg = GateConfig()
-    clean = {"count": 2, "patched": True, "guard_calls": 900, "stride_violations": 0}
-    gate = evaluate(cfg, stats(10, 0), receipts=clean, gate_stride_violations=True)
+    cfg = GateConfig(fail_on_stride_violations=True)
+    gate = evaluate(cfg, stats(100, 0), receipts=[receipt(2, calls=900)])
     assert gate.exit_code == 0
     (check,) = [c for c in gate.checks if "stride" in c.name]
     assert check.passed and "0 violation(s) in 900 guarded builder call(s)" in check.message
-    silent = {"count": 2, "patched": True, "guard_calls": 0, "stride_violations": 0}
-    gate = evaluate(cfg, stats(10, 0), receipts=silent, gate_stride_violations=True)
+    gate = evaluate(cfg, stats(100, 0), receipts=[receipt(2, c128a=0, calls=0)])
     assert gate.exit_code == 2  # run invalid: nothing was watched
     assert any("no builder calls" in r for r in gate.reasons)
-    assert evaluate(cfg, stats(10, 0), receipts={}, gate_stride_violations=True).exit_code == 2
+    assert evaluate(cfg, stats(100, 0)).exit_code == 2

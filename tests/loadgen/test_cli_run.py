@@ -26,6 +26,7 @@ max_tokens = 64
 [workload]
 kind = "tool-turn"
 [gate]
+prove_below = 0.9
 min_measured = 1
 """
 

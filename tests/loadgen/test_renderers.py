@@ -31,7 +31,7 @@ def stuck(seq: int) -> object:
 def mixed_run(tmp_path: Path, name: str = "run", role: str = "candidate"):  # type: ignore[no-untyped-def]
     records = [record(0, phase="priming"), record(1, phase="priming")]
     records += [record(i) for i in range(2, 10)] + [stuck(10), stuck(11)]
-    scenario = Scenario(name="mixed", gate=GateConfig(role=role, min_measured=1))
+    scenario = Scenario(name="mixed", gate=GateConfig(role=role, prove_below=0.5))
     return judged(tmp_path / name, records, scenario=scenario)
 
 
@@ -96,7 +96,7 @@ def test_every_run_report_is_written(tmp_path: Path) -> None:
 def test_qualification_pages(tmp_path: Path) -> None:
     control = mixed_run(tmp_path / "q", "control", role="control")
     candidate = judged(tmp_path / "q" / "candidate", [record(i) for i in range(10)],
-                       scenario=Scenario(name="mixed", gate=GateConfig(min_measured=1)))
+                       scenario=Scenario(name="mixed", gate=GateConfig(prove_below=0.5)))
     q = decide(tmp_path / "q", "mixed", control, candidate)
     assert (q.exit_code, q.verdict) == (0, "QUALIFIED")
     doc = qualify_document(q)

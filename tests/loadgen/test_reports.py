@@ -8,7 +8,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from loadgen.engine.progress import Progress
-from loadgen.targets.telemetry import parse_prometheus, receipts_summary, tracked
+from loadgen.targets.receipts import receipts_summary
+from loadgen.targets.telemetry import parse_prometheus, tracked
 from tests.loadgen.conftest import run_cli
 
 SC = """
@@ -22,6 +23,8 @@ max_tokens = 48
 kind = "tool-turn"
 [telemetry]
 scrape_interval_s = 0.05
+[gate]
+prove_below = 0.9
 """
 
 

@@ -100,11 +100,13 @@ def test_run_reports_telemetry_layout_and_which_receipts_counted(fake_server,
         "time": iso(fake.start_time - 3 * 86400)}))
     (receipts / "gpu-1-200.json").write_text(json.dumps({
         "layout": "capacity", "vllm_version": "0.27.1", "patched": True, "pid": 200,
-        "time": iso(fake.start_time + 5)}))
+        "time": iso(fake.start_time + 5), "guard": {"mode": "1", "calls": 90, "violations": 0},
+        "model": {"loaded": True, "architectures": ["DeepseekV4ForCausalLM"],
+                  "c128a_builders": 1}}))
     sc = tmp_path / "t.toml"
     sc.write_text("[load]\nconcurrency = 4\npriming = 0\nmeasurement = 24\n"
                   "[request]\nmax_tokens = 64\n[telemetry]\nscrape_interval_s = 0.05\n"
-                  "[gate]\nmin_measured = 1\nrequire_receipts = true\n")
+                  "[gate]\nprove_below = 0.9\nrequire_receipts = true\n")
     out = tmp_path / "out"
     proc = run_cli("run", str(sc), "--base-url", srv.url, "--receipts-dir", str(receipts),
                    "--out", str(out), "--quiet")

@@ -28,6 +28,7 @@ max_tokens = 64
 kind = "tool-turn"
 accounts = 64
 [gate]
+prove_below = 0.9
 min_measured = 1
 [telemetry]
 scrape_interval_s = 0.2

@@ -20,6 +20,7 @@ kind = "tool-turn"
 accounts = 5
 seed = 3
 [gate]
+prove_below = 0.9
 min_measured = 30
 """
 

@@ -112,6 +112,7 @@ max_tokens = 32
 [workload]
 kind = "tool-turn"
 [gate]
+prove_below = 0.9
 min_measured = 4
 """
 

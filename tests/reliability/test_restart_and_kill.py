@@ -31,6 +31,7 @@ max_tokens = 48
 [workload]
 kind = "tool-turn"
 [gate]
+prove_below = 0.9
 min_measured = 1
 max_infra_errors = 1000
 """

@@ -12,7 +12,8 @@ import prometheus_client
 import pytest
 import torch
 
-from loadgen.targets.telemetry import parse_prometheus, receipts_summary, tracked
+from loadgen.targets.receipts import receipts_summary
+from loadgen.targets.telemetry import parse_prometheus, tracked
 from server_patch import guard_sinks
 from server_patch.guard import StrideGuard
 from server_patch.guard_sinks import prometheus_sink, receipt_sink, standard_sinks

@@ -36,7 +36,7 @@ def test_demo_exits_2_when_the_control_cannot_reproduce(tmp_path: Path) -> None:
     text = (REPO / "scenarios" / "sim-smoke.toml").read_text()
     text = text.replace("concurrency = 16", "concurrency = 1")
     text = text.replace("measurement = 64", "measurement = 4").replace(
-        "min_measured = 64", "min_measured = 4").replace("priming = 16", "priming = 0")
+        "prove_below = 0.05", "prove_below = 0.9").replace("priming = 16", "priming = 0")
     sc = tmp_path / "serial.toml"
     sc.write_text(text)
     proc = run_cli("demo", "--scenario", str(sc), "--out", str(tmp_path / "d"), "--quiet")

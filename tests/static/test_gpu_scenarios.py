@@ -30,14 +30,17 @@ def test_issue_52448_is_the_reporters_workload() -> None:
     assert (s.load.concurrency, s.load.priming, s.load.measurement) == (64, 0, 1024)
     assert s.request.max_tokens == 16384
     assert s.workload.kind == "tool-turn" and s.workload.accounts == 1  # one identical turn
-    assert (s.gate.role, s.gate.allowed, s.gate.min_measured) == ("candidate", 0, 1024)
+    assert (s.gate.role, s.gate.allowed, s.gate.prove_below) == ("candidate", 0, 0.003)
+    # 0 of 1024 proves < 0.3% (the scenario text says so); 998 would be the least.
+    assert s.gate.required_measured() == 998 <= s.load.measurement
 
 
 def test_pr_51318_is_the_fixes_validation_protocol() -> None:
     s = load_scenario("pr-51318")
     assert (s.load.concurrency, s.load.priming, s.load.measurement) == (32, 256, 256)
     assert s.request.max_tokens == 16384 and s.workload.kind == "tool-turn"
-    assert (s.gate.allowed, s.gate.max_infra_errors, s.gate.min_measured) == (0, 0, 256)
+    assert (s.gate.allowed, s.gate.max_infra_errors, s.gate.prove_below) == (0, 0, 0.012)
+    assert s.gate.required_measured() == 249 <= s.load.measurement  # 0 of 256: < 1.2%
 
 
 def test_positive_control_must_reproduce() -> None:
