@@ -85,6 +85,7 @@ class RequestRecord:
     error: str | None = None
     verdicts: list[str] = field(default_factory=list)
     error_kind: ErrorKind | None = None
+    findings: dict[str, Any] = field(default_factory=dict)  # why the verdicts were given
     # Not part of the frozen contract, but kept for the report's plots and checks.
     in_flight: int = 0
     body_hash: str = ""

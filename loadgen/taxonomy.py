@@ -14,6 +14,10 @@ class Verdict(StrEnum):
 
     STUCK_IN_REASONING = "stuck_in_reasoning"
     EMPTY_CONTENT = "empty_content"
+    NO_TOOL_CALL = "no_tool_call"
+    TOOL_ARGS_LOOP = "tool_args_loop"
+    BAD_TOOL_CALL = "bad_tool_call"
+    ABNORMAL_FINISH = "abnormal_finish"
     TRUNCATED = "truncated"
     REASONING_LOOP = "reasoning_loop"
     TOKEN_LEAK = "token_leak"
@@ -30,7 +34,11 @@ class Verdict(StrEnum):
 SEVERITY: tuple[Verdict, ...] = (
     Verdict.STUCK_IN_REASONING,
     Verdict.EMPTY_CONTENT,
+    Verdict.NO_TOOL_CALL,
+    Verdict.TOOL_ARGS_LOOP,
+    Verdict.BAD_TOOL_CALL,
     Verdict.REASONING_LOOP,
+    Verdict.ABNORMAL_FINISH,
     Verdict.TRUNCATED,
     Verdict.TOKEN_LEAK,
     Verdict.DIVERGENT,
@@ -48,16 +56,25 @@ INFRA_VERDICTS: frozenset[Verdict] = frozenset(
     {Verdict.HTTP_ERROR, Verdict.TIMEOUT, Verdict.STREAM_ERROR}
 )
 
-# What a gate fails on unless the scenario says otherwise. `divergent` is opt-in:
-# vLLM is not batch-invariant (unless VLLM_BATCH_INVARIANT=1), so identical greedy
-# requests may legitimately differ under concurrency; `truncated` is the client's
-# max_tokens, not the server's fault.
+# What a gate fails on unless the scenario says otherwise: every verdict that makes a
+# reply useless. `divergent` is opt-in: vLLM is not batch-invariant (unless
+# VLLM_BATCH_INVARIANT=1), so identical greedy requests may legitimately differ under
+# concurrency. `truncated` alone is the client's max_tokens; where a truncated reply
+# breaks a tool turn, `no_tool_call` or `tool_args_loop` says so and is gated.
 DEFAULT_FAIL_ON: tuple[Verdict, ...] = (
     Verdict.STUCK_IN_REASONING,
     Verdict.EMPTY_CONTENT,
+    Verdict.NO_TOOL_CALL,
+    Verdict.TOOL_ARGS_LOOP,
+    Verdict.BAD_TOOL_CALL,
     Verdict.REASONING_LOOP,
+    Verdict.ABNORMAL_FINISH,
     Verdict.TOKEN_LEAK,
 )
+
+#: Verdicts about a group of replies (computed after the run over all records, then
+#: written into each record they concern), not about one reply.
+RUN_LEVEL: frozenset[Verdict] = frozenset({Verdict.DIVERGENT})
 
 
 def by_severity(verdicts: set[Verdict] | list[Verdict]) -> list[Verdict]:

@@ -87,12 +87,12 @@ async def _worker(session: Session, source: SeqSource, maker: RequestMaker, phas
         await session.pacer.wait(endpoint)
         if stopper.stopped:
             return
-        body, body_hash = maker.body(item)
-        record = maker.record(phase, seq, item, endpoint, body_hash)
+        prepared = maker.body(item)
+        record = maker.record(phase, seq, item, endpoint, prepared)
         record.in_flight = session.in_flight.enter()
         progress.in_flight = session.in_flight.local
         try:
-            retry_after = await session.client.send(record, body, stream)
+            retry_after = await session.client.send(record, prepared.raw, stream)
         except asyncio.CancelledError:
             why = stopper.reason.message if stopper.reason else "cancelled"
             record.fail(ErrorKind.INTERRUPTED, f"interrupted: {why}", first_only=False)

@@ -9,15 +9,24 @@ compared after the run.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
 from loadgen.records import RequestRecord
 from loadgen.scenario import Scenario
 from loadgen.workload import WorkItem
+from loadgen.workload.tools import forces_a_call, offered_tools
 
 BODY_CACHE_ITEMS = 512
+
+
+class Prepared(NamedTuple):
+    raw: bytes
+    body_hash: str
+    #: What the request offered (params: tools as name -> required keys, tool_choice,
+    #: expects_tool_call), so the verdicts know what a healthy reply is.
+    offered: dict[str, Any]
 
 
 class RequestMaker:
@@ -26,10 +35,10 @@ class RequestMaker:
         self._run_id = run_id
         self._model = model
         self._worker = worker
-        self._bodies: dict[str, tuple[bytes, str]] = {}
+        self._bodies: dict[str, Prepared] = {}
 
-    def body(self, item: WorkItem) -> tuple[bytes, str]:
-        """(serialised body, its hash)."""
+    def body(self, item: WorkItem) -> Prepared:
+        """The body as it is sent, its hash, and what it offered."""
         cached = self._bodies.get(item.item_id)
         if cached is not None:
             return cached
@@ -53,19 +62,26 @@ class RequestMaker:
         if req.stream:
             body["stream_options"] = {"include_usage": True}
         raw = orjson.dumps(body)
-        entry = (raw, hashlib.blake2b(raw, digest_size=8).hexdigest())
+        tool_choice = body.get("tool_choice")
+        offered = {
+            "tools": offered_tools(item.tools) if item.tools else None,
+            "tool_choice": tool_choice,
+            "expects_tool_call": bool(item.tools) and tool_choice != "none" and (
+                item.expects_tool_call or forces_a_call(tool_choice)),
+        }
+        entry = Prepared(raw, hashlib.blake2b(raw, digest_size=8).hexdigest(), offered)
         if len(self._bodies) < BODY_CACHE_ITEMS:
             self._bodies[item.item_id] = entry
         return entry
 
     def record(self, phase: str, seq: int, item: WorkItem, endpoint: str,
-               body_hash: str) -> RequestRecord:
+               prepared: Prepared) -> RequestRecord:
         req = self._scenario.request
         return RequestRecord(
             run_id=self._run_id, scenario=self._scenario.name, phase=phase, seq=seq,
             endpoint=endpoint, item_id=item.item_id,
             params={"max_tokens": req.max_tokens, "temperature": req.temperature,
                     "top_p": req.top_p, "seed": req.seed, "stream": req.stream,
-                    "approx_prompt_tokens": item.approx_prompt_tokens},
-            body_hash=body_hash, greedy=req.temperature == 0.0, worker=self._worker,
+                    "approx_prompt_tokens": item.approx_prompt_tokens, **prepared.offered},
+            body_hash=prepared.body_hash, greedy=req.temperature == 0.0, worker=self._worker,
         )

@@ -20,6 +20,9 @@ class WorkItem:
     tools: list[dict[str, Any]] | None = None
     body: dict[str, Any] = field(default_factory=dict)
     approx_prompt_tokens: int = 0
+    #: The healthy reply is a tool call (the workload asks for one); the verdicts hold a
+    #: reply without one against it.
+    expects_tool_call: bool = False
 
 
 class Workload(Protocol):

@@ -59,9 +59,13 @@ class LongContext:
                 account = accounts[i % len(accounts)]
                 doc = _document(random.Random(f"doc/{cfg.seed}/{i}"),
                                 int(target * self.chars_per_token))
+                # With tools, an explicit instruction: the healthy reply is a change_plan
+                # call, so a reply without one is a broken turn, not a judgement call.
                 question = (
-                    f"Above is the billing history of account {account}. Based on it, "
-                    f"upgrade {account} to business if its usage justifies it."
+                    f"Above is the billing history of account {account}. Upgrade {account} "
+                    "to the business plan now." if cfg.tools else
+                    f"Above is the billing history of account {account}. Summarize its "
+                    "usage in three sentences."
                 )
                 messages = [
                     {"role": "system", "content": SYSTEM_PROMPT},
@@ -72,4 +76,5 @@ class LongContext:
                     messages=messages,
                     tools=BILLING_TOOLS if cfg.tools else None,
                     approx_prompt_tokens=target,
+                    expects_tool_call=cfg.tools,
                 )

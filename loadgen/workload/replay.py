@@ -16,6 +16,7 @@ from loadgen.exit_codes import BadInputError
 from loadgen.scenario import ReplayWorkload
 from loadgen.workload.base import WorkItem
 from loadgen.workload.tokens import estimate_tokens
+from loadgen.workload.tools import forces_a_call
 
 OWNED_KEYS = ("model", "stream", "stream_options")
 
@@ -64,6 +65,7 @@ class Replay:
             built.append(WorkItem(
                 item_id=f"replay/{index + 1}", messages=messages, tools=tools, body=body,
                 approx_prompt_tokens=estimate_tokens("x" * chars),
+                expects_tool_call=bool(tools) and forces_a_call(body.get("tool_choice")),
             ))
         while True:
             yield from built

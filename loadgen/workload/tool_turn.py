@@ -69,6 +69,7 @@ class ToolTurn:
             built.append(WorkItem(
                 item_id=f"tool-turn/{account}", messages=messages, tools=BILLING_TOOLS,
                 approx_prompt_tokens=estimate_tokens("x" * chars) + 400,
+                expects_tool_call=True,
             ))
         while True:
             yield from built

@@ -40,3 +40,21 @@ SYSTEM_PROMPT = (
     "through the tools you are given, one step at a time, and never claim an action you "
     "did not perform. When the user asks for several changes, perform the first one now."
 )
+
+
+def offered_tools(tools: list[dict[str, Any]] | None) -> dict[str, list[str]]:
+    """What a request offered, as the verdicts check it: function name -> required keys."""
+    offered: dict[str, list[str]] = {}
+    for tool in tools or []:
+        fn = tool.get("function") if isinstance(tool, dict) else None
+        if isinstance(fn, dict) and isinstance(fn.get("name"), str):
+            params = fn.get("parameters") if isinstance(fn.get("parameters"), dict) else {}
+            required = params.get("required") if isinstance(params.get("required"), list) else []
+            offered[fn["name"]] = [str(k) for k in required]
+    return offered
+
+
+def forces_a_call(tool_choice: Any) -> bool:
+    """`tool_choice` "required", or one named function: the reply must be a tool call."""
+    return tool_choice == "required" or (
+        isinstance(tool_choice, dict) and tool_choice.get("type") == "function")

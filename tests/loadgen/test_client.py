@@ -13,6 +13,7 @@ from loadgen.engine.transport import make_http_client
 from loadgen.judge.verdicts import classify
 from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig
+from loadgen.workload.tools import BILLING_TOOLS, offered_tools
 from tests.support.openai_fake import MODE_VERDICTS, MODEL
 
 TRANSPORTS = ["aiohttp", "httpx"]
@@ -23,13 +24,16 @@ async def _send(url: str, transport: str, mode: str, timeouts: Timeouts = FAST,
                 stream: bool = True, **extra) -> tuple[RequestRecord, float | None]:
     body = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}],
             "max_tokens": 64, "stream": stream, "fake_mode": mode,
-            "tools": [{"type": "function", "function": {"name": "change_plan"}}], **extra}
+            "tools": BILLING_TOOLS, **extra}
     if stream:
         body["stream_options"] = {"include_usage": True}
     async with make_http_client(transport, 4, True, timeouts.connect) as http:
         client = ChatClient(http, timeouts)
+        # A tool turn, as the tool-turn workload sends it: a tool call is the healthy reply.
         record = RequestRecord(run_id="r", scenario="s", phase="measurement", seq=0,
-                               endpoint=url, item_id="i")
+                               endpoint=url, item_id="i", params={
+                                   "tools": offered_tools(BILLING_TOOLS), "tool_choice": None,
+                                   "expects_tool_call": True})
         retry_after = await client.send(record, orjson.dumps(body), stream)
     record.verdicts = classify(record, VerdictConfig())
     return record, retry_after

@@ -55,12 +55,14 @@ def test_server_json_and_reports(fake_server, tmp_path: Path) -> None:
 
     root = ET.parse(out / "junit.xml").getroot()
     suite = root.find("testsuite")
-    # the gate, and the two gated verdicts the stuck replies carry
-    assert suite.get("failures") == "3"
+    # the gate, and the three gated verdicts the stuck replies carry (a stuck tool turn
+    # has no tool call either)
+    assert suite.get("failures") == "4"
     names = {c.get("name"): c for c in suite.iter("testcase")}
     assert names["failures <= 0"].find("failure") is not None
     assert names["verdict stuck_in_reasoning"].find("failure") is not None
     assert names["verdict reasoning_loop"].find("failure") is not None
+    assert names["verdict no_tool_call"].find("failure") is not None
     assert names["verdict token_leak"].find("failure") is None
     assert "verdict divergent" not in names  # opt-in only
 

@@ -70,10 +70,13 @@ def test_whitespace_content_does_not_count_as_content() -> None:
     assert classify(r, CFG) == ["stuck_in_reasoning"]
 
 
-@pytest.mark.parametrize("finish", ["stop", "tool_calls", None, "abort"])
-def test_empty_content_when_finished_otherwise(finish) -> None:
+@pytest.mark.parametrize("finish,verdicts", [
+    ("stop", ["empty_content"]), ("tool_calls", ["empty_content"]),
+    (None, ["empty_content", "abnormal_finish"]), ("abort", ["empty_content", "abnormal_finish"]),
+])
+def test_empty_content_when_finished_otherwise(finish, verdicts) -> None:
     r = rec(finish_reason=finish, reasoning="I will think about it.")
-    assert classify(r, CFG) == ["empty_content"]
+    assert classify(r, CFG) == verdicts
 
 
 def test_length_with_nothing_at_all_is_empty_content() -> None:
@@ -199,3 +202,95 @@ def test_reasoning_differences_alone_are_not_divergence() -> None:
     a = rec(seq=1, greedy=True, body_hash="h", finish_reason="stop", content="x", reasoning="a")
     b = rec(seq=2, greedy=True, body_hash="h", finish_reason="stop", content="x", reasoning="b")
     assert divergent_seqs([greedy_entry(a), greedy_entry(b)]) == set()
+
+
+# ------------------------------------------------------------------------- tool turns
+
+OFFERED = {"change_plan": ["account_id", "plan"], "get_account": ["account_id"]}
+
+
+def tool_turn(**kw) -> RequestRecord:
+    """A record of a turn that offered the billing tools and expects a call."""
+    return rec(params={"tools": OFFERED, "tool_choice": None, "expects_tool_call": True}, **kw)
+
+
+def call(name: str, arguments: str) -> list[dict]:
+    return [{"id": "t", "type": "function", "function": {"name": name, "arguments": arguments}}]
+
+
+def test_a_tool_turn_answered_in_prose_is_no_tool_call() -> None:
+    r = tool_turn(finish_reason="stop", reasoning="Upgrade first.",
+                  content="I have upgraded XEHM4B to business.")
+    assert classify(r, CFG) == ["no_tool_call"]
+    assert r.findings["tool_calls"] == ["a tool call was expected; the reply has none"]
+    # Without the expectation (a plain chat), the same reply is fine.
+    assert classify(rec(finish_reason="stop", content="I have upgraded it."), CFG) == ["ok"]
+
+
+@pytest.mark.parametrize("name,arguments,why", [
+    ("", '{"account_id": "XEHM4B"}', "no function name"),
+    ("delete_account", '{"account_id": "XEHM4B"}', "'delete_account' was not offered"),
+    ("change_plan", "account_id=XEHM4B plan=business", "not a JSON object"),
+    ("change_plan", '["XEHM4B", "business"]', "not a JSON object"),
+    ("change_plan", '{"account_id": "XEHM4B"}', "miss required plan"),
+])
+def test_a_tool_call_that_cannot_be_executed_is_bad(name, arguments, why) -> None:
+    r = tool_turn(finish_reason="tool_calls", tool_calls=call(name, arguments))
+    assert classify(r, CFG) == ["bad_tool_call"]
+    assert why in r.findings["tool_calls"][0]
+
+
+def test_arguments_cut_by_length_or_looping_are_tool_args_loop() -> None:
+    cut = tool_turn(finish_reason="length",
+                    tool_calls=call("change_plan", '{"account_id": "XEHM4B", "plan": "bus'))
+    assert classify(cut, CFG) == ["tool_args_loop", "truncated"]
+    looping = '{"account_id": "XEHM4B", "plan": "business", "reason": "' + "again and " * 60
+    loop = tool_turn(finish_reason="length", tool_calls=call("change_plan", looping))
+    verdicts = classify(loop, CFG)
+    assert verdicts[0] == "tool_args_loop"
+    assert any("arguments end in a loop" in w for w in loop.findings["tool_calls"])
+
+
+def test_healthy_calls_pass_and_empty_arguments_count_as_an_empty_object() -> None:
+    r = tool_turn(finish_reason="tool_calls", tool_calls=[
+        *call("get_account", '{"account_id": "XEHM4B"}'),
+        *call("change_plan", '{"account_id": "XEHM4B", "plan": "business", "note": "x"}')])
+    assert classify(r, CFG) == ["ok"]
+    no_args = rec(params={"tools": {"ping": []}, "expects_tool_call": True},
+                  finish_reason="tool_calls", tool_calls=call("ping", ""))
+    assert classify(no_args, CFG) == ["ok"]
+
+
+def test_without_knowing_what_was_offered_only_the_call_itself_is_checked() -> None:
+    r = rec(finish_reason="tool_calls", tool_calls=call("anything", '{"a": 1}'))
+    assert classify(r, CFG) == ["ok"]
+    r = rec(finish_reason="tool_calls", tool_calls=call("anything", "not json"))
+    assert classify(r, CFG) == ["bad_tool_call"]
+
+
+@pytest.mark.parametrize("finish", ["abort", "error", "repetition", "content_filter", None])
+def test_an_abnormal_finish_is_named(finish) -> None:
+    r = tool_turn(finish_reason=finish, tool_calls=TOOL_CALL)
+    assert classify(r, CFG) == ["abnormal_finish"]
+    assert r.findings["finish"] == (finish or "none")
+
+
+def test_stuck_says_whether_the_reasoning_loops_or_was_merely_long() -> None:
+    looping = rec(finish_reason="length", reasoning=LOOP * 40)
+    classify(looping, CFG)
+    assert looping.findings["stuck"] == "looping"
+    assert looping.findings["loop"]["field"] == "reasoning"
+    long = rec(finish_reason="length", reasoning=HEALTHY_REASONING)
+    assert classify(long, CFG) == ["stuck_in_reasoning"]
+    assert long.findings["stuck"].startswith("long")
+
+
+def test_a_templated_list_in_the_content_is_not_a_loop() -> None:
+    ids = [f"A{i:05d}" for i in range(30)]
+    text = "\n".join(f"- Account {a}: plan pro, 12 seats, active, renews 2026-12-01"
+                     for a in ids)
+    assert ngram_loop(text, 8, 6, 400) is not None  # the template repeats ...
+    assert ngram_loop(text, 8, 6, 400, templates=True) is None  # ... with a new id each time
+    assert classify(rec(finish_reason="stop", content=text), CFG) == ["ok"]
+    # The same sentence over and over in the content is still a loop.
+    assert classify(rec(finish_reason="stop", content=LOOP * 30), CFG) == ["reasoning_loop"]

@@ -80,15 +80,21 @@ class Chunks:
 
 DONE = b"data: [DONE]\n\n"
 
-#: Each behaviour of the fake and the verdict a correct client gives it.
+#: Each behaviour of the fake and the (most severe) verdict a correct client gives it
+#: on a tool turn: a request that offers tools and expects a tool call.
 MODE_VERDICTS: dict[str, str] = {
     "ok": "ok",
-    "answer": "ok",
+    "answer": "no_tool_call",
     "stuck": "stuck_in_reasoning",
     "empty": "empty_content",
     "truncated": "truncated",
     "loop": "reasoning_loop",
     "leak": "token_leak",
+    "args_loop": "tool_args_loop",
+    "bad_args": "bad_tool_call",
+    "unknown_tool": "bad_tool_call",
+    "missing_keys": "bad_tool_call",
+    "abort": "abnormal_finish",
     "http_500": "http_error",
     "http_502": "http_error",
     "http_503": "http_error",
@@ -267,12 +273,17 @@ class FakeOpenAI:
         finally:
             self.in_flight -= 1
 
-    def _healthy_tool(self, body: dict[str, Any]) -> list[bytes]:
+    def _healthy_tool(self, body: dict[str, Any], *, name: str = "change_plan",
+                      args: str | None = None, finish: str = "tool_calls",
+                      reasoning_text: str | None = None, content: str = "") -> list[bytes]:
         c = Chunks(self.model)
-        reasoning = [c.reasoning(w) for w in _words(HEALTHY_REASONING.format(acc="XEHM4B"))]
-        args = orjson.dumps({"account_id": "XEHM4B", "plan": "business"}).decode()
-        calls = c.tool_call("change_plan", args)
-        return [c.role(), *reasoning, *calls, c.finish("tool_calls"),
+        text = reasoning_text or HEALTHY_REASONING.format(acc="XEHM4B")
+        reasoning = [c.reasoning(w) for w in _words(text)]
+        if args is None:
+            args = orjson.dumps({"account_id": "XEHM4B", "plan": "business"}).decode()
+        calls = c.tool_call(name, args)
+        said = [c.content(content)] if content else []
+        return [c.role(), *reasoning, *said, *calls, c.finish(finish),
                 c.usage(300, len(reasoning) + len(calls), len(reasoning)), DONE]
 
     async def mode_ok(self, body: dict[str, Any], max_tokens: int) -> Response:
@@ -300,6 +311,8 @@ class FakeOpenAI:
                              c.usage(300, len(toks), len(toks)), DONE])
 
     async def mode_truncated(self, body: dict[str, Any], max_tokens: int) -> Response:
+        if body.get("tools"):  # the whole call came, then the cap: truncated, still usable
+            return self._stream(self._healthy_tool(body, finish="length"))
         c = Chunks(self.model)
         content = _words("Sure. First I will upgrade the account and then I will")
         return self._stream([c.role(), c.reasoning("Upgrade first. "),
@@ -307,6 +320,9 @@ class FakeOpenAI:
                              c.usage(300, len(content) + 1, 1), DONE])
 
     async def mode_loop(self, body: dict[str, Any], max_tokens: int) -> Response:
+        if body.get("tools"):  # a looping reasoning that still ends in the right call
+            return self._stream(self._healthy_tool(
+                body, reasoning_text="".join(_reasoning_tokens(LOOP_SENTENCE, 200))))
         c = Chunks(self.model)
         toks = _reasoning_tokens(LOOP_SENTENCE, 200)
         return self._stream([c.role(), *(c.reasoning(t) for t in toks),
@@ -314,10 +330,34 @@ class FakeOpenAI:
                              c.usage(300, len(toks) + 1, len(toks)), DONE])
 
     async def mode_leak(self, body: dict[str, Any], max_tokens: int) -> Response:
+        if body.get("tools"):
+            return self._stream(self._healthy_tool(body, content="Calling it.</think>"))
         c = Chunks(self.model)
         return self._stream([c.role(), c.reasoning("Upgrade it. "),
                              c.content("Upgrading now.</think><|im_end|>"), c.finish("stop"),
                              c.usage(300, 5, 1), DONE])
+
+    # -- broken tool turns: each reply is useless to a tool-calling agent ----------------
+
+    async def mode_args_loop(self, body: dict[str, Any], max_tokens: int) -> Response:
+        """Arguments that never close: a looping string value, cut by max_tokens."""
+        head = '{"account_id": "XEHM4B", "plan": "business", "reason": "'
+        args = head + "".join(_reasoning_tokens("the user wants the upgrade and ", max_tokens))
+        return self._stream(self._healthy_tool(body, args=args, finish="length"))
+
+    async def mode_bad_args(self, body: dict[str, Any], max_tokens: int) -> Response:
+        return self._stream(self._healthy_tool(body, args="account_id=XEHM4B plan=business"))
+
+    async def mode_unknown_tool(self, body: dict[str, Any], max_tokens: int) -> Response:
+        return self._stream(self._healthy_tool(body, name="delete_account",
+                                               args='{"account_id": "XEHM4B"}'))
+
+    async def mode_missing_keys(self, body: dict[str, Any], max_tokens: int) -> Response:
+        return self._stream(self._healthy_tool(body, args='{"account_id": "XEHM4B"}'))
+
+    async def mode_abort(self, body: dict[str, Any], max_tokens: int) -> Response:
+        """The engine aborted the request after the call: finish_reason abort."""
+        return self._stream(self._healthy_tool(body, finish="abort"))
 
     async def _error(self, status: int, headers: dict[str, str] | None = None) -> Response:
         return JSONResponse({"error": {"message": f"injected {status}", "type": "Injected",
@@ -408,6 +448,8 @@ class FakeOpenAI:
         c = Chunks(self.model)
         # 3 MB of text that is not a loop (a counting sequence).
         big = "".join(f"{i:08x} " for i in range(3 * 1024 * 1024 // 9))
+        if body.get("tools"):
+            return self._stream(self._healthy_tool(body, content=big))
         return self._stream([c.role(), c.reasoning("Long answer. "), c.content(big),
                              c.finish("stop"), c.usage(300, 2, 1), DONE])
 

@@ -1,0 +1,31 @@
+"""Legitimate replies never get a gated verdict (the corpus: tests/support/legit_corpus.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from loadgen.judge.verdicts import classify
+from loadgen.records import RequestRecord
+from loadgen.scenario import VerdictConfig
+from loadgen.taxonomy import DEFAULT_FAIL_ON
+from tests.support.legit_corpus import CORPUS, LegitReply
+
+GATED = {v.value for v in DEFAULT_FAIL_ON}
+
+
+@pytest.mark.parametrize("reply", CORPUS, ids=[r.name for r in CORPUS])
+def test_a_legitimate_reply_is_ok(reply: LegitReply) -> None:
+    record = RequestRecord(run_id="r", scenario="s", phase="measurement", seq=0,
+                           endpoint="http://x", item_id="i", params=reply.params,
+                           finish_reason=reply.finish_reason, reasoning=reply.reasoning,
+                           content=reply.content, tool_calls=reply.tool_calls)
+    verdicts = classify(record, VerdictConfig())
+    assert not GATED.intersection(verdicts), (verdicts, record.findings)
+    assert verdicts == ["ok"]
+
+
+def test_the_corpus_is_long_enough_to_matter() -> None:
+    # Every loop rule has something to bite on: long texts, many similar lines.
+    assert max(len(r.content) for r in CORPUS) > 3000  # past the 400-word n-gram tail
+    assert max(len(r.reasoning.split()) for r in CORPUS) > 400
+    assert sum(1 for r in CORPUS if r.tool_calls) >= 4

@@ -1,0 +1,208 @@
+"""Replies a healthy model gives that a careless rule would call broken.
+
+Each entry is one reply (reasoning, content, tool calls, finish) and what its request
+offered. None of them may get a gated verdict: long answers, templated lists and
+tables, code, JSON, CSV, long reasoning that ends and answers, single and parallel
+tool calls, a reply in Chinese. The rules are tuned against this corpus, not the
+other way round: a rule that flags one of these is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+OFFERED = {"get_account": ["account_id"], "change_plan": ["account_id", "plan"],
+           "cancel_subscription": ["account_id", "effective"],
+           "send_email": ["account_id", "subject", "body"]}
+
+
+@dataclass(frozen=True)
+class LegitReply:
+    name: str
+    content: str = ""
+    reasoning: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    finish_reason: str = "stop"
+    expects_tool_call: bool = False
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return {"tools": OFFERED if self.tool_calls or self.expects_tool_call else None,
+                "tool_choice": "required" if self.expects_tool_call else None,
+                "expects_tool_call": self.expects_tool_call}
+
+
+def _call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"id": f"call-{name}", "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)}}
+
+
+LONG_ANSWER = " ".join([
+    "Paged attention splits each sequence's key-value cache into fixed-size blocks, so the",
+    "server can allocate memory on demand instead of reserving the longest possible context",
+    "for every request. A block table maps each sequence's logical blocks to physical ones,",
+    "which lets two requests that share a prefix point at the same physical blocks until",
+    "one of them writes past the shared part. Continuous batching then schedules a new",
+    "request as soon as another one finishes, rather than waiting for a whole batch to",
+    "drain, which keeps the accelerator busy when replies differ a lot in length.",
+    "Speculative decoding adds a cheap draft model that proposes several tokens ahead; the",
+    "large model verifies all of them in one forward pass and keeps the longest prefix it",
+    "agrees with, so a good draft turns several sequential steps into one. CUDA graphs",
+    "remove the launch overhead of the many small kernels of a decode step by recording",
+    "them once and replaying the recording, but a replay reuses the exact tensor addresses",
+    "and strides that were recorded, which is why metadata buffers must stay where they",
+    "were and keep the layout the graph saw. When a builder changes the row stride between",
+    "capture and replay, every row after the first is read from the wrong place, and the",
+    "model attends to another request's context. The symptom depends on the model: some",
+    "produce word salad, reasoning models often circle in their thinking until they hit",
+    "the token limit. The fix keeps the capacity stride and narrows only how many columns",
+    "are written, which preserves the speed-up of the narrower layout without changing",
+    "what the captured kernel reads. In practice, operators should pin a release that",
+    "carries the fix, keep a positive control that reproduces the failure on purpose, and",
+    "run a soak that lasts long enough to cover the server's history, because failures of",
+    "this kind grow with uptime and short probes on a fresh server miss them entirely.",
+    "Capacity planning for such a deployment starts from the longest context the service",
+    "promises, since the persistent metadata buffers are sized for it once at start-up.",
+    "A million-token context at a compression ratio of one hundred and twenty-eight gives",
+    "eight thousand one hundred and ninety-two compressed slots per row; the number of",
+    "rows follows from the largest batch of tokens the scheduler may form in one step.",
+    "Multiplying the two gives the buffer's footprint, which is small next to the weights",
+    "but not negligible when several attention groups each keep their own copy. Expert",
+    "parallelism spreads the mixture-of-experts layers over the accelerators of a node,",
+    "while data parallelism runs independent replicas that share nothing but the front",
+    "end. Tensor parallelism, by contrast, splits every matrix across devices and needs a",
+    "fast interconnect, which is why multi-node setups prefer data parallelism across",
+    "nodes and keep tensor parallelism inside one. Monitoring should track the number of",
+    "running and waiting requests, the cache usage, preemptions and the acceptance rate",
+    "of speculative tokens, because a falling acceptance rate is often the first sign",
+    "that the draft and the target model disagree more than they should.",
+])
+
+ACCOUNTS = [f"{chr(65 + i % 26)}{(i * 7919) % 10000:04d}Z" for i in range(24)]
+
+TABLE = "\n".join(
+    ["| account | plan | seats | status | renews |", "|---|---|---:|---|---|"]
+    + [f"| {a} | {'pro' if i % 3 else 'business'} | {12 + i % 5} | active | 2026-12-01 |"
+       for i, a in enumerate(ACCOUNTS)])
+
+TEMPLATED_LIST = "Accounts on the pro plan:\n" + "\n".join(
+    f"- Account {a}: plan pro, 12 seats, active, renews 2026-12-01" for a in ACCOUNTS)
+
+NUMBERED_STEPS = "\n".join(f"{i}. {step}" for i, step in enumerate([
+    "Check that the account exists and is active.",
+    "Read the current plan and the number of seats.",
+    "Compare the usage of the last three months with the business tier's limits.",
+    "Confirm with the owner that the upgrade is wanted.",
+    "Apply the plan change and note the time it took effect.",
+    "Prorate the charge for the rest of the billing period.",
+    "Send the confirmation email to the account owner.",
+    "Record the change in the audit log with the operator's name.",
+    "Schedule the cancellation for the end of the term if requested.",
+    "Verify that the invoice shows both the upgrade and the cancellation.",
+    "Close the ticket and link the audit entry.",
+], start=1))
+
+CODE = '''Here are the tests:
+
+```python
+import pytest
+
+from billing import change_plan, cancel_subscription
+
+
+@pytest.mark.parametrize("plan", ["free", "pro", "business", "enterprise"])
+def test_change_plan_accepts_every_plan(plan):
+    account = change_plan("XEHM4B", plan)
+    assert account.plan == plan
+
+
+def test_change_plan_rejects_an_unknown_plan():
+    with pytest.raises(ValueError):
+        change_plan("XEHM4B", "platinum")
+
+
+def test_cancel_at_the_end_of_the_term_keeps_the_account_active():
+    account = cancel_subscription("XEHM4B", effective="end_of_term")
+    assert account.status == "active"
+    assert account.cancels_on == account.renews_on
+
+
+def test_cancel_immediately_closes_the_account():
+    account = cancel_subscription("XEHM4B", effective="immediately")
+    assert account.status == "cancelled"
+```
+'''
+
+JSON_ANSWER = json.dumps([{"account_id": a, "plan": "pro", "seats": 12, "status": "active"}
+                          for a in ACCOUNTS], indent=2)
+
+CSV_ANSWER = "month,prompt_tokens,generation_tokens,requests\n" + "\n".join(
+    f"2026-{m:02d},{1_000_000 + 37_311 * m},{200_000 + 9_127 * m},{4_000 + 131 * m}"
+    for m in range(1, 13))
+
+LONG_REASONING = " ".join([
+    "The user asks me to upgrade the account and then cancel it, which sounds contradictory",
+    "at first. But people do this: they want the business features for the rest of the",
+    "term, or they need an invoice at the business rate for their records. The system",
+    "prompt tells me to perform one step at a time and never to claim an action I did not",
+    "take, so I will not cancel in the same turn. Which tool fits the first step? There is",
+    "change_plan with an account id and a plan; business is among the allowed values. The",
+    "account is on pro with twelve seats, active, renewing on the first of December. Is",
+    "there anything that blocks an upgrade from pro to business? Nothing in the record",
+    "says so: no unpaid invoice, no suspension. After the upgrade I should ask whether the",
+    "cancellation is meant immediately or at the end of the term, because",
+    "cancel_subscription requires that field and guessing it would be claiming intent the",
+    "user did not state. Should I mention proration? It matters for the invoice, but it",
+    "does not change what I do now. I could also send an email, but nobody asked for one.",
+    "So: call change_plan for XEHM4B with plan business, and in the next turn ask about",
+    "the cancellation's timing. Let me double-check the identifier once more: the record",
+    "from get_account says XEHM4B, six characters, uppercase letters and digits, matching",
+    "what the user typed. The plan enum lists free, pro, business and enterprise, so the",
+    "value must be the lowercase word business, not Business or business plan. Seats stay",
+    "at twelve; the tool does not take a seat count, so nothing else to pass. What if the",
+    "upgrade fails, for example because the billing provider rejects the card? Then the",
+    "tool returns an error and I report it instead of moving on to the cancellation. What",
+    "if the user meant to cancel the business plan they do not have yet? That reading",
+    "makes no sense for the order they gave. What if they meant to cancel something else,",
+    "like an add-on? The record lists no add-ons. I am fairly confident the order is",
+    "upgrade now, cancellation to be scheduled after they confirm its timing. One more",
+    "consideration is the renewal date: if the term ends on the first of December and the",
+    "cancellation is at the end of term, the business features last until then, which is",
+    "probably the point of upgrading first. I should not speculate about that in my reply",
+    "beyond asking the question. The reply will be the tool call only; the question about",
+    "timing comes after the tool result, so that I can confirm the upgrade in the same",
+    "message.",
+])
+
+CHINESE = ("已将账户 XEHM4B 升级到企业版（business）。取消订阅需要您确认生效时间："
+           "立即取消，还是在本计费周期结束时取消？确认后我再执行下一步。")
+
+CORPUS: list[LegitReply] = [
+    LegitReply("long answer", content=LONG_ANSWER, reasoning="The user wants an overview."),
+    LegitReply("markdown table", content=TABLE),
+    LegitReply("templated list", content=TEMPLATED_LIST),
+    LegitReply("numbered steps", content=NUMBERED_STEPS),
+    LegitReply("code", content=CODE, reasoning="Write the tests they asked for."),
+    LegitReply("json", content=JSON_ANSWER),
+    LegitReply("csv", content=CSV_ANSWER),
+    LegitReply("long reasoning, then an answer", reasoning=LONG_REASONING,
+               content="I will upgrade XEHM4B to business first. Should the cancellation "
+                       "take effect immediately or at the end of the term?"),
+    LegitReply("chinese answer", content=CHINESE, reasoning="用户要求先升级再取消。"),
+    LegitReply("long reasoning, then a tool call", reasoning=LONG_REASONING,
+               tool_calls=[_call("change_plan", account_id="XEHM4B", plan="business")],
+               finish_reason="tool_calls", expects_tool_call=True),
+    LegitReply("parallel tool calls", reasoning="Look it up, then upgrade.",
+               tool_calls=[_call("get_account", account_id="XEHM4B"),
+                           _call("change_plan", account_id="XEHM4B", plan="business")],
+               finish_reason="tool_calls", expects_tool_call=True),
+    LegitReply("tool call with an optional key", content="Cancelling at the end of the term.",
+               tool_calls=[_call("cancel_subscription", account_id="XEHM4B",
+                                 effective="end_of_term", reason="moving to another vendor")],
+               finish_reason="tool_calls", expects_tool_call=True),
+    LegitReply("email with a long body", tool_calls=[_call(
+        "send_email", account_id="XEHM4B", subject="Your plan change",
+        body=LONG_ANSWER[:3000])], finish_reason="tool_calls", expects_tool_call=True),
+]
