@@ -60,12 +60,12 @@ class Chunks:
     def finish(self, reason: str) -> bytes:
         return self._chunk({"content": ""}, reason)
 
-    def tool_call(self, name: str, arguments: str) -> list[bytes]:
-        head = self._chunk({"tool_calls": [{"id": f"chatcmpl-tool-{self.created}",
-                                            "type": "function", "index": 0,
+    def tool_call(self, name: str, arguments: str, index: int = 0) -> list[bytes]:
+        head = self._chunk({"tool_calls": [{"id": f"chatcmpl-tool-{self.created}-{index}",
+                                            "type": "function", "index": index,
                                             "function": {"name": name, "arguments": ""}}]})
         parts = [arguments[i:i + 12] for i in range(0, len(arguments), 12)]
-        return [head] + [self._chunk({"tool_calls": [{"index": 0,
+        return [head] + [self._chunk({"tool_calls": [{"index": index,
                                                       "function": {"arguments": p}}]})
                          for p in parts]
 
@@ -358,6 +358,20 @@ class FakeOpenAI:
     async def mode_abort(self, body: dict[str, Any], max_tokens: int) -> Response:
         """The engine aborted the request after the call: finish_reason abort."""
         return self._stream(self._healthy_tool(body, finish="abort"))
+
+    async def mode_replay_reply(self, body: dict[str, Any], max_tokens: int) -> Response:
+        """Stream the reply the body names (`fake_reply`: reasoning, content, tool_calls,
+        finish_reason), shaped as vLLM streams it."""
+        reply = body.get("fake_reply") or {}
+        c = Chunks(self.model)
+        parts = [c.role()]
+        parts += [c.reasoning(w) for w in _words(reply.get("reasoning") or "")]
+        content = reply.get("content") or ""
+        parts += [c.content(content[i:i + 40]) for i in range(0, len(content), 40)]
+        for index, call in enumerate(reply.get("tool_calls") or []):
+            parts += c.tool_call(call["function"]["name"], call["function"]["arguments"], index)
+        parts += [c.finish(reply.get("finish_reason") or "stop"), c.usage(300, 100, 50), DONE]
+        return self._stream(parts)
 
     async def _error(self, status: int, headers: dict[str, str] | None = None) -> Response:
         return JSONResponse({"error": {"message": f"injected {status}", "type": "Injected",
