@@ -44,6 +44,7 @@ class FailureTail:
     reasoning_tail: str
     content_tail: str
     tool_calls: list[dict[str, Any]]
+    findings: dict[str, Any]  # why each verdict was given (the loop, the leak, the call)
 
 
 @dataclass
@@ -121,7 +122,7 @@ class PhaseStats:
                 completion_tokens=usage.get("completion_tokens"), error=d.get("error"),
                 reasoning_tail=_tail(d.get("reasoning") or ""),
                 content_tail=_tail(d.get("content") or ""),
-                tool_calls=d.get("tool_calls") or []))
+                tool_calls=d.get("tool_calls") or [], findings=d.get("findings") or {}))
 
 
 def percentiles(values: list[float]) -> dict[str, float | None]:

@@ -19,6 +19,7 @@ from loadgen.exit_codes import ExitCode
 from loadgen.judge.aggregate import PhaseStats
 from loadgen.judge.checks import Check
 from loadgen.judge.receipt_rules import receipts_check, stride_check
+from loadgen.judge.spread import FailureSpread, failure_spread
 from loadgen.results import RunFacts
 from loadgen.scenario import GateConfig
 from loadgen.targets.facts import ServerFacts
@@ -45,6 +46,8 @@ class GateResult:
     reasons: list[str] = field(default_factory=list)
     checks: list[Check] = field(default_factory=list)
     per_verdict: dict[str, int] = field(default_factory=dict)
+    spread: dict[str, Any] = field(default_factory=dict)  # failures by request order
+    statement: str = ""  # what this run proves, in words
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -82,6 +85,7 @@ def evaluate(cfg: GateConfig, stats: PhaseStats | None, run: RunFacts,
                             f"{failures} of {measured} reproduced the bug (needs more than "
                             f"{cfg.allowed})"))
     reasons = [c.message for c in checks if not c.passed]
+    spread = failure_spread(st.timeline)
     if run.interrupted:
         code = ExitCode.INTERRUPTED
     elif any(not c.passed and c.kind == "error" for c in checks):
@@ -90,15 +94,47 @@ def evaluate(cfg: GateConfig, stats: PhaseStats | None, run: RunFacts,
         code = ExitCode.PASSED
     else:
         code = ExitCode.GATE_FAILED
+    upper, lower = upper_bound(failures, measured), lower_bound(failures, measured)
+    detectable = detectable_rate(measured, cfg.allowed)
     return GateResult(
         role=cfg.role, passed=code == ExitCode.PASSED, failures=failures,
         allowed=cfg.allowed, measured=measured,
-        upper_bound_95=upper_bound(failures, measured),
-        lower_bound_95=lower_bound(failures, measured), exit_code=int(code),
+        upper_bound_95=upper, lower_bound_95=lower, exit_code=int(code),
         fail_on=[str(v) for v in cfg.fail_on], infra_errors=st.infra_errors,
         max_infra_errors=cfg.max_infra_errors, required_measured=needed,
         prove_below=cfg.prove_below if candidate else None,
-        detectable_rate_95=detectable_rate(measured, cfg.allowed),
+        detectable_rate_95=detectable,
         reasons=reasons, checks=checks,
         per_verdict={str(v): st.verdicts.get(v, 0) for v in cfg.fail_on},
+        spread=spread.to_dict(),
+        statement=statement(cfg, failures, measured, upper, lower, detectable, spread),
     )
+
+
+def _pct(rate: float) -> str:
+    return f"{100 * rate:.3g}%"
+
+
+def statement(cfg: GateConfig, failures: int, measured: int, upper: float | None,
+              lower: float | None, detectable: float | None, spread: FailureSpread) -> str:
+    """What the run proves, in the words a release manager reads (report, summary)."""
+    if not measured:
+        return "Nothing was measured: this run proves nothing."
+    if cfg.role == "control":
+        return (f"{failures} of {measured} measured requests reproduced the bug: the "
+                f"reproduction rate is above {_pct(lower or 0.0)} at 95% confidence.")
+    assert upper is not None
+    proved = (f"which proves it below {_pct(cfg.prove_below)} as the scenario asks"
+              if upper < cfg.prove_below else
+              f"which does NOT prove it below {_pct(cfg.prove_below)} as the scenario asks")
+    parts = [f"{failures} of {measured} measured requests failed the gate: the failure rate "
+             f"under this load is below {_pct(upper)} at 95% confidence, {proved}."]
+    if detectable is not None:
+        parts.append(f"A server failing {_pct(detectable)} of these requests would have "
+                     f"been caught with 95% probability.")
+    parts.append("This assumes requests fail independently of each other; failures that "
+                 "grow with the server's history (#52448's came after ~256 clean requests) "
+                 "are covered only as far as this run's history reaches.")
+    if spread.failures:
+        parts.append(spread.statement().capitalize() + ".")
+    return " ".join(parts)

@@ -22,6 +22,7 @@ from loadgen.report.facts_text import (
     telemetry_rows,
 )
 from loadgen.report.figures import png_data_uri, pyplot
+from loadgen.report.markdown import findings_lines
 from loadgen.report.summary import phase_summary
 from loadgen.report.telemetry_plots import telemetry_plots
 
@@ -43,6 +44,7 @@ img{max-width:100%;border:1px solid #eee;margin:.3em 0}
 requests failed the gate; allowed {{ g.allowed }}.
 {% if g.upper_bound_95 is not none %} Failure rate &lt;
 {{ '%.2f' % (100 * g.upper_bound_95) }}% at 95% confidence.{% endif %}</p>
+<p id="proves"><b>What this run proves:</b> {{ g.statement }}</p>
 {% if g.reasons %}<ul>{% for reason in g.reasons %}<li>{{ reason }}</li>{% endfor %}</ul>{% endif %}
 <table>
 <tr><th>run id</th><td>{{ r.run.run_id }}</td></tr>
@@ -80,6 +82,8 @@ loop lag p99 {{ r.run.client.loop_lag_ms_p99 }} ms {% if r.run.client.saturated 
 {% for f in failures %}<h3>seq {{ f.seq }}: {{ f.verdicts | join(', ') }}</h3>
 <p>finish_reason {{ f.finish_reason }}, completion tokens {{ f.completion_tokens }}
 {% if f.error %}, error: {{ f.error }}{% endif %}</p>
+{% if findings(f.findings) %}<ul>{% for line in findings(f.findings) %}<li>{{ line }}</li>
+{% endfor %}</ul>{% endif %}
 {% if f.reasoning_tail %}<p>reasoning tail</p><pre>{{ f.reasoning_tail }}</pre>{% endif %}
 {% if f.content_tail %}<p>content tail</p><pre>{{ f.content_tail }}</pre>{% endif %}
 {% endfor %}{% endfor %}
@@ -151,4 +155,5 @@ def render_html(report: RunReport) -> str:
         processes=processes_text(report.server.receipts),
         telemetry=telemetry_rows(report.server), telemetry_columns=TELEMETRY_COLUMNS,
         forensics=[(n, st.failures) for n, st in report.stats.phases.items() if st.failures],
+        findings=findings_lines,
     )

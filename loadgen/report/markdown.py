@@ -19,6 +19,24 @@ def _fmt(value: float | None, scale: float = 1.0, digits: int = 3) -> str:
     return "-" if value is None else f"{value * scale:.{digits}f}"
 
 
+def findings_lines(findings: dict[str, object]) -> list[str]:
+    """Why the verdicts were given, one line each (stuck looping or merely long, ...)."""
+    lines = []
+    if findings.get("stuck"):
+        lines.append(f"stuck: {findings['stuck']}")
+    loop = findings.get("loop")
+    if isinstance(loop, dict):
+        lines.append(f"loop in the {loop.get('field')}: {str(loop.get('unit'))[:80]!r} "
+                     f"x{loop.get('repeats')} ({loop.get('kind')})")
+    if findings.get("leak"):
+        lines.append(f"leak: {findings['leak']}")
+    for problem in findings.get("tool_calls") or []:  # type: ignore[union-attr]
+        lines.append(f"tool call: {problem}")
+    if findings.get("finish"):
+        lines.append(f"finish_reason: {findings['finish']}")
+    return lines
+
+
 def _fence(text: str) -> str:
     return "```text\n" + text.replace("```", "'''") + "\n```"
 
@@ -38,6 +56,7 @@ def render_markdown(report: RunReport) -> str:
     elif gate.role == "control" and gate.measured:
         lines.append(f"Control reproduction rate: {gate.failures}/{gate.measured}"
                      f" (> {_fmt(gate.lower_bound_95, 100, 2)}% at 95% confidence).")
+    lines += ["", f"What this run proves: {gate.statement}", ""]
     for reason in gate.reasons:
         lines.append(f"- {reason}")
     lines += [
@@ -89,6 +108,13 @@ def render_markdown(report: RunReport) -> str:
         lines += ["", f"tokens/s {_fmt(ph['tokens_per_s'], 1, 1)}, requests/s "
                   f"{_fmt(ph['requests_per_s'], 1, 2)}, completion tokens "
                   f"{ph['tokens']['completion']}"]
+    buckets = gate.spread.get("buckets") or []
+    if gate.failures and buckets:
+        lines += ["", "## Failures by request order (measurement)", "",
+                  gate.spread.get("statement", "") + ".", "",
+                  "| from seq | requests | failed | rate |", "|---:|---:|---:|---:|"]
+        lines += [f"| {b['first_seq']} | {b['requests']} | {b['failures']} | "
+                  f"{100 * b['failures'] / b['requests']:.1f}% |" for b in buckets]
     for name, st in report.stats.phases.items():
         if not st.failures:
             continue
@@ -98,6 +124,7 @@ def render_markdown(report: RunReport) -> str:
             lines += ["", f"### seq {f.seq}: {', '.join(f.verdicts)}",
                       f"finish_reason {f.finish_reason}, completion tokens "
                       f"{f.completion_tokens}{error}"]
+            lines += [f"- {line}" for line in findings_lines(f.findings)]
             if f.reasoning_tail:
                 lines += ["", "reasoning tail:", _fence(f.reasoning_tail)]
             if f.content_tail:

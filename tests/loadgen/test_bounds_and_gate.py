@@ -241,3 +241,38 @@ def test_zero_stride_violations_pass_only_when_the_guard_saw_calls() -> None:
     assert gate.exit_code == 2  # run invalid: nothing was watched
     assert any("no builder calls" in r for r in gate.reasons)
     assert evaluate(cfg, stats(100, 0)).exit_code == 2
+
+
+# ------------------------------------------------------------------- spread and claim
+
+def timeline(flags: list[bool]) -> list:
+    from loadgen.judge.aggregate import TimelinePoint
+
+    return [TimelinePoint(seq, "x", 1, 0.0, failed) for seq, failed in enumerate(flags)]
+
+
+def test_failures_that_start_late_are_not_spread_evenly() -> None:
+    from loadgen.judge.spread import failure_spread
+
+    # #52448's shape: clean first, then failing.
+    late = failure_spread(timeline([False] * 256 + [i % 3 == 0 for i in range(768)]))
+    assert late.uneven and late.direction == "rising" and late.p_trend < 0.001
+    assert "NOT spread evenly" in late.statement() and "this run's history only" in \
+        late.statement()
+    even = failure_spread(timeline([i % 20 == 0 for i in range(1024)]))
+    assert not even.uneven and "spread evenly" in even.statement()
+    assert failure_spread(timeline([False] * 64)).statement() == "no failure: nothing to spread"
+    # The same records give the same p-values (a rebuilt report reads the same).
+    flags = [i % 7 == 0 or i > 900 for i in range(1024)]
+    assert failure_spread(timeline(flags)).p_uneven == failure_spread(timeline(flags)).p_uneven
+
+
+def test_the_gate_says_what_a_pass_proves() -> None:
+    st = stats(1024, 0)
+    gate = evaluate(GateConfig(prove_below=0.003), st)
+    assert gate.exit_code == 0
+    assert "below 0.292% at 95% confidence, which proves it below 0.3%" in gate.statement
+    assert "fail independently" in gate.statement and "history" in gate.statement
+    assert gate.detectable_rate_95 == pytest.approx(0.00292, abs=1e-5)
+    control = evaluate(GateConfig(role="control"), stats(64, 63))
+    assert "reproduction rate is above 92" in control.statement
