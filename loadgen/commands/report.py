@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.exit_codes import EXIT_WORDS
+from loadgen.judge.run_level import mark_run_level_verdicts
 from loadgen.judge.run_report import RunReport, judge_run
 from loadgen.report import write_run_reports
+from loadgen.results import RECORDS_FILE, is_run_dir
 
 
 @dataclass
@@ -32,6 +34,9 @@ class RunOutcome:
 
 
 def rebuild_reports(out_dir: Path, html: bool = True) -> RunOutcome:
+    """Run-level verdicts into the records, then judge and write every report."""
+    if is_run_dir(out_dir):
+        mark_run_level_verdicts(out_dir / RECORDS_FILE)
     report = judge_run(out_dir)
     return RunOutcome(report, write_run_reports(report, html=html))
 

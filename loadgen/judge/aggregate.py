@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from loadgen.judge.run_level import divergent_seqs, greedy_entry
-from loadgen.records import RequestRecord, iter_record_dicts
+from loadgen.records import iter_record_dicts
 from loadgen.results import RECORDS_FILE
 from loadgen.taxonomy import INFRA_VERDICTS, Verdict
 
@@ -167,11 +166,13 @@ def failure_rate_by_order(timeline: list[TimelinePoint]) -> tuple[int, list[int]
 
 
 def aggregate(out_dir: Path, fail_on: list[str]) -> RunStats:
-    """Statistics of every phase; `fail_on` decides what counts as a gated failure."""
+    """Statistics of every phase; `fail_on` decides what counts as a gated failure.
+
+    Run-level verdicts (`divergent`) are read from the records like any other: they are
+    written into them first (`run_level.mark_run_level_verdicts`)."""
     fail = set(fail_on)
     phases: dict[str, PhaseStats] = {}
-    greedy: list[tuple[str, int, bytes]] = []
-    phase_of: dict[int, str] = {}
+    divergent: set[int] = set()
     total = 0
     run_start: float | None = None
     path = out_dir / RECORDS_FILE
@@ -185,17 +186,8 @@ def aggregate(out_dir: Path, fail_on: list[str]) -> RunStats:
         sent = (d.get("timings") or {}).get("sent")
         if isinstance(sent, int | float):
             run_start = sent if run_start is None else min(run_start, sent)
-        if d.get("greedy") and d.get("body_hash"):
-            entry = greedy_entry(RequestRecord.from_dict(d))
-            if entry is not None:
-                greedy.append(entry)
-                phase_of[entry[1]] = phase
-    divergent = divergent_seqs(greedy)
-    for seq in divergent:
-        st = phases[phase_of[seq]]
-        st.verdicts[Verdict.DIVERGENT.value] += 1
-        if Verdict.DIVERGENT.value in fail:
-            st.failing_seqs.add(seq)
+        if Verdict.DIVERGENT.value in verdicts:  # run level, written into the record
+            divergent.add(int(d.get("seq", -1)))
     if run_start is not None:
         for st in phases.values():
             st.timeline = [p._replace(sent_s=p.sent_s - run_start) for p in st.timeline]

@@ -10,14 +10,17 @@ written back into each divergent record's own verdict list.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections import Counter
 from collections.abc import Iterable
+from pathlib import Path
 
 import orjson
 
-from loadgen.records import RequestRecord
-from loadgen.taxonomy import INFRA_VERDICTS, Verdict
+from loadgen.records import RequestRecord, iter_record_dicts
+from loadgen.taxonomy import INFRA_VERDICTS, Verdict, by_severity
 
+DIVERGENT = Verdict.DIVERGENT.value
 NOT_COMPLETED = frozenset(v.value for v in (*INFRA_VERDICTS, Verdict.INTERRUPTED))
 
 
@@ -59,3 +62,56 @@ def divergent_seqs(entries: Iterable[tuple[str, int, bytes]]) -> set[int]:
         majority, _ = Counter(k for _, k in members).most_common(1)[0]
         out.update(seq for seq, k in members if k != majority)
     return out
+
+
+def mark_run_level_verdicts(path: Path) -> set[int]:
+    """Write `divergent` into the verdicts of the records it concerns; its seqs.
+
+    Computed over every record of the run, then stored in each divergent record's own
+    verdict list, so a reader of records.jsonl sees what the summary counts. The file
+    is replaced whole (atomically) and only when a verdict list changes; a line that
+    does not parse (a torn last line) is kept as it is.
+    """
+    if not path.exists():
+        return set()
+    entries = []
+    marked: set[int] = set()
+    for data in iter_record_dicts(path):
+        if DIVERGENT in (data.get("verdicts") or []):
+            marked.add(int(data.get("seq", -1)))
+        if data.get("greedy") and data.get("body_hash"):
+            entry = greedy_entry(RequestRecord.from_dict(data))
+            if entry is not None:
+                entries.append(entry)
+    divergent = divergent_seqs(entries)
+    if divergent == marked:
+        return divergent
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(path, "rb") as src, open(tmp, "wb") as dst:
+        for line in src:
+            dst.write(_remarked(line, divergent))
+        dst.flush()
+        os.fsync(dst.fileno())
+    os.replace(tmp, path)
+    return divergent
+
+
+def _remarked(line: bytes, divergent: set[int]) -> bytes:
+    try:
+        data = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return line
+    if not isinstance(data, dict):
+        return line
+    verdicts = [str(v) for v in data.get("verdicts") or []]
+    should = int(data.get("seq", -1)) in divergent
+    if should == (DIVERGENT in verdicts):
+        return line
+    names = {Verdict(v) for v in verdicts if v in Verdict._value2member_map_}
+    names.discard(Verdict.OK)
+    if should:
+        names.add(Verdict.DIVERGENT)
+    else:
+        names.discard(Verdict.DIVERGENT)
+    data["verdicts"] = [v.value for v in by_severity(names)] or [Verdict.OK.value]
+    return orjson.dumps(data) + b"\n"

@@ -6,6 +6,7 @@ from typing import Any
 
 from loadgen.judge.aggregate import PhaseStats, percentiles
 from loadgen.judge.run_report import RunReport
+from loadgen.taxonomy import RUN_LEVEL
 
 
 def phase_summary(st: PhaseStats) -> dict[str, Any]:
@@ -16,6 +17,8 @@ def phase_summary(st: PhaseStats) -> dict[str, Any]:
         "requests": st.requests,
         "measured": measured,
         "verdicts": dict(sorted(st.verdicts.items())),
+        # Counted from the records like the rest, but judged over the whole run.
+        "run_level_verdicts": sorted(v.value for v in RUN_LEVEL if st.verdicts.get(v.value)),
         "primary_verdicts": dict(sorted(st.primary.items())),
         "rates": {k: (v / measured if measured else None) for k, v in sorted(st.verdicts.items())},
         "finish_reasons": dict(sorted(st.finish_reasons.items())),

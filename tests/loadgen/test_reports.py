@@ -109,3 +109,27 @@ def test_progress_falls_back_to_plain_lines() -> None:
     assert "measurement: 3 requests" in text
     assert "2/3 done" in text and "stuck_in_reasoning=1" in text
     assert "\x1b[" not in text
+
+
+def test_divergent_is_written_into_the_records_it_concerns(fake_server, tmp_path: Path) -> None:
+    # Identical greedy tool turns; every fourth reply finishes differently.
+    _, srv = fake_server(("ok", "ok", "ok", "truncated"))
+    sc = tmp_path / "d.toml"
+    sc.write_text(SC.replace("priming = 4", "priming = 0").replace("concurrency = 4",
+                                                                    "concurrency = 1"))
+    out = tmp_path / "out"
+    proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet")
+    assert proc.returncode == 0, proc.stdout  # divergent is reported, not gated by default
+    records = [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines()]
+    divergent = sorted(r["seq"] for r in records if "divergent" in r["verdicts"])
+    assert divergent == [3, 7, 11]
+    assert all(r["verdicts"] == ["truncated", "divergent"] for r in records
+               if r["seq"] in divergent)
+    summary = json.loads((out / "summary.json").read_text())
+    m = summary["phases"]["measurement"]
+    assert m["verdicts"]["divergent"] == 3 and m["run_level_verdicts"] == ["divergent"]
+    assert summary["divergent_seqs"] == divergent
+    # Rebuilding finds them already written: the file is not touched again.
+    before = (out / "records.jsonl").stat().st_mtime_ns
+    assert run_cli("report", str(out)).returncode == 0
+    assert (out / "records.jsonl").stat().st_mtime_ns == before
