@@ -49,6 +49,10 @@ temperature = {temperature}
 [workload]
 kind = "replay"
 path = "bodies.jsonl"
+
+[gate]
+prove_below = 0.5
+require_receipts = true
 """
 
 
@@ -61,7 +65,8 @@ def _run(server: VllmServer, work: Path, name: str, body: dict[str, Any]) -> Pat
     out = work / "results"
     done = subprocess.run(
         [sys.executable, "-m", "loadgen", "run", str(work / "scenario.toml"),
-         "--base-url", server.base_url, "--out", str(out)],
+         "--base-url", server.base_url, "--out", str(out),
+         "--receipts-dir", str(server.receipt_dir)],
         capture_output=True, text=True, timeout=300, cwd=work,
     )
     # 0 (gate passed) or 1 (gate failed) are both finished runs; 2/3 are not.
@@ -101,6 +106,12 @@ def test_reasoning_capped_by_max_tokens_is_stuck_in_reasoning(
     assert measured["verdicts"]["stuck_in_reasoning"] == REQUESTS
     # A candidate gate fails on stuck_in_reasoning by default.
     assert summary["gate"]["passed"] is False
+    # The receipts of this server start: the worker ran the model, which has no C128A
+    # layers, so the gate says it rests on the replies alone.
+    (receipts,) = [c for c in summary["gate"]["checks"] if c["name"].startswith("patch")]
+    assert receipts["passed"], receipts
+    assert "has no C128A layers" in receipts["message"]
+    assert "Qwen3ForCausalLM" in receipts["message"]
 
 
 def test_bias_towards_think_end_gives_content_and_no_stuck_verdict(

@@ -116,6 +116,15 @@ def test_every_plugin_process_writes_its_own_receipt(vllm_server: VllmServer) ->
         assert guard["mode"] == "1"
         assert guard["calls"] == 0 and guard["violations"] == 0
         assert guard["first_violation"] is None
+        # The model watch is installed in every process of this vLLM ...
+        model = receipt["model"]
+        assert model["hooks"] == {"model_loader": "ok", "c128a_builders": "ok"}, model
+        assert model["c128a_builders"] == 0  # Qwen3: no DeepSeek-V4 sparse MLA at all
+    # ... and only the worker, which runs the model, loaded it.
+    by_pid = _by_pid(receipts)
+    assert by_pid[worker_pid]["model"]["loaded"] is True
+    assert by_pid[worker_pid]["model"]["architectures"] == ["Qwen3ForCausalLM"]
+    assert [pid for pid, r in by_pid.items() if r["model"]["loaded"]] == [worker_pid]
 
 
 def test_the_worker_module_global_is_ours(vllm_server: VllmServer) -> None:
