@@ -45,6 +45,8 @@ load_options = _options(
     click.option("--measurement", type=int, default=None, help="Requests measured and gated."),
     click.option("--max-tokens", type=int, default=None, help="max_tokens of every request."),
     click.option("--rate-limit", type=float, default=None, help="Requests per second (0: none)."),
+    click.option("--ready-timeout", type=float, default=None, metavar="SECONDS",
+                 help="How long to wait for the server to be ready (target.ready_timeout_s)."),
     click.option("--insecure", is_flag=True, help="Do not verify TLS certificates (warns)."),
     click.option("--transport", type=click.Choice(TRANSPORTS), default="auto",
                  show_default=True, help="HTTP stack under httpx."),
@@ -53,7 +55,7 @@ load_options = _options(
 
 #: The options above that are scenario overrides (Scenario.with_overrides keys).
 OVERRIDE_KEYS = ("base_urls", "receipts_dir", "model", "concurrency", "priming",
-                 "measurement", "max_tokens", "rate_limit")
+                 "measurement", "max_tokens", "rate_limit", "ready_timeout")
 
 
 class _Group(click.Group):

@@ -96,7 +96,7 @@ class LoadConfig(_Strict):
         default=0.0, ge=0, le=1_000_000, description="Requests per second; 0 is unlimited."
     )
     priming: Count = 0
-    measurement: Count = 64
+    measurement: int = Field(default=64, ge=1, le=MAX_COUNT)
     connect_timeout_s: PositiveSeconds = 10.0
     first_token_timeout_s: PositiveSeconds = 300.0
     idle_timeout_s: PositiveSeconds = 120.0
@@ -354,6 +354,7 @@ class Scenario(_Strict):
             "rate_limit": ("load", "rate_limit"),
             "max_tokens": ("request", "max_tokens"),
             "verify_tls": ("target", "verify_tls"),
+            "ready_timeout": ("target", "ready_timeout_s"),
             "receipts_dir": ("target", "receipts_dir"),
         }
         for key, value in overrides.items():

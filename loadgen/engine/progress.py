@@ -79,6 +79,11 @@ class Progress:
         return (f"{self.phase}: {self.done}/{self.total} done, {self.in_flight} in flight, "
                 f"{self._rate():.0f} tok/s, {counts or 'no replies yet'}")
 
+    def note(self, text: str) -> None:
+        """A line about what the run is doing between phases (waiting for the server)."""
+        if not self.quiet:
+            self._line(text)
+
     def _line(self, text: str) -> None:
         print(text, file=self.stream, flush=True)
 

@@ -99,7 +99,8 @@ class Runner:
     async def _wait_all_ready(self, session: Session) -> list[ServerReady]:
         ready = []
         for url in self.facts.base_urls:
-            info = await wait_ready(session.http, url, self.scenario.target.ready_timeout_s)
+            info = await wait_ready(session.http, url, self.scenario.target.ready_timeout_s,
+                                    say=session.progress.note)
             self.facts.ready.append({"base_url": url, "waited_s": round(info.waited_s, 3)})
             ready.append(info)
         return ready

@@ -84,7 +84,10 @@ def evaluate(cfg: GateConfig, stats: PhaseStats | None, run: RunFacts,
                             failures > cfg.allowed,
                             f"{failures} of {measured} reproduced the bug (needs more than "
                             f"{cfg.allowed})"))
-    reasons = [c.message for c in checks if not c.passed]
+    failed = [c for c in checks if not c.passed]
+    if not checks[0].passed:  # a run that did not complete: the rest follows from that
+        failed = [checks[0]]
+    reasons = [c.message for c in failed]
     spread = failure_spread(st.timeline)
     if run.interrupted:
         code = ExitCode.INTERRUPTED

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,17 +71,36 @@ async def probe(http: httpx.AsyncClient, base_url: str, timeout: float = 10.0) -
     return await Probe()(http, base_url, timeout)
 
 
+HEARTBEAT_S = 10.0
+
+
 async def wait_ready(
-    http: httpx.AsyncClient, base_url: str, timeout_s: float, interval_s: float = 1.0
+    http: httpx.AsyncClient, base_url: str, timeout_s: float, interval_s: float = 1.0,
+    say: Callable[[str], None] | None = None, heartbeat_s: float = HEARTBEAT_S,
 ) -> ServerReady:
-    """Poll until ready; after `timeout_s` the run is invalid (exit 2)."""
+    """Poll until ready; after `timeout_s` the run is invalid (exit 2).
+
+    `say` hears what is awaited at once (a server that never answers must not look like
+    a hung client), then a heartbeat every `heartbeat_s` with the last answer.
+    """
     start = time.monotonic()
     deadline = start + timeout_s
     check = Probe()
+    next_beat = start + heartbeat_s
+    if say is not None:
+        say(f"waiting for {base_url} to be ready (GET /health and /v1/models), "
+            f"up to {timeout_s:g} s")
     while True:
         models = await check(http, base_url, timeout=min(10.0, max(timeout_s, 0.1)))
         if models is not None:
+            if say is not None and time.monotonic() - start >= 1.0:
+                say(f"{base_url} is ready after {time.monotonic() - start:.0f} s")
             return ServerReady(base_url, models, time.monotonic() - start)
+        now = time.monotonic()
+        if say is not None and now >= next_beat and now < deadline:
+            say(f"still waiting for {base_url}: {now - start:.0f} s of {timeout_s:g} s "
+                f"(last: {check.reason})")
+            next_beat = now + heartbeat_s
         if time.monotonic() >= deadline:
             raise RunInvalidError(
                 f"server {base_url} not ready after {timeout_s:g} s "
