@@ -46,9 +46,10 @@ def _column(report: RunReport | None) -> list[str]:
     else:
         bound = f"< {ub * 100:.2f}%" if ub is not None else "-"
     verdicts = sorted(st.verdicts.items()) if st is not None else []
+    interrupted = st.interrupted if st is not None else 0
     return [
         report.server.layout or "?",
-        str(st.requests if st is not None else 0),
+        str(gate.measured) + (f" ({interrupted} interrupted)" if interrupted else ""),
         ", ".join(f"{k} {v}" for k, v in verdicts) or "-",
         f"{gate.failures}/{gate.measured}",
         bound,

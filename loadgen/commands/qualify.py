@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loadgen.commands.interrupts import sigterm_interrupts
+from loadgen.commands import interrupts
 from loadgen.commands.run import check_target, run_scenario
 from loadgen.exit_codes import BadInputError, ExitCode
 from loadgen.judge.qualification import Qualification, decide
@@ -104,17 +104,17 @@ def qualify(scenario: Scenario, cfg: QualifyConfig, out: Path | None, *, quiet: 
         if (out_dir / sub).exists() and any((out_dir / sub).iterdir()):
             raise BadInputError(f"--out {out_dir}: already holds a qualification "
                                 "(results are never overwritten)")
-    sigterm_interrupts()
+    interrupts.resume()
     control = run_scenario(control_sc, out_dir / CONTROL_DIR, quiet=quiet,
                            transport=transport).report
     candidate: RunReport | None = None
-    try:
-        sigterm_interrupts()
-        if control.gate.exit_code == ExitCode.PASSED:
+    if control.gate.exit_code == ExitCode.PASSED:
+        try:
+            interrupts.resume()  # raises at once for a signal held since the control ended
             candidate = run_scenario(candidate_sc, out_dir / CANDIDATE_DIR, quiet=quiet,
                                      transport=transport).report
-            sigterm_interrupts()
-    except KeyboardInterrupt:  # between the two runs: report what the control showed
-        candidate = None
+        except KeyboardInterrupt:  # between the two runs: report what the control showed
+            candidate = None
+    interrupts.hold()  # the side-by-side reports are written whole, whatever comes
     qualification = decide(out_dir, scenario.name, control, candidate)
     return QualifyOutcome(qualification, write_qualify_reports(qualification))

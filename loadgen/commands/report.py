@@ -23,6 +23,9 @@ class RunOutcome:
 
     report: RunReport
     summary: dict[str, Any]
+    #: A SIGINT/SIGTERM held while the finished run wrote its reports: they are
+    #: complete, and the command stops after this run.
+    interrupted_after: str | None = None
 
     @property
     def out_dir(self) -> Path:

@@ -13,6 +13,7 @@ import os
 import sys
 from pathlib import Path
 
+from loadgen.commands import interrupts
 from loadgen.commands.report import RunOutcome, one_line, rebuild_reports
 from loadgen.engine.runner import Runner
 from loadgen.exit_codes import BadInputError
@@ -85,11 +86,18 @@ def run_scenario(
     finally:
         if embedded is not None:
             embedded.stop()
+    # The run is over: a signal from here on is held, so the reports are written whole and
+    # the exit code printed is the one returned (a caller that goes on resumes them).
+    interrupts.hold()
     write_json(out_dir / SERVER_FILE, select_receipts(
         runner.server_document(), margin_s=scenario.telemetry.receipts_margin_s,
         since=scenario.telemetry.receipts_since, run_started=facts.started))
     write_run(out_dir, scenario, facts)
     outcome = rebuild_reports(out_dir, html=html)
+    outcome.interrupted_after = interrupts.HELD.signal
     if echo:
         print(one_line(outcome.report), file=sys.stdout, flush=True)
+        if outcome.interrupted_after:
+            print(f"dsv4-qual: {outcome.interrupted_after} came after the run had finished: "
+                  "its reports are complete", file=sys.stderr, flush=True)
     return outcome

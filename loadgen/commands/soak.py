@@ -38,7 +38,7 @@ from typing import Any
 import orjson
 
 from loadgen import __version__
-from loadgen.commands.interrupts import sigterm_interrupts
+from loadgen.commands import interrupts
 from loadgen.commands.report import rebuild_reports
 from loadgen.commands.run import check_target, run_scenario
 from loadgen.durations import format_duration, parse_duration
@@ -309,11 +309,10 @@ class SoakSession:
             outcome = run_scenario(round_scenario, directory, quiet=self.quiet,
                                    transport=self.transport)
         except KeyboardInterrupt:
-            sigterm_interrupts()
+            interrupts.hold()
             recover_round(self.history, self.soak.soak_id,
                           {"round": number, "results_dir": str(directory)})
             raise
-        sigterm_interrupts()
         report = outcome.report
         interrupted = outcome.exit_code == ExitCode.INTERRUPTED
         results, verdicts = round_results(outcome.summary)
@@ -326,7 +325,10 @@ class SoakSession:
                  for url, info in (report.server.document.get("servers") or {}).items()}
         self.previous_starts = {u: after.get(u) if after.get(u) is not None else s
                                 for u, s in starts.items()}
-        return {"round": number, "exit_code": outcome.exit_code, "interrupted": interrupted}
+        # A signal held since the round finished: the round is complete and recorded, and
+        # the soak stops after it.
+        return {"round": number, "exit_code": outcome.exit_code,
+                "interrupted": interrupted or bool(interrupts.HELD.signal)}
 
     def loop(self, base_urls: list[str]) -> tuple[str, bool]:
         """Rounds until the plan says stop; (why it stopped, whether interrupted)."""
@@ -335,6 +337,7 @@ class SoakSession:
             if reason:
                 return reason, False
             try:
+                interrupts.resume()  # raises for a signal held since the last round
                 result = self.run_round(base_urls)
             except KeyboardInterrupt:
                 return "interrupted", True
@@ -369,7 +372,7 @@ def soak(scenario: Scenario, plan: SoakPlan, out: Path | None, history_path: Pat
     out_dir = (out or default_soak_dir(scenario)).resolve()
     base_urls = list(scenario.target.base_urls)
     check_target(scenario)
-    sigterm_interrupts()
+    interrupts.resume()
     with soak_lock(out_dir):
         history = History(history_path)
         try:
@@ -389,6 +392,7 @@ def soak(scenario: Scenario, plan: SoakPlan, out: Path | None, history_path: Pat
             except KeyboardInterrupt:
                 reason, interrupted = "interrupted", True
             finally:
+                interrupts.hold()  # the soak's own bookkeeping is written whole
                 if embedded is not None:
                     embedded.stop()
             outcome = session.finish(reason, interrupted)

@@ -61,3 +61,54 @@ def test_no_target_leaves_no_results_folder(tmp_path: Path) -> None:
     proc = run_cli("run", SMOKE)
     assert proc.returncode == 3 and "no target" in proc.stderr
     assert not (tmp_path / "results").exists()
+
+
+def _signal_during(monkeypatch: pytest.MonkeyPatch, module: object, name: str,
+                   times: int = 1) -> list[int]:
+    """Send SIGINT to this process inside the first `times` calls of module.name."""
+    import os
+    import signal
+
+    real = getattr(module, name)
+    sent: list[int] = []
+
+    def interrupted(*args: object, **kwargs: object) -> object:
+        if len(sent) < times:
+            sent.append(1)
+            os.kill(os.getpid(), signal.SIGINT)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, interrupted)
+    return sent
+
+
+def test_ctrl_c_while_reports_are_written_leaves_them_whole(fake_server, tmp_path: Path,
+                                                            monkeypatch) -> None:
+    from loadgen.commands import run as run_module
+
+    _, srv = fake_server(("ok",))
+    sc = tmp_path / "s.toml"
+    sc.write_text("[load]\nconcurrency = 4\nmeasurement = 8\n[gate]\nprove_below = 0.5\n")
+    sent = _signal_during(monkeypatch, run_module, "rebuild_reports")
+    out = tmp_path / "o"
+    proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet")
+    assert sent == [1]
+    # The run had finished: its reports are all there, and the code printed is returned.
+    assert {"summary.json", "report.md", "junit.xml", "report.html"} <= {
+        p.name for p in out.iterdir()}
+    assert proc.returncode == 0 and "PASSED (exit 0)" in proc.stdout
+    assert "SIGINT came after the run had finished: its reports are complete" in proc.stderr
+
+
+def test_ctrl_c_while_the_control_reports_stops_the_demo_with_one_code(
+        tmp_path: Path, monkeypatch) -> None:
+    from loadgen.commands import run as run_module
+
+    _signal_during(monkeypatch, run_module, "rebuild_reports")
+    proc = run_cli("demo", "--out", str(tmp_path / "d"), "--quiet")
+    assert proc.returncode == 130
+    assert "demo: exit 130" in proc.stdout
+    doc = json.loads((tmp_path / "d" / "qualify.json").read_text())
+    assert doc["exit_code"] == 130 and doc["candidate"] is None
+    assert (tmp_path / "d" / "control" / "summary.json").exists()
+    assert not (tmp_path / "d" / "candidate").exists()

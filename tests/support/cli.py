@@ -31,9 +31,11 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120,
             cwd: Path | None = None) -> CliResult:
     """`dsv4-qual ARGS` in this process (timeout: pytest-timeout's, not this one)."""
     from loadgen.cli import _load_command_plugins, cli
+    from loadgen.commands import interrupts
 
     _load_command_plugins()
-    sigterm = signal.getsignal(signal.SIGTERM)  # qualify/soak re-arm SIGTERM: put it back
+    # A finished run holds SIGINT/SIGTERM until the process exits: put them back.
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     previous = Path.cwd()
     if cwd is not None:
         os.chdir(cwd)
@@ -42,7 +44,9 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120,
                                     catch_exceptions=True)
     finally:
         os.chdir(previous)
-        signal.signal(signal.SIGTERM, sigterm)
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+        interrupts.HELD.signal = None
     exc = result.exception
     if exc is not None and not isinstance(exc, SystemExit):
         raise exc
