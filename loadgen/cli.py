@@ -147,16 +147,19 @@ def run(scenario_ref: str, out: Path | None, workers: int, transport: str, quiet
 def report(results_dir: Path) -> None:
     """Rebuild every report of a results directory from its records.jsonl.
 
-    \b
-    Example:
-      dsv4-qual report results/smoke-20261129T101500Z-01234
-    Exits with the gate's code, as the run did.
-    """
-    from loadgen.commands.report import one_line, rebuild_reports
+    A qualify or demo directory is rebuilt whole: both sides, then the side-by-side
+    pages. Exits with the code the run (or the qualification) had.
 
-    outcome = rebuild_reports(results_dir)
-    click.echo(one_line(outcome.report))
-    sys.exit(outcome.exit_code)
+    \b
+    Examples:
+      dsv4-qual report results/smoke-20261129T101500Z-01234
+      dsv4-qual report results/demo-20261129T101500Z-01234
+    """
+    from loadgen.commands.report import rebuild_any
+
+    code, line = rebuild_any(results_dir)
+    click.echo(line)
+    sys.exit(code)
 
 
 @cli.command()

@@ -10,11 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loadgen.exit_codes import EXIT_WORDS
+from loadgen.exit_codes import EXIT_WORDS, BadInputError
+from loadgen.judge.qualification import decide
 from loadgen.judge.run_level import mark_run_level_verdicts
 from loadgen.judge.run_report import RunReport, judge_run
-from loadgen.report import write_run_reports
-from loadgen.results import RECORDS_FILE, is_run_dir
+from loadgen.report import write_qualify_reports, write_run_reports
+from loadgen.results import RECORDS_FILE, RUN_FILE, is_run_dir
 
 
 @dataclass
@@ -42,6 +43,28 @@ def rebuild_reports(out_dir: Path, html: bool = True) -> RunOutcome:
         mark_run_level_verdicts(out_dir / RECORDS_FILE)
     report = judge_run(out_dir)
     return RunOutcome(report, write_run_reports(report, html=html))
+
+
+CONTROL_DIR = "control"
+CANDIDATE_DIR = "candidate"
+
+
+def rebuild_any(out_dir: Path) -> tuple[int, str]:
+    """Rebuild a run's reports, or a qualification's (qualify, demo): both sides and the
+    side-by-side pages. (exit code as the command had it, the line to print)."""
+    if is_run_dir(out_dir):
+        outcome = rebuild_reports(out_dir)
+        return outcome.exit_code, one_line(outcome.report)
+    if is_run_dir(out_dir / CONTROL_DIR):
+        control = rebuild_reports(out_dir / CONTROL_DIR).report
+        candidate = (rebuild_reports(out_dir / CANDIDATE_DIR).report
+                     if is_run_dir(out_dir / CANDIDATE_DIR) else None)
+        qualification = decide(out_dir, control.scenario.name, control, candidate)
+        doc = write_qualify_reports(qualification)
+        return qualification.exit_code, f"qualify {doc['scenario']}: {doc['headline']}; " \
+            f"reports in {out_dir}"
+    raise BadInputError(f"{out_dir}: not a dsv4-qual results directory (no {RUN_FILE}, "
+                        f"and no {CONTROL_DIR}/{RUN_FILE} of a qualify or demo run)")
 
 
 def one_line(report: RunReport) -> str:

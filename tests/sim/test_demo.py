@@ -31,6 +31,19 @@ def test_demo_reproduces_under_packed_and_stays_clean_under_capacity(tmp_path: P
     for name in ("report.md", "report.html", "junit.xml"):
         assert (out / name).is_file()
 
+    # `dsv4-qual report` rebuilds the whole demo directory (the line printed says where).
+    assert f"reports in {out}" in proc.stdout
+    for gone in (out / "qualify.json", out / "report.html", out / "control" / "summary.json",
+                 out / "candidate" / "report.md"):
+        gone.unlink()
+    rebuilt = run_cli("report", str(out))
+    assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr
+    assert rebuilt.stdout.startswith("qualify sim-smoke: QUALIFIED (exit 0)")
+    assert json.loads((out / "qualify.json").read_text())["headline"] == \
+        qualification["headline"]
+    assert (out / "control" / "summary.json").is_file()
+    assert (out / "candidate" / "report.md").is_file() and (out / "report.html").is_file()
+
 
 def test_demo_exits_2_when_the_control_cannot_reproduce(tmp_path: Path) -> None:
     text = (REPO / "scenarios" / "sim-smoke.toml").read_text()
