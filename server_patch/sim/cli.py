@@ -7,6 +7,16 @@ import click
 # Kept torch-free at import: the loadgen's CLI lists this command on every start.
 # (A test checks these names equal server_patch.c128a.LAYOUTS.)
 LAYOUT_CHOICES = ("packed", "capacity", "prefix")
+BAD_INPUT = 3  # the console script's exit code for bad input
+
+
+class SimInputError(click.ClickException):
+    """What the sim cannot serve with: one line, exit 3, no usage block."""
+
+    exit_code = BAD_INPUT
+
+    def show(self, file: object = None) -> None:
+        click.echo(f"dsv4-qual: error: {self.format_message()}", err=True)
 
 
 @click.command("sim")
@@ -37,19 +47,20 @@ def sim_command(layout: str, device: str, host: str, port: int, max_num_seqs: in
         from server_patch.sim.config import SimConfig
         from server_patch.sim.server import bind, serve
     except ImportError as exc:  # the load generator alone was installed
-        raise click.UsageError(f"the sim needs the server extra (pip install "
-                               f"'dsv4-qual[server]'): {exc}") from None
+        raise SimInputError(f"the sim needs the server extra (pip install "
+                            f"'dsv4-qual[server]'): {exc}") from None
 
     if device == "cuda" and not torch.cuda.is_available():
-        raise click.UsageError("--device cuda: no CUDA device is available")
+        raise SimInputError("--device cuda: no CUDA device is available")
     cfg = SimConfig(layout=layout, device=device, max_num_seqs=max_num_seqs,
                     max_model_len=max_model_len, receipts_dir=receipts_dir,
                     step_delay_s=step_delay)
-    click.echo(f"dsv4-qual sim: layout {layout} on {device}, http://{host}:{port} "
-               f"(max_num_seqs {max_num_seqs}, max_model_len {max_model_len}, "
-               f"C128A capacity {cfg.capacity})", err=True)
     try:
         sock = bind(host, port)  # first: a port in use is bad input, said in one line
     except OSError as exc:
-        raise click.UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        raise SimInputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    # Only now, with the port ours, is there something to announce.
+    click.echo(f"dsv4-qual sim: serving layout {layout} on {device} at http://{host}:{port} "
+               f"(max_num_seqs {max_num_seqs}, max_model_len {max_model_len}, "
+               f"C128A capacity {cfg.capacity})", err=True)
     serve(cfg, sock)

@@ -112,3 +112,40 @@ def test_ctrl_c_while_the_control_reports_stops_the_demo_with_one_code(
     assert doc["exit_code"] == 130 and doc["candidate"] is None
     assert (tmp_path / "d" / "control" / "summary.json").exists()
     assert not (tmp_path / "d" / "candidate").exists()
+
+
+def _busy_port() -> tuple[object, int]:
+    import socket
+
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    return busy, busy.getsockname()[1]
+
+
+@pytest.mark.parametrize("case", ["busy port", "cuda without a GPU", "no torch"])
+def test_sim_errors_are_one_line_and_exit_3(case: str, monkeypatch) -> None:
+    import sys
+
+    busy, port = _busy_port()
+    args = ["sim", "--port", str(port)]
+    if case == "cuda without a GPU":
+        pytest.importorskip("torch")
+        import torch
+
+        if torch.cuda.is_available():
+            pytest.skip("this host has CUDA")
+        args += ["--device", "cuda"]
+    if case == "no torch":
+        monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` fails
+    try:
+        proc = run_cli(*args)
+    finally:
+        busy.close()  # type: ignore[attr-defined]
+    assert proc.returncode == 3
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dsv4-qual: error: "), proc.stderr
+    assert "Usage" not in proc.stderr and "serving" not in proc.stderr
+    words = {"busy port": "cannot listen on", "cuda without a GPU": "no CUDA device",
+             "no torch": "needs the server extra"}[case]
+    assert words in lines[0]
