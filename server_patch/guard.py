@@ -168,6 +168,7 @@ class StrideGuard:
         flush_at_exit: bool = False,
         clock: Callable[[], float] = time.monotonic,
         log: logging.Logger = logger,
+        expected: str | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"stride guard mode {mode!r} is not one of {', '.join(MODES)}")
@@ -179,6 +180,9 @@ class StrideGuard:
         self._interval = float(flush_interval_s)
         self._clock = clock
         self._log = log
+        # Said with the first violation where the bug is left in on purpose (a positive
+        # control), so the line reads as the finding it is, not as an alarm.
+        self._expected = expected
         self._watching: str | None = None
         self._reset_counters()
         ref = weakref.ref(self)
@@ -212,6 +216,11 @@ class StrideGuard:
     @property
     def mode(self) -> str:
         return self._mode
+
+    @property
+    def expected(self) -> str | None:
+        """Why violations are expected here (a positive control), if they are."""
+        return self._expected
 
     @property
     def enabled(self) -> bool:
@@ -323,7 +332,10 @@ class StrideGuard:
             if due:
                 self._last_flush = self._clock()
         if first and details is not None:
-            self._log.warning("%s", describe_violation(details))
+            line = describe_violation(details)
+            if self._expected:
+                line += f" -- expected here: {self._expected}"
+            self._log.warning("%s", line)
         if due:
             self.flush()
         if details is not None and self._mode == STRICT:

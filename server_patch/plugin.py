@@ -72,6 +72,9 @@ class _State:
 
 _STATE = _State()
 
+#: Layouts whose stride violations are the point: the positive control.
+EXPECTED_VIOLATIONS = {"packed": "layout packed is the positive control (the bug, on purpose)"}
+
 
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
@@ -135,10 +138,12 @@ def _ensure_guard(settings: settings_mod.Settings) -> StrideGuard:
     at the first violation, every few seconds, and at exit.
     """
     guard = _STATE.guard
+    expected = EXPECTED_VIOLATIONS.get(settings.layout)
     if (
         guard is None
         or guard.mode != settings.guard
         or guard.flush_interval_s != settings.guard_flush_s
+        or guard.expected != expected
     ):
         guard = StrideGuard(
             settings.guard,
@@ -146,6 +151,7 @@ def _ensure_guard(settings: settings_mod.Settings) -> StrideGuard:
             flush_interval_s=settings.guard_flush_s,
             flush_at_exit=True,
             log=logger,
+            expected=expected,
         )
         _STATE.guard = guard
     return guard

@@ -70,9 +70,15 @@ def rebuild_any(out_dir: Path) -> tuple[int, str]:
 def one_line(report: RunReport) -> str:
     """The line a CI log shows for a run."""
     gate = report.gate
-    bound = gate.upper_bound_95
-    bound_text = f", rate < {bound * 100:.2f}% @95%" if bound is not None else ""
+    if gate.role == "control":  # what a control shows is how surely it reproduced
+        lower = gate.lower_bound_95
+        counted = f"{gate.failures}/{gate.measured} reproduced the bug" + (
+            f", rate > {lower * 100:.2f}% @95%" if gate.measured and lower is not None else "")
+    else:
+        upper = gate.upper_bound_95
+        counted = f"{gate.failures}/{gate.measured} failed" + (
+            f", rate < {upper * 100:.2f}% @95%" if upper is not None else "")
     reasons = "; ".join(gate.reasons)
     return (f"{report.scenario.name} [{gate.role}]: {EXIT_WORDS.get(gate.exit_code, '?')} "
-            f"(exit {gate.exit_code}): {gate.failures}/{gate.measured} failed"
-            f"{bound_text}{' — ' + reasons if reasons else ''}; results in {report.out_dir}")
+            f"(exit {gate.exit_code}): {counted}{' — ' + reasons if reasons else ''}; "
+            f"results in {report.out_dir}")

@@ -40,10 +40,15 @@ img{max-width:100%;border:1px solid #eee;margin:.3em 0}
 </style></head><body>
 <h1>dsv4-qual: {{ r.scenario.name }} <small>({{ g.role }})</small></h1>
 <p class="{{ 'pass' if g.passed else 'fail' }}" id="verdict"><b>{{ word }}</b>
-(exit {{ g.exit_code }}): {{ g.failures }} of {{ g.measured }} measured
-requests failed the gate; allowed {{ g.allowed }}.
+(exit {{ g.exit_code }}):
+{% if g.role == 'control' %}{{ g.failures }} of {{ g.measured }} measured requests reproduced
+the bug; it must exceed {{ g.allowed }}.
+{% if g.measured and g.lower_bound_95 is not none %} Reproduction rate &gt;
+{{ '%.2f' % (100 * g.lower_bound_95) }}% at 95% confidence.{% endif %}
+{% else %}{{ g.failures }} of {{ g.measured }} measured requests failed the gate; allowed
+{{ g.allowed }}.
 {% if g.upper_bound_95 is not none %} Failure rate &lt;
-{{ '%.2f' % (100 * g.upper_bound_95) }}% at 95% confidence.{% endif %}</p>
+{{ '%.2f' % (100 * g.upper_bound_95) }}% at 95% confidence.{% endif %}{% endif %}</p>
 <p id="proves"><b>What this run proves:</b> {{ g.statement }}</p>
 {% if g.reasons %}<ul>{% for reason in g.reasons %}<li>{{ reason }}</li>{% endfor %}</ul>{% endif %}
 <table>

@@ -47,8 +47,11 @@ def render_markdown(report: RunReport) -> str:
         f"# dsv4-qual: {report.scenario.name} ({gate.role})",
         "",
         f"**{EXIT_WORDS.get(gate.exit_code, gate.exit_code)}** (exit {gate.exit_code})"
-        f" — {gate.failures} of {gate.measured} measured requests failed the gate "
-        f"(fail on: {', '.join(gate.fail_on)}; allowed {gate.allowed}).",
+        + (f" — {gate.failures} of {gate.measured} measured requests reproduced the bug "
+           f"({', '.join(gate.fail_on)}; it must exceed {gate.allowed})."
+           if gate.role == "control" else
+           f" — {gate.failures} of {gate.measured} measured requests failed the gate "
+           f"(fail on: {', '.join(gate.fail_on)}; allowed {gate.allowed})."),
         "",
     ]
     if gate.role == "candidate" and gate.measured:

@@ -20,6 +20,9 @@ from server_patch.sim.config import SimConfig
 from server_patch.sim.engine import Engine
 
 SIM_ARCHITECTURE = "dsv4-qual-sim"
+#: Layouts whose violations are the point (the positive control), and why.
+EXPECTED_VIOLATIONS = {"packed": "this sim runs the packed layout on purpose (the positive "
+                                 "control: the bug left in)"}
 
 
 def make_app(cfg: SimConfig) -> SimApp:
@@ -46,7 +49,8 @@ def make_app(cfg: SimConfig) -> SimApp:
         receipt.write()
         build = observe_first_call(build, lambda info: receipt.update(first_call=info))
     guard = StrideGuard(COUNT if cfg.guard else OFF,
-                        sinks=[receipt_sink(lambda: receipt)], flush_interval_s=1.0)
+                        sinks=[receipt_sink(lambda: receipt)], flush_interval_s=1.0,
+                        expected=EXPECTED_VIOLATIONS.get(cfg.layout))
     build = guard.wrap(build)
     if receipt is not None and guard.enabled:
         receipt.merge_section(RECEIPT_SECTION, guard.snapshot())

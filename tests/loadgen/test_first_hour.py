@@ -149,3 +149,23 @@ def test_sim_errors_are_one_line_and_exit_3(case: str, monkeypatch) -> None:
     words = {"busy port": "cannot listen on", "cuda without a GPU": "no CUDA device",
              "no torch": "needs the server extra"}[case]
     assert words in lines[0]
+
+
+def test_a_control_states_its_reproduction_rate_and_its_expected_guard_line(
+        tmp_path: Path, caplog) -> None:
+    import logging
+
+    out = tmp_path / "d"
+    with caplog.at_level(logging.WARNING):
+        proc = run_cli("demo", "--out", str(out), "--quiet")
+    assert proc.returncode == 0
+    control_line = next(line for line in proc.stdout.splitlines() if "[control]" in line)
+    assert "reproduced the bug, rate > " in control_line and "rate <" not in control_line
+    header = (out / "control" / "report.md").read_text().split("\n\n")[1]
+    assert "reproduced the bug" in header and "failed the gate" not in header
+    assert "Reproduction rate &gt;" in (out / "control" / "report.html").read_text()
+    # The guard's line on the packed control says this is the finding it expects.
+    guard_lines = [r.getMessage() for r in caplog.records
+                   if "stride violation" in r.getMessage()]
+    assert guard_lines and all("expected here: this sim runs the packed layout" in line
+                               for line in guard_lines)
