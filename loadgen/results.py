@@ -9,6 +9,7 @@ rename), never written in place.
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 from dataclasses import asdict, dataclass, field, fields
@@ -69,9 +70,14 @@ class RunFacts:
         return None
 
 
+_RUN_IDS = itertools.count(1)
+
+
 def new_run_id() -> str:
-    """Sortable by time, distinct across processes started in the same second."""
-    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{os.getpid() % 100000:05d}"
+    """Sortable by time, distinct across processes started in the same second and across
+    runs of one process (qualify, soak and demo start several)."""
+    return (time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+            + f"-{os.getpid() % 100000:05d}-{next(_RUN_IDS)}")
 
 
 def results_root() -> Path:
@@ -111,6 +117,19 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 def write_json(path: Path, obj: Any) -> None:
     write_atomic(path, orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS))
+
+
+def rounded(obj: Any, digits: int = 12) -> Any:
+    """Floats to `digits` significant digits, through lists and dicts: documents people
+    read (summary.json, qualify.json) say 0.103, not 0.10300000000000864 (12 digits keep
+    an epoch timestamp to the hundredth of a second)."""
+    if isinstance(obj, float):
+        return float(f"{obj:.{digits}g}")
+    if isinstance(obj, dict):
+        return {k: rounded(v, digits) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [rounded(v, digits) for v in obj]
+    return obj
 
 
 def read_json(path: Path) -> dict[str, Any]:

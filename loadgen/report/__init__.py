@@ -22,6 +22,7 @@ from loadgen.results import (
     JUNIT_FILE,
     MARKDOWN_FILE,
     SUMMARY_FILE,
+    rounded,
     write_atomic,
     write_json,
 )
@@ -30,7 +31,7 @@ from loadgen.results import (
 def write_run_reports(report: RunReport, html: bool = True) -> dict[str, Any]:
     """summary.json, report.md, junit.xml (and report.html) of a judged run; the summary."""
     out = report.out_dir
-    summary = summary_document(report)
+    summary = rounded(summary_document(report))
     write_json(out / SUMMARY_FILE, summary)
     write_atomic(out / MARKDOWN_FILE, render_markdown(report).encode())
     write_atomic(out / JUNIT_FILE, render_junit(report))
@@ -46,7 +47,7 @@ QUALIFY_FILE = "qualify.json"
 
 def write_qualify_reports(q: Qualification) -> dict[str, Any]:
     """qualify.json, report.md, junit.xml and report.html of a qualification; the document."""
-    doc = qualify_document(q)
+    doc = rounded(qualify_document(q))
     out = q.out_dir
     write_json(out / QUALIFY_FILE, doc)
     write_atomic(out / MARKDOWN_FILE, render_qualify_markdown(doc).encode())

@@ -59,10 +59,25 @@ TELEMETRY_COLUMNS = ("server", "samples", "max running", "max waiting", "max KV 
                      "spec-decode acceptance")
 
 
+#: Fewer /metrics samples than this cannot show the server under load.
+MIN_SAMPLES = 3
+
+
+def telemetry_note(server: ServerFacts) -> str:
+    """What the telemetry table leaves out: servers the run was too short to sample."""
+    short = {url: b["samples"] for url, b in (server.telemetry.get("servers") or {}).items()
+             if b["samples"] < MIN_SAMPLES}
+    return "; ".join(f"{url}: {n} /metrics sample(s), the run was too short to sample the "
+                     "server under load" for url, n in short.items())
+
+
 def telemetry_rows(server: ServerFacts) -> list[tuple[str, ...]]:
-    """One row per server of what its /metrics said (TELEMETRY_COLUMNS)."""
+    """One row per server of what its /metrics said (TELEMETRY_COLUMNS), for servers
+    sampled often enough to show something (`telemetry_note` names the others)."""
     rows = []
     for url, b in (server.telemetry.get("servers") or {}).items():
+        if b["samples"] < MIN_SAMPLES:
+            continue
         kv = b.get("max_kv_cache_usage")
         rows.append((
             url, str(b["samples"]), num(b.get("max_requests_running"), ".0f"),

@@ -19,6 +19,7 @@ from loadgen.report.facts_text import (
     layout_text,
     processes_text,
     receipts_text,
+    telemetry_note,
     telemetry_rows,
 )
 from loadgen.report.figures import png_data_uri, pyplot
@@ -33,7 +34,8 @@ _TEMPLATE = """<!doctype html>
 body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
 h1{font-size:1.5em} table{border-collapse:collapse;margin:.5em 0}
 td,th{border:1px solid #ccc;padding:3px 8px;text-align:right} th{background:#f3f3f3}
-td:first-child,th:first-child{text-align:left}
+td:first-child,th:first-child{text-align:left} table.facts td{text-align:left}
+p.empty{color:#555;font-style:italic}
 .pass{color:#146c2e} .fail{color:#b3261e} pre{background:#f6f6f6;padding:8px;
 white-space:pre-wrap;word-break:break-word;max-height:18em;overflow:auto}
 img{max-width:100%;border:1px solid #eee;margin:.3em 0}
@@ -51,7 +53,7 @@ the bug; it must exceed {{ g.allowed }}.
 {{ '%.2f' % (100 * g.upper_bound_95) }}% at 95% confidence.{% endif %}{% endif %}</p>
 <p id="proves"><b>What this run proves:</b> {{ g.statement }}</p>
 {% if g.reasons %}<ul>{% for reason in g.reasons %}<li>{{ reason }}</li>{% endfor %}</ul>{% endif %}
-<table>
+<table class="facts">
 <tr><th>run id</th><td>{{ r.run.run_id }}</td></tr>
 <tr><th>server(s)</th><td>{{ r.run.base_urls | join(', ') }}</td></tr>
 <tr><th>model</th><td>{{ r.run.model }}</td></tr>
@@ -73,15 +75,18 @@ loop lag p99 {{ r.run.client.loop_lag_ms_p99 }} ms {% if r.run.client.saturated 
 <td>{{ '%.1f' % (100 * ph.rates[v]) if ph.rates[v] is not none else '-' }}%</td></tr>{% endfor %}
 </table>
 {% endfor %}
+{% if telemetry or telemetry_note %}
+<h2>Server telemetry (/metrics)</h2>{% endif %}
 {% if telemetry %}
-<h2>Server telemetry (/metrics)</h2>
 <table id="telemetry"><tr>{% for c in telemetry_columns %}<th>{{ c }}</th>{% endfor %}</tr>
 {% for row in telemetry %}<tr>{% for v in row %}<td>{{ v }}</td>{% endfor %}</tr>{% endfor %}
 </table>
 {% endif %}
+{% if telemetry_note %}<p class="empty" id="telemetry-note">{{ telemetry_note }}.</p>{% endif %}
 <h2>Plots</h2>
-{% for title, uri in plots %}<figure><figcaption>{{ title }}</figcaption>
-<img alt="{{ title }}" src="{{ uri }}"></figure>{% endfor %}
+{% for title, uri, text in plots %}<figure><figcaption>{{ title }}</figcaption>
+{% if uri %}<img alt="{{ title }}" src="{{ uri }}">{% else %}<p class="empty">{{ text }}</p>
+{% endif %}</figure>{% endfor %}
 {% for name, failures in forensics %}
 <h2>Reasoning tails of the first failures ({{ name }})</h2>
 {% for f in failures %}<h3>seq {{ f.seq }}: {{ f.verdicts | join(', ') }}</h3>
@@ -96,9 +101,12 @@ loop lag p99 {{ r.run.client.loop_lag_ms_p99 }} ms {% if r.run.client.saturated 
 """
 
 
-def _plots(report: RunReport) -> list[tuple[str, str]]:
+Plot = tuple[str, str | None, str]  # (title, PNG data URI, or the sentence instead)
+
+
+def _plots(report: RunReport) -> list[Plot]:
     plt = pyplot()
-    plots: list[tuple[str, str]] = []
+    plots: list[Plot] = []
     phases = report.stats.phases
     timeline = report.stats.timeline()
     if timeline:
@@ -106,23 +114,32 @@ def _plots(report: RunReport) -> list[tuple[str, str]]:
         bucket, xs, ys = failure_rate_by_order(timeline)
         ax.step(xs, ys, where="post", label=f"failure rate per {bucket} requests")
         bad = [p.seq for p in timeline if p.failed]
-        ax.plot(bad, [-3] * len(bad), "|", color="#b3261e", label="failed request")
+        if bad:
+            ax.plot(bad, [0] * len(bad), "|", color="#b3261e", markersize=14, clip_on=False,
+                    label="failed request")
         if "priming" in phases and "measurement" in phases:
             ax.axvline(phases["priming"].requests, color="#888", ls="--", label="measurement")
+        ax.set_ylim(0, 100)
         ax.set_xlabel("request order (seq)")
         ax.set_ylabel("% failed")
         ax.legend(fontsize=8)
-        plots.append(("Verdicts against request order", png_data_uri(fig)))
+        plots.append(("Verdicts against request order", png_data_uri(fig), ""))
 
-        by_flight: dict[int, list[bool]] = defaultdict(list)
-        for p in timeline:
-            by_flight[p.in_flight].append(p.failed)
-        fig, ax = plt.subplots(figsize=(9, 3))
-        keys = sorted(by_flight)
-        ax.bar(keys, [100 * sum(by_flight[k]) / len(by_flight[k]) for k in keys])
-        ax.set_xlabel("requests in flight when sent")
-        ax.set_ylabel("% failed")
-        plots.append(("Failure rate against the number in flight", png_data_uri(fig)))
+        title = "Failure rate against the number in flight"
+        if bad:
+            by_flight: dict[int, list[bool]] = defaultdict(list)
+            for p in timeline:
+                by_flight[p.in_flight].append(p.failed)
+            fig, ax = plt.subplots(figsize=(9, 3))
+            keys = sorted(by_flight)
+            ax.bar(keys, [100 * sum(by_flight[k]) / len(by_flight[k]) for k in keys])
+            ax.set_ylim(0, 100)
+            ax.set_xlabel("requests in flight when sent")
+            ax.set_ylabel("% failed")
+            plots.append((title, png_data_uri(fig), ""))
+        else:
+            plots.append((title, None, "No request failed: nothing to plot against the "
+                                       "number in flight."))
 
     def _all(attr: str) -> list[float]:
         return [v for st in phases.values() for v in getattr(st, attr)]
@@ -136,7 +153,7 @@ def _plots(report: RunReport) -> list[tuple[str, str]]:
         if gaps:
             axes[1].hist([g * 1000 for g in gaps], bins=40)
         axes[1].set_xlabel("mean inter-token gap per request (ms)")
-        plots.append(("TTFT and inter-token distributions", png_data_uri(fig)))
+        plots.append(("TTFT and inter-token distributions", png_data_uri(fig), ""))
     if tokens:
         max_tokens = report.scenario.request.max_tokens
         fig, ax = plt.subplots(figsize=(9, 3))
@@ -145,7 +162,7 @@ def _plots(report: RunReport) -> list[tuple[str, str]]:
         ax.legend(fontsize=8)
         ax.set_xlabel("completion tokens per request")
         plots.append(("Completion tokens (stuck requests pile up at max_tokens)",
-                      png_data_uri(fig)))
+                      png_data_uri(fig), ""))
     return plots
 
 
@@ -159,6 +176,7 @@ def render_html(report: RunReport) -> str:
         layout=layout_text(report.server), receipts=receipts_text(report.server),
         processes=processes_text(report.server.receipts),
         telemetry=telemetry_rows(report.server), telemetry_columns=TELEMETRY_COLUMNS,
+        telemetry_note=telemetry_note(report.server),
         forensics=[(n, st.failures) for n, st in report.stats.phases.items() if st.failures],
         findings=findings_lines,
     )

@@ -10,6 +10,7 @@ from loadgen.report.facts_text import (
     layout_text,
     processes_text,
     receipts_text,
+    telemetry_note,
     telemetry_rows,
 )
 from loadgen.report.summary import phase_summary
@@ -77,12 +78,15 @@ def render_markdown(report: RunReport) -> str:
     receipts_line = receipts_text(server)
     if receipts_line:
         lines += ["", receipts_line]
-    rows = telemetry_rows(server)
+    rows, note = telemetry_rows(server), telemetry_note(server)
+    if rows or note:
+        lines += ["", "## Server telemetry (/metrics)", ""]
     if rows:
-        lines += ["", "## Server telemetry (/metrics)", "",
-                  "| " + " | ".join(TELEMETRY_COLUMNS) + " |",
+        lines += ["| " + " | ".join(TELEMETRY_COLUMNS) + " |",
                   "|---|" + "---:|" * (len(TELEMETRY_COLUMNS) - 1)]
         lines += ["| " + " | ".join(row) + " |" for row in rows]
+    if note:
+        lines += ["", note + "."]
     client = run.client
     if client.get("saturated"):
         lines += ["", "> **Client saturated**: the load generator's own CPU or event loop "

@@ -64,6 +64,7 @@ def _plots(sides: dict[str, RunReport]) -> list[tuple[str, str]]:
             continue
         bucket, xs, ys = failure_rate_by_order(timeline)
         ax.step(xs, ys, where="post", color=COLORS[name], label=f"{name} (per {bucket})")
+    ax.set_ylim(0, 100)
     ax.set_xlabel("request order (seq; priming first)")
     ax.set_ylabel("% failed")
     _legend(ax)
@@ -78,6 +79,7 @@ def _plots(sides: dict[str, RunReport]) -> list[tuple[str, str]]:
         if keys:
             ax.plot(keys, [100 * sum(by_flight[k]) / len(by_flight[k]) for k in keys],
                     marker="o", color=COLORS[name], label=name)
+    ax.set_ylim(0, 100)
     ax.set_xlabel("requests in flight when sent")
     ax.set_ylabel("% failed")
     _legend(ax)

@@ -17,22 +17,29 @@ def _label(url: str, many: bool, name: str) -> str:
     return f"{name} ({url})" if many else name
 
 
-def telemetry_plots(samples: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    """(title, PNG data URI) for every telemetry question the /metrics samples can answer."""
-    series = by_server(samples)
+MIN_SAMPLES = 3
+
+
+def telemetry_plots(samples: list[dict[str, Any]]) -> list[tuple[str, str | None, str]]:
+    """(title, PNG data URI or None, the sentence instead) for every telemetry question the
+    /metrics samples can answer; a run too short to sample says so."""
+    every = by_server(samples)
+    series = {url: points for url, points in every.items() if len(points) >= MIN_SAMPLES}
     if not series:
-        return []
+        return [("Server telemetry over time", None,
+                 "The run was too short to sample /metrics under load.")] if every else []
     plt = pyplot()
     many = len(series) > 1
-    plots: list[tuple[str, str]] = []
+    plots: list[tuple[str, str | None, str]] = []
 
     def finish(fig: Any, ax: Any, title: str, ylabel: str, drawn: bool) -> None:
-        """Keep a figure that shows something; drop an empty one."""
+        """Keep a figure that shows something, its axis from 0; drop an empty one."""
         if drawn:
             ax.set_xlabel("seconds since run start")
             ax.set_ylabel(ylabel)
+            ax.set_ylim(bottom=0, top=max(ax.get_ylim()[1], 1.0))
             ax.legend(fontsize=8)
-            plots.append((title, png_data_uri(fig)))
+            plots.append((title, png_data_uri(fig), ""))
         else:
             plt.close(fig)
 

@@ -33,6 +33,9 @@ TRACKED_METRICS: dict[str, tuple[str, ...]] = {
 }
 
 
+FIRST_SCRAPE_S = 0.5
+
+
 def parse_prometheus(text: str) -> dict[str, float]:
     """Sum every sample of each metric family name (labels dropped)."""
     sums: dict[str, float] = {}
@@ -134,9 +137,13 @@ class Telemetry:
                     info["c128a_layout"] = layout[0].get("layout")
 
     async def _scrape_forever(self) -> None:
+        # Start fast (0.5, 1, 2, 4 s ...) up to the interval: a run of seconds still gets
+        # samples of the server under load, not only the idle ones before and after.
+        delay = min(FIRST_SCRAPE_S, self.interval_s)
         while True:
-            await asyncio.sleep(self.interval_s)
+            await asyncio.sleep(delay)
             await self.sample()
+            delay = min(delay * 2, self.interval_s)
 
     async def sample(self) -> None:
         for url in self.base_urls:

@@ -169,3 +169,39 @@ def test_a_control_states_its_reproduction_rate_and_its_expected_guard_line(
                    if "stride violation" in r.getMessage()]
     assert guard_lines and all("expected here: this sim runs the packed layout" in line
                                for line in guard_lines)
+
+
+def test_a_short_runs_report_says_what_it_could_not_see(fake_server, tmp_path: Path) -> None:
+    _, srv = fake_server(("ok",))
+    sc = tmp_path / "s.toml"
+    # A scrape interval longer than the run: only the idle before/after samples.
+    sc.write_text("[load]\nconcurrency = 4\nmeasurement = 8\n[gate]\nprove_below = 0.5\n"
+                  "[telemetry]\nscrape_interval_s = 60\n")
+    out = tmp_path / "o"
+    assert run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out)).returncode == 0
+    page = (out / "report.html").read_text()
+    assert "too short to sample the server under load" in page
+    assert 'id="telemetry"' not in page  # no table of "max running 0" from idle samples
+    assert "No request failed: nothing to plot against the number in flight." in page
+    assert '<table class="facts">' in page
+    md = (out / "report.md").read_text()
+    assert "too short to sample" in md and "| max running |" not in md
+
+
+def test_documents_people_read_have_rounded_numbers(tmp_path: Path) -> None:
+    out = tmp_path / "d"
+    assert run_cli("demo", "--out", str(out), "--quiet").returncode == 0
+
+    def floats(obj: object) -> list[float]:
+        if isinstance(obj, float):
+            return [obj]
+        if isinstance(obj, dict):
+            return [f for v in obj.values() for f in floats(v)]
+        if isinstance(obj, list):
+            return [f for v in obj for f in floats(v)]
+        return []
+
+    for path in (out / "qualify.json", out / "control" / "summary.json"):
+        values = floats(json.loads(path.read_text()))
+        # At most 12 significant digits: float noise such as 0.10300000000000864 is gone.
+        assert values and all(float(f"{v:.12g}") == v for v in values), path
