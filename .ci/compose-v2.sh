@@ -6,7 +6,8 @@
 # the system's apt sources, lists and installed packages stay as they were.
 #
 # Env:
-#   DSV4_QUAL_DOCKER_PLUGINS  the plugins folder (default $HOME/.cache/dsv4-qual/docker-cli-plugins);
+#   DSV4_QUAL_DOCKER_PLUGINS  the plugins folder (default $DSV4_QUAL_CACHE/docker-cli-plugins,
+#                             DSV4_QUAL_CACHE defaulting to $HOME/.cache/dsv4-qual);
 #                             point DOCKER_CONFIG's cli-plugins at it, or run the binaries as they are
 #   DSV4_QUAL_PLUGIN_SUITE    the Debian suite to take them from (default trixie)
 #   DSV4_QUAL_DEBIAN_MIRROR   the Debian mirror (default http://deb.debian.org/debian)
@@ -16,7 +17,7 @@ set -euo pipefail
 SUITE=${DSV4_QUAL_PLUGIN_SUITE:-trixie}
 MIRROR=${DSV4_QUAL_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
-DIR=${DSV4_QUAL_DOCKER_PLUGINS:-$HOME/.cache/dsv4-qual/docker-cli-plugins}
+DIR=${DSV4_QUAL_DOCKER_PLUGINS:-${DSV4_QUAL_CACHE:-$HOME/.cache/dsv4-qual}/docker-cli-plugins}
 PACKAGES=(docker-compose docker-buildx)
 # `!reset` / `!override` in override files need Compose 2.24 or later.
 MIN_COMPOSE=2.24

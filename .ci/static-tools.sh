@@ -22,5 +22,5 @@ fi
 
 hadolint --version
 python -c 'import check_jsonschema, importlib.metadata as m; print("check-jsonschema", m.version("check-jsonschema"))'
-plugins=${DSV4_QUAL_DOCKER_PLUGINS:-$HOME/.cache/dsv4-qual/docker-cli-plugins}
+plugins=${DSV4_QUAL_DOCKER_PLUGINS:-${DSV4_QUAL_CACHE:-$HOME/.cache/dsv4-qual}/docker-cli-plugins}
 [ -x "$plugins/docker-compose" ] && "$plugins/docker-compose" version || true

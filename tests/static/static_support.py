@@ -274,10 +274,9 @@ def hadolint() -> str:
 def compose_v2() -> str:
     """Compose v2's binary (`docker-compose` run standalone): DSV4_QUAL_COMPOSE, else the
     plugins folder .ci/compose-v2.sh fills, else a docker-compose on PATH that is v2."""
-    candidates = [os.environ.get("DSV4_QUAL_COMPOSE"),
-                  str(Path(os.environ.get("DSV4_QUAL_DOCKER_PLUGINS")
-                           or Path.home() / ".cache" / "dsv4-qual" / "docker-cli-plugins")
-                      / "docker-compose"),
+    cache = Path(os.environ.get("DSV4_QUAL_CACHE") or Path.home() / ".cache" / "dsv4-qual")
+    plugins = Path(os.environ.get("DSV4_QUAL_DOCKER_PLUGINS") or cache / "docker-cli-plugins")
+    candidates = [os.environ.get("DSV4_QUAL_COMPOSE"), str(plugins / "docker-compose"),
                   shutil.which("docker-compose")]
     for path in candidates:
         if path and Path(path).is_file() and _is_compose_v2(path):
