@@ -71,8 +71,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     outcome = yield
     report = outcome.get_result()
     if report.failed and _PROJECTS and "compose" in getattr(item, "fixturenames", ()):
-        logs = _PROJECTS[-1].run("logs", "--no-color", "--tail", "60", timeout=120,
-                                 check=False)
+        logs = _PROJECTS[-1].run("--profile", "*", "logs", "--no-color", "--tail", "60",
+                                 timeout=120, check=False)
         report.sections.append(("docker compose logs (tail)", logs.stdout[-12000:]))
 
 

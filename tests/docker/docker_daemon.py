@@ -22,8 +22,8 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -42,7 +42,6 @@ class DockerDaemon:
     config_dir: Path
     log_path: Path
     lock: IO[str]
-    started_at: float = field(default_factory=time.monotonic)
 
     @property
     def socket(self) -> Path:
@@ -95,6 +94,7 @@ class DockerDaemon:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(containerd, signal.SIGKILL)
         shutil.rmtree(self.exec_root, ignore_errors=True)
+        _pid_file(self.data_root).unlink(missing_ok=True)
         self.lock.close()
 
 
@@ -103,6 +103,43 @@ def _read_pid(path: Path) -> int | None:
         return int(path.read_text().strip())
     except (OSError, ValueError):
         return None
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie waiting for its parent to collect it."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def _pid_file(data_root: Path) -> Path:
+    """Where the pid of the dockerd serving `data_root` is kept while it runs."""
+    return Path(f"{data_root}.dockerd.pid")
+
+
+def stop_stale(data_root: Path) -> int | None:
+    """Stop a dockerd that an earlier session started on this data root and could not
+    stop (the session was killed): two daemons on one data root corrupt it. Only a
+    process whose command line is dockerd with this data root is signalled."""
+    pid = _read_pid(_pid_file(data_root))
+    if pid is None:
+        return None
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        argv = []
+    if argv[:1] == [b"dockerd"] and str(data_root).encode() in argv:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + STOP_GRACE_S
+            while _running(pid) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            if _running(pid):
+                os.kill(pid, signal.SIGKILL)
+    _pid_file(data_root).unlink(missing_ok=True)
+    return pid
 
 
 def dockerd_command(data_root: Path, exec_root: Path) -> list[str]:
@@ -132,11 +169,13 @@ def start(data_root: Path, plugins: Path, log_path: Path, *,
     data_root.mkdir(parents=True, exist_ok=True)
     lock = open(f"{data_root}.lock", "w")  # noqa: SIM115 - held for the daemon's life
     fcntl.flock(lock, fcntl.LOCK_EX)
+    stop_stale(data_root)
     exec_root = Path(tempfile.mkdtemp(prefix="dsv4q-docker-"))
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(dockerd_command(data_root, exec_root), stdin=subprocess.DEVNULL,
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    _pid_file(data_root).write_text(f"{proc.pid}\n")
     daemon = DockerDaemon(proc=proc, data_root=data_root, exec_root=exec_root,
                           config_dir=_config_dir(exec_root, plugins), log_path=log_path,
                           lock=lock)
@@ -165,8 +204,3 @@ def _wait_ready(daemon: DockerDaemon, timeout_s: float) -> None:
 
 def missing_tools(tools: Sequence[str] = ("dockerd", "docker", "debootstrap")) -> list[str]:
     return [tool for tool in tools if shutil.which(tool) is None]
-
-
-def environment_for(daemon: DockerDaemon, variables: Mapping[str, str]) -> dict[str, str]:
-    """The daemon's client environment plus compose variables, and nothing of the caller's."""
-    return daemon.env() | dict(variables)
