@@ -13,7 +13,6 @@ skip, unless DSV4_QUAL_REQUIRE_DOCKER=1 (CI) makes that a failure.
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import sys
 import tempfile
@@ -39,7 +38,7 @@ from compose_project import (  # noqa: E402
     ensure_volume,
     recreate_volume,
 )
-from tier_requirements import missing_prerequisites, unavailable  # noqa: E402
+from tier_requirements import missing_prerequisites, plugins_dir, unavailable  # noqa: E402
 
 PROJECT = "dsv4qualci"
 # The tiny model's id in the HF cache volume.
@@ -50,11 +49,6 @@ _PROJECTS: list[ComposeProject] = []
 
 def tier_cache() -> Path:
     return vh.cache_root() / "docker"
-
-
-def plugins_dir() -> Path:
-    return Path(os.environ.get("DSV4_QUAL_DOCKER_PLUGINS")
-                or vh.cache_root() / "docker-cli-plugins")
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

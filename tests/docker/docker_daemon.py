@@ -93,9 +93,26 @@ class DockerDaemon:
         if containerd is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(containerd, signal.SIGKILL)
+        _unmount_below(self.exec_root)
         shutil.rmtree(self.exec_root, ignore_errors=True)
         _pid_file(self.data_root).unlink(missing_ok=True)
         self.lock.close()
+
+
+def mounts_below(folder: Path) -> list[str]:
+    """Mount points inside `folder` (dockerd leaves its network namespace mounted)."""
+    prefix = str(folder).rstrip("/") + "/"
+    points = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        point = line.split()[4].replace("\\040", " ")
+        if point.startswith(prefix):
+            points.append(point)
+    return points
+
+
+def _unmount_below(folder: Path) -> None:
+    for point in sorted(mounts_below(folder), reverse=True):
+        subprocess.run(["umount", "-l", point], capture_output=True, timeout=60)
 
 
 def _read_pid(path: Path) -> int | None:

@@ -1,7 +1,7 @@
-"""The tier's daemon bookkeeping, without Docker: a dockerd left behind by a killed
-session is stopped before a new one starts on the same data root, and nothing else is.
-
-Not marked `docker`: it runs in every default test run.
+"""The tier's daemon bookkeeping: a dockerd left behind by a killed session is stopped
+before a new one starts on the same data root, and nothing else is (these run in every
+default test run, without Docker); a daemon the tier stops leaves nothing behind
+(marked `docker`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from docker_daemon import stop_stale
+from docker_daemon import mounts_below, start, stop_stale
+from tier_requirements import missing_prerequisites, plugins_dir, unavailable
 
 
 def _pid_file(data_root: Path) -> Path:
@@ -58,3 +59,36 @@ def test_any_other_process_is_left_alone(tmp_path: Path, argv0: str) -> None:
     finally:
         other.kill()
         other.wait(timeout=10)
+
+
+@pytest.mark.docker
+def test_a_daemon_started_and_stopped_leaves_nothing_behind(tmp_path: Path) -> None:
+    """Stopped by its pid: no dockerd, no containerd, no mount, no socket folder left
+    (dockerd leaves its network namespace mounted in the exec root)."""
+    problems = missing_prerequisites(plugins_dir())
+    if problems:
+        unavailable("; ".join(problems))
+    daemon = start(tmp_path / "data-root", plugins_dir(), tmp_path / "dockerd.log")
+    containerd = Path(daemon.exec_root / "containerd" / "containerd.pid").read_text().strip()
+    assert daemon.docker("info", "--format", "{{.Driver}}").stdout.strip()
+    # A container on the host network, as the stand-in build runs one: dockerd then
+    # mounts the host's network namespace in its exec root (the image is empty; the
+    # container need not start for that).
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    tar = subprocess.Popen(["tar", "-C", str(empty), "-c", "."], stdout=subprocess.PIPE)
+    daemon.docker("import", "-", "dsv4q-probe:empty", input_file=tar.stdout)
+    tar.wait(timeout=30)
+    daemon.docker("run", "--network", "host", "dsv4q-probe:empty", "/none", check=False)
+    mounted = mounts_below(daemon.exec_root)
+    daemon.stop()
+    assert daemon.proc.poll() is not None
+    assert not Path(f"/proc/{containerd}").exists() or _zombie(int(containerd))
+    assert mounted, "nothing was mounted: the check below would prove nothing"
+    assert not mounts_below(daemon.exec_root)
+    assert not daemon.exec_root.exists()
+    assert not Path(f"{tmp_path / 'data-root'}.dockerd.pid").exists()
+
+
+def _zombie(pid: int) -> bool:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"

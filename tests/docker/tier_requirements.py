@@ -17,6 +17,16 @@ from docker_daemon import missing_tools
 REQUIRE_ENV = "DSV4_QUAL_REQUIRE_DOCKER"
 
 
+def cache_root() -> Path:
+    """The project's cache (the `vllm` tier's too): DSV4_QUAL_CACHE or ~/.cache/dsv4-qual."""
+    return Path(os.environ.get("DSV4_QUAL_CACHE") or Path.home() / ".cache" / "dsv4-qual")
+
+
+def plugins_dir() -> Path:
+    """Compose v2 and buildx, where .ci/compose-v2.sh puts them."""
+    return Path(os.environ.get("DSV4_QUAL_DOCKER_PLUGINS") or cache_root() / "docker-cli-plugins")
+
+
 def missing_prerequisites(plugins: Path) -> list[str]:
     """What stops the tier from running on this machine (empty: nothing)."""
     problems = []
