@@ -57,11 +57,14 @@ class ComposeProject:
         return self.run("up", "--exit-code-from", service, service, timeout=timeout,
                         check=False, extra_env=extra_env)
 
-    def start_gate(self, service: str,
-                   extra_env: Mapping[str, str] | None = None) -> subprocess.Popen[str]:
-        """The same command, returning at once (for a test that acts while it runs)."""
+    def start_gate(self, service: str, extra_env: Mapping[str, str] | None = None, *,
+                   name_service: bool = True) -> subprocess.Popen[str]:
+        """The same command, returning at once (for a test that acts while it runs);
+        `name_service=False` leaves the service's name out after `up`, as an operator
+        might (`up --exit-code-from X`)."""
+        args = ["up", "--exit-code-from", service, *([service] if name_service else [])]
         return subprocess.Popen(
-            self.command("up", "--exit-code-from", service, service), env=self.env(extra_env),
+            self.command(*args), env=self.env(extra_env),
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO)
 
     def container_id(self, service: str) -> str:

@@ -272,6 +272,18 @@ def test_the_download_comes_first_and_fetches_what_the_servers_load() -> None:
         assert hf in download["volumes"], name
 
 
+def test_single_node_servers_are_not_attached_to_up() -> None:
+    """`up --exit-code-from X` stops everything when an attached container exits: a
+    server that crashed would get the load generator stopped (exit 130 or 137) instead of
+    a written, invalid gate. Unattached, only the load generator's exit ends the run."""
+    services = model(COMPOSE)["services"]
+    for name, svc in services.items():
+        if "healthcheck" in svc:
+            assert svc["attach"] is False, name
+    # The download exits when done, which would end such a run just as early.
+    assert services["download"]["attach"] is False
+
+
 def test_single_node_servers_restart_after_a_crash_a_few_times() -> None:
     """A crash mid-soak is recorded and the soak goes on; a crash loop ends (Compose
     then reports the server instead of waiting on its health for hours)."""
