@@ -29,7 +29,6 @@ import standin_images as si  # noqa: E402
 import tier_scenarios  # noqa: E402
 import tier_timings  # noqa: E402
 import tiny_model  # noqa: E402
-import vllm_harness as vh  # noqa: E402
 from compose_project import (  # noqa: E402
     HF_CACHE_VOLUME,
     RECEIPTS_VOLUME,
@@ -38,7 +37,12 @@ from compose_project import (  # noqa: E402
     ensure_volume,
     recreate_volume,
 )
-from tier_requirements import missing_prerequisites, plugins_dir, unavailable  # noqa: E402
+from tier_requirements import (  # noqa: E402
+    cache_root,
+    missing_prerequisites,
+    plugins_dir,
+    unavailable,
+)
 
 PROJECT = "dsv4qualci"
 # The tiny model's id in the HF cache volume.
@@ -48,7 +52,7 @@ _PROJECTS: list[ComposeProject] = []
 
 
 def tier_cache() -> Path:
-    return vh.cache_root() / "docker"
+    return cache_root() / "docker"
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -105,7 +109,7 @@ def standins(daemon: dd.DockerDaemon) -> si.StandIns:
 def tiny_model_dir(daemon: dd.DockerDaemon, standins: si.StandIns) -> Path:
     """The tiny model, from the cache the `vllm` tier shares, else built in the
     vllm stand-in (it has the same torch/transformers as the vllm venv)."""
-    cache = vh.cache_root()
+    cache = cache_root()
     folder = cache / f"tiny-qwen3-{tiny_model.cache_key()}"
     with tier_timings.stage("tiny model") as notes:
         if (folder / "dsv4_qual_tiny.json").is_file():
@@ -161,14 +165,14 @@ def compose(daemon: dd.DockerDaemon, standins: si.StandIns,
         "DSV4_CI_SCENARIOS": str(scenarios),
     })
     _PROJECTS.append(project)
-    project.down()  # what an interrupted session may have left
-    # The external volumes an operator creates once; fresh results and receipts, so that
-    # what the tests find there is this session's.
-    recreate_volume(daemon, RESULTS_VOLUME)
-    recreate_volume(daemon, RECEIPTS_VOLUME)
-    with tier_timings.stage("docker compose build server loadgen"):
-        project.run("build", "server", "loadgen", timeout=1800)
     try:
+        project.down()  # what an interrupted session may have left
+        # The external volumes an operator creates once; fresh results and receipts, so
+        # that what the tests find there is this session's.
+        recreate_volume(daemon, RESULTS_VOLUME)
+        recreate_volume(daemon, RECEIPTS_VOLUME)
+        with tier_timings.stage("docker compose build server loadgen"):
+            project.run("build", "server", "loadgen", timeout=1800)
         yield project
     finally:
         project.down()

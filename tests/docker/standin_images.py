@@ -104,16 +104,20 @@ def image_exists(docker: DockerDaemon, ref: str) -> bool:
 
 def debootstrap(target: Path, mirror: str) -> None:
     """A minimal bookworm with python3 and pip, tuned to behave like python:*-slim."""
-    subprocess.run(
+    done = subprocess.run(
         ["debootstrap", "--variant=minbase", f"--include={','.join(ROOTFS_PACKAGES)}",
          SUITE, str(target), mirror],
-        check=True, capture_output=True, timeout=1200)
+        capture_output=True, text=True, timeout=1200)
+    if done.returncode != 0:
+        log = target / "debootstrap" / "debootstrap.log"
+        detail = log.read_text(errors="replace") if log.is_file() else done.stderr
+        raise RuntimeError(f"debootstrap exited {done.returncode}:\n{detail[-4000:]}")
     # python:*-slim lets pip install into its Python; Debian marks its own as
     # externally managed (PEP 668) and has no `python` command.
     for marker in (target / "usr" / "lib").glob("python3*/EXTERNALLY-MANAGED"):
         marker.unlink()
     (target / "usr" / "local" / "bin" / "python").symlink_to("/usr/bin/python3")
-    # No package lists or .debs in the image.
+    # No downloaded .debs in the image.
     shutil.rmtree(target / "var" / "cache" / "apt" / "archives", ignore_errors=True)
 
 
