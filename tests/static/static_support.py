@@ -1,10 +1,9 @@
 """What the static tests share: the repository's compose files read the way Compose
 reads them (YAML anchors, ${VAR} substitution, profiles), .env.example, and the
-external checkers (compose-spec schema, hadolint, docker-compose).
+external checkers (compose-spec schema, hadolint, Compose v2).
 
 No Docker engine is needed. The substitution below follows the Compose specification
-("Interpolation"); a test compares it with docker-compose's own where that binary is
-installed.
+("Interpolation"); a test compares it with Compose v2's own (`docker compose config`).
 """
 
 from __future__ import annotations
@@ -26,6 +25,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE = REPO / "compose.yaml"
 MULTINODE = REPO / "docker" / "compose.multinode.yaml"
+EIGHT_GPUS = REPO / "docker" / "compose.8-gpus.yaml"
 ENV_EXAMPLE = REPO / ".env.example"
 DOCKERFILE_SERVER = REPO / "docker" / "Dockerfile.server"
 DOCKERFILE_LOADGEN = REPO / "docker" / "Dockerfile.loadgen"
@@ -37,8 +37,12 @@ MULTINODE_REQUIRED = {"DSV4_HEAD_ADDRESS": "10.0.0.1"}
 # Profiles of each file; None is "no --profile" (what `docker compose up` starts).
 PROFILES = {
     COMPOSE: [None, "control", "soak", "dp", "qualify"],
-    MULTINODE: ["head", "worker", "hybrid"],
+    MULTINODE: ["head", "worker", "hybrid", "gate"],
 }
+# Profiles whose servers the 8-GPU override file (docker/compose.8-gpus.yaml) changes.
+EIGHT_GPU_PROFILES = ["dp", "qualify"]
+# The 40-hex commit id of a Hugging Face revision (a branch name would move).
+COMMIT_ID = r"[0-9a-f]{40}"
 
 
 # ------------------------------------------------------------------ interpolation ----
@@ -103,9 +107,27 @@ def interpolate(node: Any, env: dict[str, str], uses: list[Use] | None = None) -
     return node
 
 
+class _ComposeLoader(yaml.SafeLoader):
+    """YAML with Compose's merge tags (`!reset`, `!override`), kept as they are written."""
+
+
+def _tagged(loader: yaml.SafeLoader, tag_suffix: str, node: yaml.Node) -> Any:
+    if isinstance(node, yaml.MappingNode):
+        value: Any = loader.construct_mapping(node, deep=True)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    else:
+        value = loader.construct_scalar(node)
+    return {f"!{tag_suffix}": value}
+
+
+_ComposeLoader.add_multi_constructor("!", _tagged)
+
+
 def raw(path: Path) -> dict[str, Any]:
-    """The file as YAML: anchors and merge keys resolved, nothing substituted."""
-    return yaml.safe_load(path.read_text())
+    """The file as YAML: anchors and merge keys resolved, nothing substituted; a value
+    tagged `!override` / `!reset` reads as {"!override": value} / {"!reset": value}."""
+    return yaml.load(path.read_text(), Loader=_ComposeLoader)
 
 
 class _EverythingSet(dict):
@@ -171,8 +193,10 @@ def enabled(services: dict[str, Any], profile: str | None) -> dict[str, Any]:
 
 
 def is_server(svc: dict[str, Any]) -> bool:
+    """A vLLM server: the server image with its own entrypoint (`vllm serve`)."""
     image = svc.get("image", "")
-    return image.startswith(env_example().values["DSV4_SERVER_IMAGE"] + ":")
+    return (image.startswith(env_example().values["DSV4_SERVER_IMAGE"] + ":")
+            and "entrypoint" not in svc)
 
 
 def is_loadgen(svc: dict[str, Any]) -> bool:
@@ -247,33 +271,40 @@ def hadolint() -> str:
     return path
 
 
-def docker_compose() -> str:
-    """Debian's docker-compose; optional (the schema check does not need it)."""
-    path = shutil.which("docker-compose")
-    if path is None:
-        pytest.skip(
-            "docker-compose is not installed (apt-get install docker-compose); "
-            "the compose-spec schema check still runs"
-        )
-    return path
+def compose_v2() -> str:
+    """Compose v2's binary (`docker-compose` run standalone): DSV4_QUAL_COMPOSE, else the
+    plugins folder .ci/compose-v2.sh fills, else a docker-compose on PATH that is v2."""
+    cache = Path(os.environ.get("DSV4_QUAL_CACHE") or Path.home() / ".cache" / "dsv4-qual")
+    plugins = Path(os.environ.get("DSV4_QUAL_DOCKER_PLUGINS") or cache / "docker-cli-plugins")
+    candidates = [os.environ.get("DSV4_QUAL_COMPOSE"), str(plugins / "docker-compose"),
+                  shutil.which("docker-compose")]
+    for path in candidates:
+        if path and Path(path).is_file() and _is_compose_v2(path):
+            return path
+    require("Compose v2", False, "bash .ci/compose-v2.sh")
+    raise AssertionError("unreachable")
 
 
-def run_docker_compose(
-    path: Path, profile: str | None, env_file: Path, extra_env: dict[str, str] | None = None
+def _is_compose_v2(path: str) -> bool:
+    try:
+        done = subprocess.run([path, "version", "--short"], capture_output=True, text=True,
+                              timeout=60)
+    except OSError:
+        return False
+    return done.returncode == 0 and done.stdout.strip().lstrip("v").startswith("2.")
+
+
+def run_compose(
+    files: list[Path], profile: str | None, env_file: Path,
+    extra_env: dict[str, str] | None = None, args: tuple[str, ...] = ("config",),
 ) -> subprocess.CompletedProcess:
-    """`docker-compose config` in a clean environment (no DSV4_* from the caller's shell)."""
-    args = [
-        docker_compose(),
-        "--project-directory",
-        str(REPO),
-        "-f",
-        str(path),
-        "--env-file",
-        str(env_file),
-    ]
+    """Compose v2 on the files in a clean environment (no DSV4_* from the caller's shell)."""
+    command = [compose_v2(), "--project-directory", str(REPO), "--env-file", str(env_file)]
+    for path in files:
+        command += ["-f", str(path)]
     if profile:
-        args += ["--profile", profile]
+        command += ["--profile", profile]
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **(extra_env or {})}
     return subprocess.run(
-        [*args, "config"], capture_output=True, text=True, env=env, cwd=REPO, timeout=120
+        [*command, *args], capture_output=True, text=True, env=env, cwd=REPO, timeout=120
     )

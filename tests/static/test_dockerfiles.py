@@ -13,7 +13,16 @@ from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
-from static_support import DOCKERFILE_LOADGEN, DOCKERFILE_SERVER, REPO, env_example, hadolint
+from static_support import (
+    COMPOSE,
+    DOCKERFILE_LOADGEN,
+    DOCKERFILE_SERVER,
+    REPO,
+    env_example,
+    hadolint,
+    is_loadgen,
+    model,
+)
 
 DOCKERFILES = [DOCKERFILE_SERVER, DOCKERFILE_LOADGEN]
 CONSTRAINTS = REPO / "docker" / "constraints.txt"
@@ -115,11 +124,20 @@ def test_build_context_holds_exactly_what_is_copied(path: Path) -> None:
         assert not any(fnmatch.fnmatch(secret, p) for p in allowed), secret
 
 
+@pytest.mark.parametrize("path", DOCKERFILES, ids=lambda p: p.name)
+def test_no_syntax_directive(path: Path) -> None:
+    """`# syntax=...` makes BuildKit fetch a frontend image from a registry: a build on a
+    node without registry access (or behind a proxy) fails before the first step."""
+    assert not re.search(r"^#\s*syntax\s*=", path.read_text(), re.MULTILINE | re.IGNORECASE)
+
+
 def test_server_installs_the_plugin_without_touching_torch_or_vllm() -> None:
     runs = [rest for word, rest in instructions(DOCKERFILE_SERVER) if word == "RUN"]
     install = next(r for r in runs if "install --system" in r)
     assert "--no-deps" in install
     assert "vllm.general_plugins" in install, "the build checks the entry point"
+    # ...and imports what it names: vLLM only logs a plugin that fails to import.
+    assert re.search(r"\bimport server_patch\.plugin\b", install), install
     env = " ".join(rest for word, rest in instructions(DOCKERFILE_SERVER) if word == "ENV")
     for setting in (
         "DSV4_QUAL_C128A_LAYOUT=capacity",
@@ -137,6 +155,15 @@ def test_loadgen_image_is_the_loadgen_alone() -> None:
     assert "--constraint" in runs
     users = [rest for word, rest in rows if word == "USER"]
     assert users and users[-1].split(":")[0] not in ("0", "root")
+    uid, gid = users[-1].split(":")
+    # The user's own group has the gid it runs with, so files it writes carry a group
+    # that exists in the image (useradd --user-group would pick a system gid instead).
+    assert re.search(rf"groupadd\b[^&]*--gid {gid}\b", runs), runs
+    assert re.search(rf"useradd\b[^&]*--uid {uid}\b[^&]*--gid {gid}\b", runs), runs
+    assert re.search(rf"chown {uid}:{gid} /results", runs)
+    for name, svc in model(COMPOSE)["services"].items():
+        if is_loadgen(svc):
+            assert svc["user"] == f"{uid}:{gid}", name
     entry = [rest for word, rest in rows if word == "ENTRYPOINT"]
     assert entry == ['["dsv4-qual"]']
 

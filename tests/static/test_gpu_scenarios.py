@@ -69,3 +69,16 @@ def test_requests_fit_the_servers_context(name: str) -> None:
     if isinstance(s.workload, LongContextWorkload):
         longest = int(max(s.workload.context_tokens) * 1.15) + 2048
     assert longest + s.request.max_tokens <= max_model_len
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n != "nightly-soak"])
+def test_a_gate_whose_server_restarts_is_invalid(name: str) -> None:
+    """A restart mid-run resets the uptime the bug needs: one run, one server start."""
+    assert load_scenario(name).load.on_server_restart == "invalid"
+
+
+def test_the_soak_goes_on_after_a_server_restart() -> None:
+    s = load_scenario("nightly-soak")
+    assert s.load.on_server_restart == "continue"
+    # The server reloads the checkpoint before it is back.
+    assert s.load.restart_ready_timeout_s >= s.target.ready_timeout_s

@@ -1,6 +1,7 @@
 """Every load-generator service: waits for healthy servers, targets servers of its own
-profile, runs scenarios that exist and validate, and keeps results and receipts on
-volumes; and its command line is one the `dsv4-qual` CLI accepts."""
+profile, runs scenarios that exist and validate, keeps results and receipts on volumes,
+reads the receipts of the servers it qualifies, and has time to write its reports when
+stopped; and its command line is one the `dsv4-qual` CLI accepts."""
 
 from __future__ import annotations
 
@@ -9,8 +10,20 @@ from urllib.parse import urlsplit
 
 import click
 import pytest
-from static_support import COMPOSE, PROFILES, enabled, env_example, flags, is_loadgen, model
+from static_support import (
+    COMPOSE,
+    MULTINODE,
+    PROFILES,
+    enabled,
+    env_example,
+    flags,
+    is_loadgen,
+    model,
+    raw,
+    seconds,
+)
 
+from loadgen.commands.qualify import side_scenario, with_sides
 from loadgen.scenario import load_scenario
 
 SERVICES = model(COMPOSE)["services"]
@@ -98,6 +111,60 @@ def test_candidate_runs_read_the_candidates_receipts() -> None:
     """A gate with require_receipts must get the receipts of the server it tests."""
     for name in ("loadgen", "loadgen-dp", "soak"):
         assert "--receipts-dir" in options(LOADGENS[name]["command"]), name
+
+
+def _mounted_volume(svc: dict, target: str) -> str:
+    (mount,) = [v for v in svc["volumes"] if v.split(":")[1] == target]
+    assert mount.endswith(":ro"), "the load generator only reads receipts"
+    return mount.split(":")[0]
+
+
+def test_qualify_proves_the_candidate_is_patched() -> None:
+    """The qualify profile reads each side's receipts from the volume that side's server
+    writes, and its scenario requires the candidate's."""
+    svc = LOADGENS["qualify"]
+    opts = options(svc["command"])
+    for side, url_option in (("candidate", "--candidate"), ("control", "--control")):
+        (receipts,) = opts[f"--{side}-receipts-dir"]
+        (url,) = opts[url_option]
+        server = SERVICES[urlsplit(url).hostname]
+        assert f"{_mounted_volume(svc, receipts)}:/receipts" in server["volumes"], side
+    scenario = load_scenario(svc["command"][1])
+    cfg = with_sides(scenario, control_urls=opts["--control"],
+                     candidate_urls=opts["--candidate"],
+                     control_receipts=opts["--control-receipts-dir"][0],
+                     candidate_receipts=opts["--candidate-receipts-dir"][0])
+    assert side_scenario(scenario, cfg, "candidate").gate.require_receipts
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_a_stopped_load_generator_has_time_to_write_its_reports(name: str) -> None:
+    """Compose's 10 s default would SIGKILL a run (exit 137) while it writes reports."""
+    assert seconds(LOADGENS[name]["stop_grace_period"]) >= 60
+
+
+def test_results_live_on_an_external_volume() -> None:
+    """`docker compose down -v` must not delete the results and the soak's history."""
+    for path in (COMPOSE, MULTINODE):
+        assert raw(path)["volumes"]["results"] == {"name": "dsv4-qual-results",
+                                                   "external": True}
+    assert env_example().values["DSV4_RESULTS"] == "results"
+
+
+def test_the_multinode_gate_reads_the_nodes_receipts() -> None:
+    """The documented multi-node gate: the release gate requires receipts, so it must
+    be given the volume the nodes write them to, and a fresh directory per run."""
+    services = model(MULTINODE)["services"]
+    gate = services["gate"]
+    opts = options(gate["command"])
+    assert gate["command"][:2] == ["run", env_example().values["DSV4_SCENARIO"]]
+    assert "--out" not in opts
+    (receipts,) = opts["--receipts-dir"]
+    volume = _mounted_volume(gate, receipts)
+    for role in ("head", "worker", "hybrid"):
+        assert f"{volume}:/receipts" in services[role]["volumes"], role
+    assert any(v.endswith(":/results") for v in gate["volumes"])
+    assert seconds(gate["stop_grace_period"]) >= 60
 
 
 @pytest.mark.parametrize("name", IDS)

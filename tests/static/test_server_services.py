@@ -1,5 +1,7 @@
 """Every vLLM server the compose files start: a command vLLM's image entrypoint accepts,
-the DeepSeek-V4-Flash DSpark recipe, the plugin's settings, and what the node needs."""
+the DeepSeek-V4-Flash DSpark recipe pinned to one checkpoint revision, the plugin's
+settings, what the node needs, and what keeps an operator's day short (the download
+done first, JIT caches on volumes, a restart policy)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from static_support import (
+    COMMIT_ID,
     COMPOSE,
     DOCKERFILE_SERVER,
     FLAG_LISTS,
@@ -21,6 +24,8 @@ from static_support import (
     raw,
     seconds,
 )
+
+from loadgen.scenario import load_scenario
 
 SERVERS = list(all_servers())
 IDS = [f"{label}:{name}" for label, name, _ in SERVERS]
@@ -40,6 +45,9 @@ TOPOLOGY = {
     "--port",
 }
 CONTROLS = {"server-control", "replica-control"}
+# Where the JIT caches live in a server container: each must be on a volume.
+JIT_CACHES = ("/root/.cache/vllm", "/root/.cache/flashinfer", "/root/.triton")
+SCENARIO_VARIABLES = [k for k in env_example().values if k.endswith("SCENARIO")]
 
 
 def test_there_is_a_server_in_each_role() -> None:
@@ -91,9 +99,14 @@ def test_the_dspark_recipe(label: str, name: str, svc: dict) -> None:
         "method": "dspark",
         "num_speculative_tokens": 7,
         "draft_sample_method": "greedy",
+        # The drafter is read from the same checkpoint: the same revision, or vLLM
+        # loads it from the repository's default branch.
+        "revision": f["--revision"],
     }
     assert json.loads(f["--compilation-config"]) == {"cudagraph_mode": "FULL_AND_PIECEWISE"}
-    assert json.loads(f["--attention-config"]) == {"use_fp4_indexer_cache": False}
+    # The model card's use_fp4_indexer_cache is unknown to vLLM >= 0.32 (it refuses
+    # the flag), and false was its default: the recipe leaves attention to vLLM.
+    assert "--attention-config" not in f
     assert f["--max-model-len"] == "70000"
     assert f["--kv-cache-dtype"] == "fp8"
     assert f["--block-size"] == "256"
@@ -103,6 +116,23 @@ def test_the_dspark_recipe(label: str, name: str, svc: dict) -> None:
         assert switch in f and f[switch] is None, switch
     assert "--enforce-eager" not in f, "eager mode suppresses the bug under test"
 
+
+@pytest.mark.parametrize(("label", "name", "svc"), SERVERS, ids=IDS)
+def test_the_checkpoint_revision_is_pinned(label: str, name: str, svc: dict) -> None:
+    """A gate must be reproducible out of the box: a commit id, never a branch."""
+    revision = flags(svc["command"])["--revision"]
+    assert re.fullmatch(COMMIT_ID, revision), revision
+    assert revision == env_example().values["DSV4_MODEL_REVISION"]
+
+
+@pytest.mark.parametrize(("label", "name", "svc"), SERVERS, ids=IDS)
+def test_max_num_seqs_holds_every_scenarios_concurrency(label: str, name: str,
+                                                         svc: dict) -> None:
+    """Explicit, not vLLM's per-GPU default: all of a gate's requests decode together."""
+    seqs = int(flags(svc["command"])["--max-num-seqs"])
+    for variable in SCENARIO_VARIABLES:
+        scenario = load_scenario(env_example().values[variable])
+        assert seqs >= scenario.load.concurrency, (variable, scenario.name)
 
 def test_all_servers_share_one_recipe() -> None:
     """Only topology differs, so control, candidate and replicas are comparable."""
@@ -143,6 +173,8 @@ def test_what_the_node_gives_the_server(label: str, name: str, svc: dict) -> Non
     (gpus,) = svc["deploy"]["resources"]["reservations"]["devices"]
     assert gpus["driver"] == "nvidia" and gpus["capabilities"] == ["gpu"]
     assert ("count" in gpus) != ("device_ids" in gpus)
+    # One id per entry (the Compose specification's form), not "0,1" in one entry.
+    assert all(re.fullmatch(r"\d+", i) for i in gpus.get("device_ids", [])), gpus
     assert "HF_TOKEN" in svc["environment"]
     assert any(v.endswith(":/root/.cache/huggingface") for v in svc["volumes"])
     assert svc["ulimits"]["memlock"] == -1
@@ -166,8 +198,7 @@ def test_replicas_that_run_together_do_not_share_gpus() -> None:
 
     def gpus(name: str) -> set[str]:
         (dev,) = services[name]["deploy"]["resources"]["reservations"]["devices"]
-        (ids,) = dev["device_ids"]
-        return set(ids.split(","))
+        return set(dev["device_ids"])
 
     for a, b in (("replica-0", "replica-1"), ("replica-control", "replica-1")):
         assert not gpus(a) & gpus(b), f"{a} and {b} share GPUs"
@@ -206,3 +237,65 @@ def test_server_image_is_built_from_the_configured_vllm() -> None:
     assert build["dockerfile"] == "docker/Dockerfile.server"
     args = model(COMPOSE)["services"]["server"]["build"]["args"]
     assert args["VLLM_TAG"] == env_example().values["DSV4_VLLM_TAG"] == "v0.27.1"
+
+
+@pytest.mark.parametrize(("label", "name", "svc"), SERVERS, ids=IDS)
+def test_jit_caches_are_on_volumes(label: str, name: str, svc: dict) -> None:
+    """Compiled kernels (torch.compile, DeepGEMM, FlashInfer, Triton) survive a restart."""
+    targets = {v.split(":")[1] for v in svc["volumes"]}
+    for cache in JIT_CACHES:
+        assert cache in targets, f"{cache} is not on a volume"
+    deep_gemm = svc["environment"]["DG_JIT_CACHE_DIR"]
+    assert any(deep_gemm.startswith(cache + "/") for cache in JIT_CACHES), deep_gemm
+
+
+def test_the_download_comes_first_and_fetches_what_the_servers_load() -> None:
+    """The engine-ready timeout and the health start period time loading, not a first
+    download of ~160 GB: a one-shot service downloads the checkpoint at the servers'
+    revision into their cache, and every server waits for it to finish."""
+    services = model(COMPOSE)["services"]
+    download = services["download"]
+    assert download["environment"]["DSV4_MODEL"] == env_example().values["DSV4_MODEL"]
+    assert download["environment"]["DSV4_MODEL_REVISION"] == (
+        env_example().values["DSV4_MODEL_REVISION"])
+    assert "snapshot_download" in " ".join(download["entrypoint"])
+    assert "restart" not in download and "healthcheck" not in download
+    for name, svc in services.items():
+        if name == "download" or "command" not in svc or not svc["image"].startswith(
+                env_example().values["DSV4_SERVER_IMAGE"]):
+            continue
+        assert svc["depends_on"]["download"] == {"condition": "service_completed_successfully"}
+        f = flags(svc["command"])
+        assert (svc["command"][0], f["--revision"]) == (
+            download["environment"]["DSV4_MODEL"], download["environment"]["DSV4_MODEL_REVISION"])
+        hf = next(v for v in svc["volumes"] if v.endswith(":/root/.cache/huggingface"))
+        assert hf in download["volumes"], name
+
+
+def test_single_node_servers_are_not_attached_to_up() -> None:
+    """`up --exit-code-from X` stops everything when an attached container exits: a
+    server that crashed would get the load generator stopped (exit 130 or 137) instead of
+    a written, invalid gate. Unattached, only the load generator's exit ends the run."""
+    services = model(COMPOSE)["services"]
+    for name, svc in services.items():
+        if "healthcheck" in svc:
+            assert svc["attach"] is False, name
+    # The download exits when done, which would end such a run just as early.
+    assert services["download"]["attach"] is False
+
+
+def test_single_node_servers_restart_after_a_crash_a_few_times() -> None:
+    """A crash mid-soak is recorded and the soak goes on; a crash loop ends (Compose
+    then reports the server instead of waiting on its health for hours)."""
+    for name, svc in model(COMPOSE)["services"].items():
+        if name == "download" or "healthcheck" not in svc:
+            continue
+        policy, _, retries = svc["restart"].partition(":")
+        assert policy == "on-failure" and 1 <= int(retries) <= 10, (name, svc["restart"])
+
+
+def test_the_model_cache_is_an_external_volume() -> None:
+    """`docker compose down -v` in any checkout must not delete ~160 GB of checkpoint."""
+    for path in (COMPOSE, MULTINODE):
+        volumes = raw(path)["volumes"]
+        assert volumes["hf-cache"] == {"name": "dsv4-qual-hf-cache", "external": True}
