@@ -402,7 +402,11 @@ def scenario_search_dirs() -> list[Path]:
 def resolve_scenario_path(ref: str | Path) -> Path:
     """A path as given, or a bare name looked up in the shipped scenarios."""
     path = Path(ref)
-    if path.exists() or path.suffix or "/" in str(ref):
+    try:
+        exists = path.exists()
+    except OSError as exc:  # e.g. a folder on the way that this user may not read
+        raise BadInputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if exists or path.suffix or "/" in str(ref):
         return path
     for directory in scenario_search_dirs():
         candidate = directory / f"{ref}.toml"

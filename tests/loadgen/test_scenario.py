@@ -117,3 +117,16 @@ def test_validate_ok_prints_a_summary() -> None:
     proc = run_cli("validate", SMOKE)
     assert proc.returncode == 0
     assert "smoke: ok (tool-turn, concurrency 8" in proc.stdout
+
+
+def test_an_unreadable_scenario_path_is_bad_input(tmp_path: Path, monkeypatch) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    scenario = locked / "s.toml"
+
+    def denied(self: Path) -> bool:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Path, "exists", denied)
+    with pytest.raises(BadInputError, match="cannot read"):
+        load_scenario(scenario)
