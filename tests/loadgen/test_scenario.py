@@ -130,3 +130,16 @@ def test_an_unreadable_scenario_path_is_bad_input(tmp_path: Path, monkeypatch) -
     monkeypatch.setattr(Path, "exists", denied)
     with pytest.raises(BadInputError, match="cannot read"):
         load_scenario(scenario)
+
+
+def test_every_scenario_key_is_documented() -> None:
+    from loadgen import scenario as s
+
+    page = (REPO / "docs" / "scenario-keys.md").read_text()
+    models = [s.Scenario, s.TargetConfig, s.SimTarget, s.LoadConfig, s.RequestConfig,
+              s.ToolTurnWorkload, s.LongContextWorkload, s.ReplayWorkload, s.GateConfig,
+              s.VerdictConfig, s.TelemetryConfig, s.QualifyConfig, s.QualifySide,
+              s.SoakConfig]
+    missing = sorted({f"{m.__name__}.{key}" for m in models for key in m.model_fields
+                      if f"`{key}`" not in page})
+    assert missing == []

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from static_support import COMPOSE, MULTINODE, REPO
 
-DOCS = [REPO / "README.md", REPO / "docker" / "README.md", COMPOSE, MULTINODE]
+DOCS = [REPO / "README.md", REPO / "docker" / "README.md", *sorted((REPO / "docs").glob("*.md")),
+        COMPOSE, MULTINODE]
 
 
 def command_lines(path: Path) -> list[str]:
