@@ -10,9 +10,8 @@ a seq gets the same body as in one process.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from loadgen.engine.requests import RequestMaker
 from loadgen.engine.session import Session
@@ -52,11 +51,10 @@ async def run_phase(session: Session, source: SeqSource, maker: RequestMaker, ph
     if count <= 0:
         return
     end = source.next_seq + count
+    slots = min(session.scenario.load.concurrency, count)
     session.progress.start_phase(phase, count)
-    workers = [_worker(session, source, maker, phase, end, shard)
-               for _ in range(min(session.scenario.load.concurrency, count))]
     try:
-        await session.stopper.guarded(_all(workers))
+        await session.stopper.guarded(_slots(slots, session, source, maker, phase, end, shard))
     finally:
         session.progress.end_phase()
     reason = session.stopper.reason
@@ -64,8 +62,11 @@ async def run_phase(session: Session, source: SeqSource, maker: RequestMaker, ph
         raise RunInvalidError(reason.message)
 
 
-async def _all(workers: list[Coroutine[Any, Any, None]]) -> None:
-    await asyncio.gather(*workers)
+async def _slots(slots: int, session: Session, source: SeqSource, maker: RequestMaker,
+                 phase: str, end: int, shard: Shard) -> None:
+    """`slots` worker coroutines, together: the phase's concurrency."""
+    await asyncio.gather(*(_worker(session, source, maker, phase, end, shard)
+                           for _ in range(slots)))
 
 
 async def _worker(session: Session, source: SeqSource, maker: RequestMaker, phase: str,

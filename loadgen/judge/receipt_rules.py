@@ -27,6 +27,8 @@ from loadgen.scenario import GateConfig
 from loadgen.targets.receipts import UPSTREAM, ProcessReceipt, ReceiptFacts
 
 PACKED = "packed"
+#: What upstream's own builder writes, by release (server_patch.vllm_compat's table).
+KNOWN_VARIANTS = frozenset({"capacity", "prefix", PACKED})
 NAME = "patch receipts prove the C128A builder"
 
 
@@ -73,6 +75,12 @@ def receipts_check(cfg: GateConfig, receipts: ReceiptFacts, receipts_dir: str | 
         return Check(NAME, False, f"the model ran layout {_layouts(ours_refused)} in "
                      f"{_names(ours_refused)}; the scenario accepts "
                      f"{', '.join(cfg.accept_layouts)}")
+    upstream_unknown = [p for p in model if p.effective_layout == UPSTREAM
+                        and p.upstream_variant not in KNOWN_VARIANTS]
+    if upstream_unknown:
+        return Check(NAME, False, f"the model ran upstream's own builder (layout off) in "
+                     f"{_names(upstream_unknown)}, and what it writes in that vLLM release is "
+                     "unknown", kind="error")
     upstream_refused = [p for p in model if p.effective_layout == UPSTREAM
                         and p.upstream_variant not in accepted]
     if upstream_refused:

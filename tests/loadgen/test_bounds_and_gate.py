@@ -276,3 +276,12 @@ def test_the_gate_says_what_a_pass_proves() -> None:
     assert gate.detectable_rate_95 == pytest.approx(0.00292, abs=1e-5)
     control = evaluate(GateConfig(role="control"), stats(64, 63))
     assert "reproduction rate is above 92" in control.statement
+
+
+def test_upstreams_builder_in_an_unknown_release_cannot_be_vouched_for() -> None:
+    off = {"layout": "off", "patched": False}
+    gate = receipts_gate([receipt(2, **off, upstream="unknown")])
+    assert gate.exit_code == 2 and "is unknown" in receipts_message(gate)
+    # A known variant the scenario does not accept fails (prefix, when only capacity is).
+    gate = receipts_gate([receipt(2, **off, upstream="prefix")], accept_layouts=["capacity"])
+    assert gate.exit_code == 1 and "writes prefix" in receipts_message(gate)
