@@ -6,7 +6,9 @@ default test run, without Docker); a daemon the tier stops leaves nothing behind
 
 from __future__ import annotations
 
+import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,7 +22,10 @@ def _pid_file(data_root: Path) -> Path:
 
 def _spawn(argv0: str, data_root: Path) -> subprocess.Popen[bytes]:
     """A stand-in process whose command line reads `argv0 ... --data-root DATA_ROOT`."""
-    script = f'exec -a {argv0} python3 -c "import time; time.sleep(60)" --data-root {data_root}'
+    # This interpreter itself, not `python3` from PATH: a version-manager shim there would
+    # exec the real interpreter and lose the argv0 the test gives.
+    script = (f'exec -a {argv0} {shlex.quote(sys.executable)} -c "import time; time.sleep(60)"'
+              f' --data-root {data_root}')
     return subprocess.Popen(["bash", "-c", script])
 
 
