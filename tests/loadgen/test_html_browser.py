@@ -35,7 +35,10 @@ def test_qualify_and_run_reports_render_with_every_plot(fake_server, tmp_path: P
     receipts.mkdir()
     (receipts / "gpu-0-7.json").write_text(json.dumps({
         "layout": "capacity", "vllm_version": "0.28.0", "patched": True,
-        "time": iso(candidate.start_time + 1)}))
+        "time": iso(candidate.start_time + 1),
+        "guard": {"mode": "1", "calls": 40, "violations": 0},
+        "model": {"loaded": True, "architectures": ["DeepseekV4ForCausalLM"],
+                  "c128a_builders": 1}}))
     sc = tmp_path / "q.toml"
     sc.write_text(SC)
     out = tmp_path / "qual"
@@ -44,11 +47,11 @@ def test_qualify_and_run_reports_render_with_every_plot(fake_server, tmp_path: P
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
     pages = {"qualify": (out / "report.html", 3), "control": (out / "control" / "report.html", 9),
-             "candidate": (out / "candidate" / "report.html", 9)}
+             "candidate": (out / "candidate" / "report.html", 8)}
     with headless_chromium() as browser:
         for name, (path, expected) in pages.items():
             images = images_of(browser, path.as_uri())
-            assert len(images) == expected, (name, [i["alt"] for i in images])
+            assert len(images) == expected, (name, "; ".join(i["alt"] for i in images))
             broken = [i["alt"] for i in images
                       if not (i["complete"] and i["width"] > 0 and i["height"] > 0)]
             assert not broken, (name, broken)
@@ -57,6 +60,8 @@ def test_qualify_and_run_reports_render_with_every_plot(fake_server, tmp_path: P
                 assert layout.startswith("capacity"), layout
                 alts = " ".join(i["alt"] for i in images)
                 assert "Speculative decoding acceptance" in alts and "Throughput" in alts
+                # a clean run has no failures to plot: the report says so instead of an empty axis
+                assert "No request failed" in browser.find_element("tag name", "body").text
             if name == "qualify":
                 verdict = browser.find_element("id", "verdict").text
                 assert verdict.startswith("QUALIFIED (exit 0)"), verdict
