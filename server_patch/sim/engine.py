@@ -31,6 +31,7 @@ import torch
 
 from server_patch.c128a import C128ABuilder
 from server_patch.c128a import builder as make_builder
+from server_patch.sim.batch import next_rows
 from server_patch.sim.config import SimConfig
 from server_patch.sim.graphs import MetadataGraphs
 from server_patch.sim.kv import KVPool, entry_value
@@ -78,7 +79,8 @@ class Engine:
         self.graphs = MetadataGraphs(cfg, self.build, self.device)
         self.pool = KVPool(cfg, self.device)
         self.waiting: deque[SimRequest] = deque()
-        self.running: list[SimRequest] = []
+        # The persistent batch's rows: None where a request finished since the last step.
+        self.rows: list[SimRequest | None] = []
         self.stats = EngineStats()
         self._uids = itertools.count(1)
         self._wake = asyncio.Event()
@@ -99,11 +101,16 @@ class Engine:
             return
         if request in self.waiting:
             self.waiting.remove(request)
-        if request in self.running:
-            self.running.remove(request)
+        if request in self.rows:
+            self.rows[self.rows.index(request)] = None
         self.pool.release(request.blocks)
         request.finished = True
         self.stats.aborted_requests += 1
+
+    @property
+    def running(self) -> list[SimRequest]:
+        """The running requests, in row order."""
+        return [r for r in self.rows if r is not None]
 
     def has_work(self) -> bool:
         return bool(self.waiting or self.running)
@@ -112,9 +119,10 @@ class Engine:
 
     def _admit(self) -> list[SimRequest]:
         cfg = self.cfg
-        budget = cfg.max_num_batched_tokens - len(self.running)
+        running = len(self.running)
+        budget = cfg.max_num_batched_tokens - running
         admitted: list[SimRequest] = []
-        while (self.waiting and len(self.running) + len(admitted) < cfg.max_num_seqs
+        while (self.waiting and running + len(admitted) < cfg.max_num_seqs
                and self.waiting[0].prompt_tokens <= budget):
             request = self.waiting.popleft()
             budget -= request.prompt_tokens
@@ -123,7 +131,9 @@ class Engine:
 
     def step(self) -> None:
         admitted = self._admit()
-        decode = self.running
+        self.rows = next_rows(self.rows, admitted)
+        decode = self.rows[:len(self.rows) - len(admitted)]
+        admitted = self.rows[len(decode):]  # prefills in their rows' order
         if not decode and not admitted:
             return
         for r in decode:
@@ -188,24 +198,21 @@ class Engine:
                 self._lose(r)  # its prompt was read with another's context: lost at once
 
     def _advance(self, decode: list[SimRequest], admitted: list[SimRequest]) -> None:
-        """One token for every running request; finished ones leave the batch."""
+        """One token for every running request; finished ones leave holes in the rows."""
         st = self.stats
         for r in decode:
             r.computed += 1
         for r in admitted:
             r.computed = r.prompt_tokens
             st.prompt_tokens += r.prompt_tokens
-            self.running.append(r)
-        for r in self.running:
+        for i, r in enumerate(self.rows):
+            if r is None:
+                continue
             r.queue.put_nowait(r.reply.next_piece())
             st.generation_tokens += 1
-        still = []
-        for r in self.running:
             if r.reply.done:
                 self._finish(r)
-            else:
-                still.append(r)
-        self.running = still
+                self.rows[i] = None
 
     def _count(self, reads: RowReads, prefill: bool) -> None:
         st = self.stats
