@@ -26,7 +26,7 @@ size to the gate. `positive-control` is a control (it must reproduce), not a gat
 that catches; it is left out.
 
     python benchmarks/bench_gate_power.py [--draws 4000] [--sim-repeats 8]
-        [--capacities 65536,32768,16384]
+        [--capacities 65536,32768,16384] [--scenarios release-gate,smoke]
 """
 
 from __future__ import annotations
@@ -65,11 +65,12 @@ class Gate:
         return float(binom.sf(self.allowed, self.measured, rate))
 
 
-def shipped_gates() -> list[Gate]:
+def shipped_gates(names: list[str] | None = None) -> list[Gate]:
+    """The candidate gates of the shipped scenarios (or of those named)."""
     gates = []
     for path in sorted(SHIPPED.glob("*.toml")):
         sc = load_scenario(path)
-        if sc.gate.role != "candidate":
+        if sc.gate.role != "candidate" or (names and sc.name not in names):
             continue
         measured = max(sc.load.measurement, sc.gate.required_measured())
         gates.append(Gate(sc.name, sc.load.priming, measured, sc.gate.allowed))
@@ -132,8 +133,9 @@ def main() -> None:
     ap.add_argument("--sim-repeats", type=int, default=8)
     ap.add_argument("--capacities", default="65536,32768,16384",
                     help="the sim's max_model_len per row, comma-separated ('' skips the sim)")
+    ap.add_argument("--scenarios", default="", help="only these shipped scenarios")
     args = ap.parse_args()
-    gates = shipped_gates()
+    gates = shipped_gates([n for n in args.scenarios.split(",") if n])
     independent_arm(gates, args.draws)
     if args.capacities:
         sim_arm(gates, args.sim_repeats, [int(c) for c in args.capacities.split(",")])
