@@ -62,6 +62,8 @@ class SimTarget(_Strict):
     max_num_seqs: int = Field(default=32, ge=1, le=4096)
     max_model_len: int = Field(default=4096, ge=64, le=1_048_576)
     guard: bool = True
+    graph_mode: Literal["full_and_piecewise", "full"] = "full_and_piecewise"
+    fatal_foreign_share: float = Field(default=0.5, ge=0.0, le=1.0)
 
 
 class TargetConfig(_Strict):

@@ -71,7 +71,8 @@ class SimApp:
 
     async def version(self, request: Request) -> Response:
         return JSONResponse({"version": f"dsv4-qual-sim {tool_version()}",
-                             "c128a_layout": self.cfg.layout})
+                             "c128a_layout": self.cfg.layout,
+                             "cudagraph_mode": self.cfg.graph_mode})
 
     async def models(self, request: Request) -> Response:
         return JSONResponse({"object": "list", "data": [{

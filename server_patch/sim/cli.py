@@ -7,6 +7,8 @@ import click
 # Kept torch-free at import: the loadgen's CLI lists this command on every start.
 # (A test checks these names equal server_patch.c128a.LAYOUTS.)
 LAYOUT_CHOICES = ("packed", "capacity", "prefix")
+# (and these equal server_patch.sim.config.GRAPH_MODES)
+GRAPH_MODE_CHOICES = ("full_and_piecewise", "full")
 BAD_INPUT = 3  # the console script's exit code for bad input
 
 
@@ -24,6 +26,14 @@ class SimInputError(click.ClickException):
               help="C128A builder layout: packed reproduces the bug, capacity/prefix do not.")
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
               help="cuda captures the decode consumer in a real CUDA graph.")
+@click.option("--graph-mode", type=click.Choice(GRAPH_MODE_CHOICES), default="full_and_piecewise",
+              show_default=True,
+              help="Which steps replay the captured consumers: full_and_piecewise (pure "
+                   "decode only, vLLM 0.27's) or full (mixed steps too, 0.28+ FlashMLA).")
+@click.option("--fatal-foreign-share", type=click.FloatRange(0, 1), default=0.5,
+              show_default=True,
+              help="The toy model is lost when more than this share of what one of its "
+                   "rows read is another request's KV (1 never).")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
 @click.option("--max-num-seqs", type=click.IntRange(1, 4096), default=32, show_default=True)
@@ -32,14 +42,16 @@ class SimInputError(click.ClickException):
 @click.option("--receipts-dir", default=None, help="Write a patch receipt here.")
 @click.option("--step-delay", type=click.FloatRange(0, 10), default=0.0, show_default=True,
               help="Seconds to sleep between engine steps (slows decode down).")
-def sim_command(layout: str, device: str, host: str, port: int, max_num_seqs: int,
-                max_model_len: int, receipts_dir: str | None, step_delay: float) -> None:
+def sim_command(layout: str, device: str, graph_mode: str, fatal_foreign_share: float, host: str,
+                port: int, max_num_seqs: int, max_model_len: int, receipts_dir: str | None,
+                step_delay: float) -> None:
     """Serve the embedded reference server (OpenAI-compatible, vLLM-shaped).
 
     \b
     Examples:
       dsv4-qual sim --layout packed --port 8000      # the bug, on any machine
       dsv4-qual sim --layout capacity --device cuda  # the fix, under a real CUDA graph
+      dsv4-qual sim --layout prefix --graph-mode full  # 0.29+'s layout, mixed steps captured
     """
     try:
         import torch
@@ -54,13 +66,15 @@ def sim_command(layout: str, device: str, host: str, port: int, max_num_seqs: in
         raise SimInputError("--device cuda: no CUDA device is available")
     cfg = SimConfig(layout=layout, device=device, max_num_seqs=max_num_seqs,
                     max_model_len=max_model_len, receipts_dir=receipts_dir,
-                    step_delay_s=step_delay)
+                    step_delay_s=step_delay, graph_mode=graph_mode,
+                    fatal_foreign_share=fatal_foreign_share)
     try:
         sock = bind(host, port)  # first: a port in use is bad input, said in one line
     except OSError as exc:
         raise SimInputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     # Only now, with the port ours, is there something to announce.
-    click.echo(f"dsv4-qual sim: serving layout {layout} on {device} at http://{host}:{port} "
+    click.echo(f"dsv4-qual sim: serving layout {layout} ({graph_mode} graphs) on {device} at "
+               f"http://{host}:{port} "
                f"(max_num_seqs {max_num_seqs}, max_model_len {max_model_len}, "
                f"C128A capacity {cfg.capacity})", err=True)
     serve(cfg, sock)

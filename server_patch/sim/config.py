@@ -5,6 +5,10 @@ sizes the metadata buffers' capacity as cdiv(max_model_len, 128) rounded up to 1
 The sim keeps the same arithmetic with a smaller ratio and alignment, so short
 prompts already span several compressed entries and the active width of a batch is
 well below the capacity, which is the condition of the bug.
+
+Two settings are about the release being imitated rather than the model's size:
+`graph_mode` (which steps replay a captured consumer) and `fatal_foreign_share` (how
+much of another request's context the toy model survives reading).
 """
 
 from __future__ import annotations
@@ -12,6 +16,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from server_patch.c128a import LAYOUTS
+
+#: vLLM's CUDA-graph modes the sim imitates. `full_and_piecewise` (the DSpark recipe's,
+#: and the only one 0.27's UNIFORM_BATCH builder allows): pure-decode steps replay a
+#: FULL graph, mixed steps run piecewise and read the builder's returned views.
+#: `full`: every step replays a FULL graph, as 0.28+'s FlashMLA builder allows
+#: (AttentionCGSupport.ALWAYS); its prefill rows are read at the capture stride too.
+FULL_AND_PIECEWISE = "full_and_piecewise"
+FULL = "full"
+GRAPH_MODES: tuple[str, ...] = (FULL_AND_PIECEWISE, FULL)
 
 
 def cdiv(a: int, b: int) -> int:
@@ -37,12 +50,21 @@ class SimConfig:
     guard: bool = True
     receipts_dir: str | None = None
     step_delay_s: float = 0.0
+    graph_mode: str = FULL_AND_PIECEWISE
+    # A row whose reads are more than this share another request's KV derails the
+    # toy model (see model.py); missing entries (unwritten slots) never do.
+    fatal_foreign_share: float = 0.5
 
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:
             raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, not {self.layout!r}")
         if self.device not in ("cpu", "cuda"):
             raise ValueError(f"device must be cpu or cuda, not {self.device!r}")
+        if self.graph_mode not in GRAPH_MODES:
+            raise ValueError(f"graph_mode must be one of {', '.join(GRAPH_MODES)}, "
+                             f"not {self.graph_mode!r}")
+        if not 0.0 <= self.fatal_foreign_share <= 1.0:
+            raise ValueError("fatal_foreign_share must be within 0..1")
         if self.kv_block_size % self.compress_ratio:
             raise ValueError("kv_block_size must be a multiple of compress_ratio")
         if self.max_num_batched_tokens < self.max_model_len:

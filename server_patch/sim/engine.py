@@ -3,16 +3,19 @@
 Each step: admit waiting requests (their prompts are prefilled this step), then one
 decode token for every running request. The C128A metadata of the step is built by
 server_patch's builder, in the configured layout, into persistent buffers at the
-batch's active width (as vLLM's `_build_c128a_metadata` asks since #50004). Decode
-attention then reads the compressed KV through those rows:
+batch's active width (as vLLM's `_build_c128a_metadata` asks since #50004). Attention
+then reads the compressed KV through every row the builder wrote:
 
-- a pure-decode step is what vLLM runs as a FULL CUDA graph: the consumer captured
-  at start-up reads rows at the capture stride (`consumer.py`);
-- a mixed step (a prefill in the batch) runs eagerly and reads the views the
-  builder returned, at their runtime stride.
+- decode rows hold global slot ids (sparse decode attention reads the first
+  `decode_lens[r]`); prefill rows hold request-local indices (sparse prefill
+  attention reads a token's causal count of them, through its request's blocks);
+- a step the graph mode captures replays the consumers frozen at start-up, which read
+  at the capture stride (`graphs.py`, `consumer.py`); any other step reads the views
+  the builder returned, at their runtime stride.
 
-The toy model of each request compares what its row read with its own compressed
-context; a wrong read loses it (`model.py`).
+What each row read is judged entry by entry (`reads.py`): its own context, missing
+context or another request's. A row whose foreign share passes the configured
+threshold loses its request (`model.py`); nothing else does, and nothing is random.
 """
 
 from __future__ import annotations
@@ -28,10 +31,12 @@ import torch
 
 from server_patch.c128a import C128ABuilder
 from server_patch.c128a import builder as make_builder
+from server_patch.sim.batch import next_rows
 from server_patch.sim.config import SimConfig
-from server_patch.sim.consumer import DecodeConsumer, make_consumer
+from server_patch.sim.graphs import MetadataGraphs
 from server_patch.sim.kv import KVPool, entry_value
 from server_patch.sim.model import Piece, Reply
+from server_patch.sim.reads import RowReads, judge
 
 
 @dataclass(eq=False)
@@ -51,8 +56,12 @@ class EngineStats:
     steps: int = 0
     pure_decode_steps: int = 0
     mixed_steps: int = 0
-    misread_rows: int = 0
-    corrupted_requests: int = 0
+    replayed_steps: int = 0  # steps whose attention read through the captured consumers
+    misread_rows: int = 0  # rows (decode and prefill) that read anything but their own
+    misread_prefill_rows: int = 0
+    foreign_rows: int = 0  # rows that read some other request's KV
+    missing_rows: int = 0  # rows that missed some of their own entries
+    corrupted_requests: int = 0  # requests lost: a row's foreign share passed the threshold
     finished_requests: int = 0
     aborted_requests: int = 0
     prompt_tokens: int = 0
@@ -67,42 +76,15 @@ class Engine:
         self.cfg = cfg
         self.device = torch.device(cfg.device)
         self.build: C128ABuilder = build or make_builder(cfg.layout)
-        rows, cap = cfg.max_num_batched_tokens, cfg.capacity
-        dev = self.device
-        self.decode_buffer = torch.full((rows, cap), -1, dtype=torch.int32, device=dev)
-        self.decode_lens_buffer = torch.zeros(rows, dtype=torch.int32, device=dev)
-        self.prefill_buffer = torch.full((rows, cap), -1, dtype=torch.int32, device=dev)
-        self.pool = KVPool(cfg, dev)
+        self.graphs = MetadataGraphs(cfg, self.build, self.device)
+        self.pool = KVPool(cfg, self.device)
         self.waiting: deque[SimRequest] = deque()
-        self.running: list[SimRequest] = []
+        # The persistent batch's rows: None where a request finished since the last step.
+        self.rows: list[SimRequest | None] = []
         self.stats = EngineStats()
         self._uids = itertools.count(1)
         self._wake = asyncio.Event()
         self._closed = False
-        self.consumer: DecodeConsumer = self._capture()
-
-    # -- start-up -------------------------------------------------------------------
-
-    def _capture(self) -> DecodeConsumer:
-        """Build once as vLLM does for graph capture, and freeze the consumer on it.
-
-        Capture metadata uses max_seq_len = max_model_len (so the width is the
-        capacity) and zeroed dummy block tables: the rows then point into block 0,
-        the null block, which no request ever owns.
-        """
-        cfg = self.cfg
-        n = cfg.max_num_seqs
-        dev = self.device
-        positions = torch.full((n,), cfg.max_model_len - 1, dtype=torch.int64, device=dev)
-        block_table = torch.zeros((n, cfg.blocks_per_seq), dtype=torch.int32, device=dev)
-        view, _, _ = self.build(
-            positions, cfg.compress_ratio, n, torch.arange(n, dtype=torch.int32, device=dev),
-            block_table, cfg.compressed_per_block,
-            torch.zeros(n, dtype=torch.int64, device=dev), self.decode_buffer,
-            self.decode_lens_buffer, self.prefill_buffer,
-            max_compressed_tokens=cfg.active_width(cfg.max_model_len),
-        )
-        return make_consumer(self.decode_buffer, self.decode_lens_buffer, view, n)
 
     # -- requests -------------------------------------------------------------------
 
@@ -119,11 +101,16 @@ class Engine:
             return
         if request in self.waiting:
             self.waiting.remove(request)
-        if request in self.running:
-            self.running.remove(request)
+        if request in self.rows:
+            self.rows[self.rows.index(request)] = None
         self.pool.release(request.blocks)
         request.finished = True
         self.stats.aborted_requests += 1
+
+    @property
+    def running(self) -> list[SimRequest]:
+        """The running requests, in row order."""
+        return [r for r in self.rows if r is not None]
 
     def has_work(self) -> bool:
         return bool(self.waiting or self.running)
@@ -132,9 +119,10 @@ class Engine:
 
     def _admit(self) -> list[SimRequest]:
         cfg = self.cfg
-        budget = cfg.max_num_batched_tokens - len(self.running)
+        running = len(self.running)
+        budget = cfg.max_num_batched_tokens - running
         admitted: list[SimRequest] = []
-        while (self.waiting and len(self.running) + len(admitted) < cfg.max_num_seqs
+        while (self.waiting and running + len(admitted) < cfg.max_num_seqs
                and self.waiting[0].prompt_tokens <= budget):
             request = self.waiting.popleft()
             budget -= request.prompt_tokens
@@ -142,17 +130,36 @@ class Engine:
         return admitted
 
     def step(self) -> None:
-        cfg = self.cfg
-        dev = self.device
         admitted = self._admit()
-        decode = self.running
-        n_dec = len(decode)
-        if not n_dec and not admitted:
+        self.rows = next_rows(self.rows, admitted)
+        decode = self.rows[:len(self.rows) - len(admitted)]
+        admitted = self.rows[len(decode):]  # prefills in their rows' order
+        if not decode and not admitted:
             return
         for r in decode:
             self.pool.allocate(r.blocks, r.computed + 1)
         for r in admitted:
             self.pool.allocate(r.blocks, r.prompt_tokens)
+        decode_view, decode_lens, prefill_view = self._build_metadata(decode, admitted)
+        self._write_kv(decode, admitted)
+        replay = self.graphs.replays(has_prefill=bool(admitted))
+        self._attend(decode, admitted, decode_view, decode_lens, prefill_view, replay)
+
+        st = self.stats
+        st.steps += 1
+        st.replayed_steps += replay
+        if admitted:
+            st.mixed_steps += 1 if decode else 0
+        else:
+            st.pure_decode_steps += 1
+        self._advance(decode, admitted)
+
+    def _build_metadata(self, decode: list[SimRequest], admitted: list[SimRequest]
+                        ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The step's C128A metadata, as vLLM's `_build_c128a_metadata` asks for it:
+        decode tokens first, then every prompt token, at the batch's active width."""
+        cfg, dev, graphs = self.cfg, self.device, self.graphs
+        n_dec = len(decode)
         positions_list = [r.computed for r in decode]
         for r in admitted:
             positions_list.extend(range(r.prompt_tokens))
@@ -166,47 +173,66 @@ class Engine:
             token_to_req[:n_dec] = torch.arange(n_dec, dtype=torch.int32, device=dev)
         slot_mapping = torch.arange(n_tok, dtype=torch.int64, device=dev)
         max_seq_len = max([r.computed + 1 for r in decode] + [r.prompt_tokens for r in admitted])
-        width = cfg.active_width(max_seq_len)
-
-        decode_view, decode_lens, _prefill = self.build(
+        return self.build(
             positions, cfg.compress_ratio, n_dec, token_to_req, block_table,
-            cfg.compressed_per_block, slot_mapping, self.decode_buffer,
-            self.decode_lens_buffer, self.prefill_buffer, max_compressed_tokens=width,
+            cfg.compressed_per_block, slot_mapping, graphs.decode_buffer,
+            graphs.decode_lens_buffer, graphs.prefill_buffer,
+            max_compressed_tokens=cfg.active_width(max_seq_len),
         )
-        self._write_kv(decode, admitted)
-        ok = self._attend(decode, decode_view, decode_lens, pure_decode=not admitted)
 
+    def _attend(self, decode: list[SimRequest], admitted: list[SimRequest],
+                decode_view: torch.Tensor, decode_lens: torch.Tensor,
+                prefill_view: torch.Tensor, replay: bool) -> None:
+        """Read every row the builder wrote, count what was wrong, and decide fates."""
+        threshold = self.cfg.fatal_foreign_share
+        if decode:
+            reads = self._read_decode(decode, decode_view, decode_lens, replay)
+            self._count(reads, prefill=False)
+            for r, fatal in zip(decode, reads.fatal(threshold).tolist(), strict=True):
+                if fatal:
+                    self._lose(r)
+        for r, local in self._prefill_rows(admitted, prefill_view, replay):
+            reads = self._read_prefill(r, local)
+            self._count(reads, prefill=True)
+            if bool(reads.fatal(threshold).any()):
+                self._lose(r)  # its prompt was read with another's context: lost at once
+
+    def _advance(self, decode: list[SimRequest], admitted: list[SimRequest]) -> None:
+        """One token for every running request; finished ones leave holes in the rows."""
         st = self.stats
-        st.steps += 1
-        if admitted:
-            st.mixed_steps += 1 if n_dec else 0
-        else:
-            st.pure_decode_steps += 1
-        for r, good in zip(decode, ok, strict=True):
-            if not good:
-                st.misread_rows += 1
-                if r.reply.corrupted_at is None:
-                    st.corrupted_requests += 1
-                    if st.first_corruption_step is None:
-                        st.first_corruption_step = st.steps
-                        st.finished_before_first_corruption = st.finished_requests
-                r.reply.mark_misread()
         for r in decode:
             r.computed += 1
         for r in admitted:
             r.computed = r.prompt_tokens
             st.prompt_tokens += r.prompt_tokens
-            self.running.append(r)
-        for r in self.running:
+        for i, r in enumerate(self.rows):
+            if r is None:
+                continue
             r.queue.put_nowait(r.reply.next_piece())
             st.generation_tokens += 1
-        still = []
-        for r in self.running:
             if r.reply.done:
                 self._finish(r)
-            else:
-                still.append(r)
-        self.running = still
+                self.rows[i] = None
+
+    def _count(self, reads: RowReads, prefill: bool) -> None:
+        st = self.stats
+        misread = int(reads.misread.sum())
+        st.misread_rows += misread
+        if prefill:
+            st.misread_prefill_rows += misread
+        st.foreign_rows += int((reads.foreign > 0).sum())
+        st.missing_rows += int((reads.missing > 0).sum())
+
+    def _lose(self, r: SimRequest) -> None:
+        """What the request read derailed it: it loops from here on (model.py)."""
+        st = self.stats
+        if r.reply.lost:
+            return
+        st.corrupted_requests += 1
+        if st.first_corruption_step is None:
+            st.first_corruption_step = st.steps
+            st.finished_before_first_corruption = st.finished_requests
+        r.reply.lose()
 
     def _finish(self, r: SimRequest) -> None:
         r.finished = True
@@ -236,30 +262,42 @@ class Engine:
             self.pool.write(torch.tensor(slots, dtype=torch.int64, device=self.device),
                             torch.tensor(values, dtype=torch.int64, device=self.device))
 
-    def _attend(self, decode: list[SimRequest], view: torch.Tensor, lens: torch.Tensor,
-                pure_decode: bool) -> list[bool]:
-        """Whether each decode row read exactly its own compressed context."""
-        n = len(decode)
-        if not n:
+    def _read_decode(self, decode: list[SimRequest], view: torch.Tensor, lens: torch.Tensor,
+                     replay: bool) -> RowReads:
+        """What each decode row's sparse attention read: global slot ids into the pool."""
+        dev = self.device
+        slots, read_len = self.graphs.decode_reads(len(decode), view, lens, replay)
+        expected = torch.tensor([(r.computed + 1) // self.cfg.compress_ratio for r in decode],
+                                dtype=torch.int64, device=dev)
+        if not decode:
+            return judge(slots[:0, :1], read_len[:0], expected, expected)
+        cols = max(int(read_len.max()), int(expected.max()), 1)
+        slots = slots[:, :cols]  # columns no row reads are not looked at
+        uids = torch.tensor([r.uid for r in decode], dtype=torch.int64, device=dev)
+        return judge(self.pool.read(slots), read_len, uids, expected)
+
+    def _prefill_rows(self, admitted: list[SimRequest], view: torch.Tensor, replay: bool
+                      ) -> list[tuple[SimRequest, torch.Tensor]]:
+        """Each admitted request with its prefill rows' local indices (one row a token)."""
+        if not admitted:
             return []
-        if pure_decode:
-            slots = self.consumer.read(n)
-        else:
-            cols = torch.arange(view.shape[-1], device=self.device)
-            slots = torch.where(cols.unsqueeze(0) < lens[:n].to(torch.int64).unsqueeze(1),
-                                view[:n].to(torch.int64), -1)
-        width = slots.shape[1]
-        cols = torch.arange(width, device=self.device)
-        lens64 = lens[:n].to(torch.int64)
-        uids = torch.tensor([r.uid for r in decode], dtype=torch.int64, device=self.device)
-        expected_count = torch.tensor(
-            [(r.computed + 1) // self.cfg.compress_ratio for r in decode],
-            dtype=torch.int64, device=self.device)
-        needed = cols.unsqueeze(0) < lens64.unsqueeze(1)
-        got = self.pool.read(slots)
-        want = entry_value(uids.unsqueeze(1), cols.unsqueeze(0))
-        ok = ((got == want) | ~needed).all(dim=1) & (lens64 == expected_count)
-        return ok.tolist()
+        rows = self.graphs.prefill_reads(sum(r.prompt_tokens for r in admitted), view, replay)
+        cols = max(r.prompt_tokens // self.cfg.compress_ratio for r in admitted) or 1
+        out, start = [], 0
+        for r in admitted:
+            out.append((r, rows[start:start + r.prompt_tokens, :cols]))
+            start += r.prompt_tokens
+        return out
+
+    def _read_prefill(self, r: SimRequest, local: torch.Tensor) -> RowReads:
+        """What each prefill token's sparse attention read: its causal count of local
+        indices, resolved through its own request's blocks into the pool."""
+        dev = self.device
+        causal = torch.div(torch.arange(1, r.prompt_tokens + 1, device=dev),
+                           self.cfg.compress_ratio, rounding_mode="floor")
+        got = self.pool.read(self.pool.slots_of(r.blocks, local))
+        uids = torch.full((r.prompt_tokens,), r.uid, dtype=torch.int64, device=dev)
+        return judge(got, causal, uids, causal)
 
     # -- the loop ---------------------------------------------------------------------
 

@@ -4,6 +4,8 @@ Like vLLM's, blocks go back to a free list when a request ends and the most rece
 freed blocks are handed out first, so a stale metadata row points at slots that now
 hold another request's entries: what the packed layout's misplaced reads land on.
 Block 0 is never handed out (vLLM's null block): capture-time dummy rows point there.
+A slot never written (the null block's, a fresh block's) reads 0, a slot id outside the
+pool (garbage) reads -1: both are "missing" context, not another request's.
 """
 
 from __future__ import annotations
@@ -18,6 +20,11 @@ _INDEX_BITS = 20
 
 def entry_value(uid: int | torch.Tensor, index: int | torch.Tensor) -> int | torch.Tensor:
     return uid * (1 << _INDEX_BITS) + index
+
+
+def entry_owner(values: torch.Tensor) -> torch.Tensor:
+    """The uid of the request that wrote each entry; 0 or less where nothing was."""
+    return torch.where(values > 0, values >> _INDEX_BITS, 0)
 
 
 class KVPool:
@@ -49,6 +56,17 @@ class KVPool:
     def write(self, slots: torch.Tensor, values: torch.Tensor) -> None:
         if slots.numel():
             self.entries[slots] = values
+
+    def slots_of(self, blocks: list[int], local: torch.Tensor) -> torch.Tensor:
+        """Global slots of a request's compressed entries `local` (its prefill indices);
+        -1 where an index is negative or past the request's blocks."""
+        per = self.per_block
+        if not blocks:
+            return torch.full_like(local, -1)
+        table = torch.tensor(blocks, dtype=torch.int64, device=local.device)
+        inside = (local >= 0) & (local < len(blocks) * per)
+        safe = local.clamp(0, len(blocks) * per - 1)
+        return torch.where(inside, table[safe // per] * per + safe % per, -1)
 
     def read(self, slots: torch.Tensor) -> torch.Tensor:
         """Entries at slots; a slot outside the pool (garbage index) reads as -1."""

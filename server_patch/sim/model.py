@@ -2,11 +2,13 @@
 
 Given a request, the model's healthy reply is fixed: some reasoning, the end of the
 think block, then a short tool call (when tools are offered) or a short answer. Each
-decode step the engine tells the model whether what it read through the C128A
-metadata was its own context. From the first wrong read on, the model is lost: it
-repeats a sentence about the request and never closes the think block, so the reply
-ends by length with empty content, exactly the #52448 signature. Nothing random
-decides a failure: only what the model read.
+step the engine judges what the request's rows read through the C128A metadata
+(`reads.py`). Missing context (unwritten or padded slots) costs the model nothing: its
+sliding window and other layers still carry the request. Another request's KV does:
+once more than `fatal_foreign_share` of what one of its rows read was foreign, the
+model is lost. It repeats a sentence about the request and never closes the think
+block, so the reply ends by length with empty content, exactly the #52448 signature.
+Nothing random decides a failure: only what the model read.
 """
 
 from __future__ import annotations
@@ -146,7 +148,7 @@ class Reply:
     max_tokens: int
     generated: int = 0
     reasoning_tokens: int = 0
-    corrupted_at: int | None = None  # completion token index of the first wrong read
+    corrupted_at: int | None = None  # completion token index where a read derailed it
     _i: int = 0
     _phase: str = "reasoning"
     finish_reason: str | None = None
@@ -160,7 +162,12 @@ class Reply:
     def in_reasoning(self) -> bool:
         return self._phase == "reasoning"
 
-    def mark_misread(self) -> None:
+    @property
+    def lost(self) -> bool:
+        return self.corrupted_at is not None
+
+    def lose(self) -> None:
+        """A read derailed the model: from this token on it loops in its channel."""
         if self.corrupted_at is None:
             self.corrupted_at = self.generated
 

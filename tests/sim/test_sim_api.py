@@ -9,8 +9,8 @@ import orjson
 import pytest
 
 from server_patch.c128a import LAYOUTS
-from server_patch.sim.cli import LAYOUT_CHOICES
-from server_patch.sim.config import SimConfig
+from server_patch.sim.cli import GRAPH_MODE_CHOICES, LAYOUT_CHOICES
+from server_patch.sim.config import GRAPH_MODES, SimConfig
 from server_patch.sim.server import RunningSim, start_in_thread
 
 TOOLS = [{"type": "function", "function": {
@@ -42,6 +42,13 @@ def events(resp: httpx.Response) -> list:
 
 def test_layout_choices_match_the_builder() -> None:
     assert sorted(LAYOUT_CHOICES) == sorted(LAYOUTS)
+
+
+def test_graph_mode_choices_match_the_config() -> None:
+    from loadgen.scenario import SimTarget
+
+    assert GRAPH_MODE_CHOICES == GRAPH_MODES
+    assert SimTarget.model_fields["graph_mode"].annotation.__args__ == GRAPH_MODES
 
 
 def test_health_models_tokenize(sim: RunningSim) -> None:
@@ -116,7 +123,8 @@ def test_vllm_like_errors(sim: RunningSim, body: dict, status: int, message: str
 
 def test_metrics_name_the_layout(sim: RunningSim) -> None:
     text = httpx.get(f"{sim.base_url}/metrics").text
-    assert 'dsv4_qual_c128a_layout_info{layout="prefix",device="cpu"} 1' in text
+    assert ('dsv4_qual_c128a_layout_info{layout="prefix",device="cpu",'
+            'graph_mode="full_and_piecewise"} 1') in text
     assert "vllm:num_requests_running" in text and "vllm:generation_tokens_total" in text
 
 
@@ -151,7 +159,8 @@ def test_sim_command_serves_and_refuses_a_busy_port() -> None:
     busy.close()
 
     server = subprocess.Popen(cli_command("sim", "--layout", "packed", "--port", str(port),
-                                          "--max-model-len", "1024"), env=cli_env(),
+                                          "--max-model-len", "1024", "--graph-mode", "full"),
+                              env=cli_env(),
                               stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
@@ -164,7 +173,7 @@ def test_sim_command_serves_and_refuses_a_busy_port() -> None:
             assert time.monotonic() < deadline, "the sim did not come up"
             time.sleep(0.2)
         metrics = httpx.get(f"http://127.0.0.1:{port}/metrics").text
-        assert 'layout="packed"' in metrics
+        assert 'layout="packed"' in metrics and 'graph_mode="full"' in metrics
     finally:
         server.send_signal(signal.SIGINT)
         server.wait(timeout=30)

@@ -13,8 +13,8 @@ SCENARIO = (REPO / "scenarios" / "sim-smoke.toml").read_text()
 
 
 def run_sim(tmp_path: Path, layout: str, concurrency: int, measurement: int = 48,
-            priming: int = 0) -> dict:
-    text = SCENARIO.replace('layout = "capacity"', f'layout = "{layout}"')
+            priming: int = 0, sim_keys: str = "") -> dict:
+    text = SCENARIO.replace('layout = "capacity"', f'layout = "{layout}"\n{sim_keys}')
     text = text.replace("concurrency = 16", f"concurrency = {concurrency}")
     text = text.replace("measurement = 64", f"measurement = {measurement}")
     text = text.replace("prove_below = 0.05", "prove_below = 0.9")
@@ -112,3 +112,17 @@ def test_guard_counts_calls_and_no_violation(tmp_path: Path, layout: str) -> Non
     assert guard["guard_calls"] > 50 and guard["stride_violations"] == 0
     check = next(c for c in s["gate"]["checks"] if c["name"] == "no C128A stride violations")
     assert check["passed"] is True
+
+
+def test_graph_mode_reaches_the_sim_from_the_scenario(tmp_path: Path) -> None:
+    s = run_sim(tmp_path, "capacity", concurrency=8, measurement=16,
+                sim_keys='graph_mode = "full"')
+    assert s["_exit"] == 0, s["gate"]
+    server = next(iter(s["_server"]["servers"].values()))
+    assert 'graph_mode="full"' in server["metrics_after"]
+    assert server["version"]["cudagraph_mode"] == "full"
+    steps = sim_metric(s, 'dsv4_qual_sim_steps_total{kind="pure_decode"}') + \
+        sim_metric(s, 'dsv4_qual_sim_steps_total{kind="other"}')
+    # Every step replayed the captured consumers, mixed ones included.
+    assert sim_metric(s, "dsv4_qual_sim_replayed_steps_total") == steps
+    assert sim_metric(s, 'dsv4_qual_sim_steps_total{kind="other"}') > 0

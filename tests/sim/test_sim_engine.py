@@ -1,41 +1,167 @@
-"""The engine's mechanism, without HTTP: what each layout makes the decode rows read."""
+"""The engine's mechanism, without HTTP: what each layout makes every row read."""
 
 from __future__ import annotations
 
 import pytest
+import torch
 
-from server_patch.sim.config import SimConfig
+from server_patch.c128a import builder
+from server_patch.sim.config import FULL, FULL_AND_PIECEWISE, GRAPH_MODES, SimConfig
+from server_patch.sim.engine import Engine
 from server_patch.sim.model import make_script
 from tests.sim.drive import drive
 
 MESSAGES = [{"role": "user", "content": "Please upgrade XEHM4B to business, then cancel it."}]
 
 
+@pytest.mark.parametrize("graph_mode", GRAPH_MODES)
 @pytest.mark.parametrize("layout", ["capacity", "prefix"])
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_capacity_and_prefix_never_misread(layout: str, seed: int) -> None:
-    engine = drive(layout, concurrency=12, requests=40, seed=seed)
-    st = engine.stats
+@pytest.mark.parametrize("seed", [0, 1])
+def test_capacity_and_prefix_never_misread(layout: str, seed: int, graph_mode: str) -> None:
+    st = drive(layout, concurrency=12, requests=40, seed=seed, graph_mode=graph_mode).stats
     assert st.finished_requests == 40
     assert st.misread_rows == 0 and st.corrupted_requests == 0
+    assert st.foreign_rows == 0 and st.missing_rows == 0
     assert st.pure_decode_steps > 50  # the frozen consumer really was exercised
+    # Starts and finishes interleave: prefills join running decodes, in both modes.
+    assert st.mixed_steps > 5
 
 
-def test_packed_misreads_rows_after_the_first() -> None:
-    engine = drive("packed", concurrency=12, requests=40)
-    st = engine.stats
+@pytest.mark.parametrize("seed", [0, 1])
+def test_packed_misreads_rows_after_the_first(seed: int) -> None:
+    st = drive("packed", concurrency=12, requests=40, seed=seed).stats
     assert st.corrupted_requests > 0 and st.misread_rows > 0
     assert st.first_corruption_step is not None
 
 
+def test_seeds_give_different_runs() -> None:
+    runs = [drive("capacity", concurrency=12, requests=40, seed=seed) for seed in (0, 1)]
+    assert runs[0].stats.prompt_tokens != runs[1].stats.prompt_tokens
+    assert [r.reply.max_tokens for r in runs[0].requests] != \
+        [r.reply.max_tokens for r in runs[1].requests]
+    again = drive("capacity", concurrency=12, requests=40, seed=0)
+    assert again.stats == runs[0].stats  # and one seed, one run: nothing else varies
+
+
+@pytest.mark.parametrize("graph_mode", GRAPH_MODES)
 @pytest.mark.parametrize("layout", ["packed", "capacity", "prefix"])
-def test_a_single_stream_is_never_misread(layout: str) -> None:
-    engine = drive(layout, concurrency=1, requests=6)
-    assert engine.stats.misread_rows == 0
+def test_a_single_stream_never_misreads_a_decode_row(layout: str, graph_mode: str) -> None:
+    st = drive(layout, concurrency=1, requests=6, graph_mode=graph_mode).stats
+    assert st.misread_rows == st.misread_prefill_rows  # one decode row cannot be misplaced
+    assert st.corrupted_requests == 0
+    # A prompt's many prefill rows can: a FULL graph reads packed ones at the capture
+    # stride (the request's own indices, misplaced: missing context, nothing foreign).
+    assert (st.misread_prefill_rows > 0) is (layout == "packed" and graph_mode == FULL)
+
+
+# -- graph modes ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("graph_mode", GRAPH_MODES)
+def test_which_steps_replay_the_captured_consumers(graph_mode: str) -> None:
+    st = drive("capacity", concurrency=12, requests=40, graph_mode=graph_mode).stats
+    assert st.mixed_steps > 0
+    if graph_mode == FULL:
+        assert st.replayed_steps == st.steps  # mixed steps captured too (0.28+ ALWAYS)
+    else:
+        assert st.replayed_steps == st.pure_decode_steps  # mixed steps run piecewise
+
+
+def test_packed_prefill_rows_are_misread_only_when_mixed_steps_replay() -> None:
+    piecewise = drive("packed", concurrency=12, requests=40, graph_mode=FULL_AND_PIECEWISE)
+    full = drive("packed", concurrency=12, requests=40, graph_mode=FULL)
+    # Piecewise prefills read the packed views the builder returned: right rows.
+    assert piecewise.stats.misread_prefill_rows == 0
+    # A FULL graph reads them at the capture stride: packed rows are misplaced.
+    assert full.stats.misread_prefill_rows > 0
+
+
+# -- every row checked: prefill too -----------------------------------------------------
+
+
+def prefill_corrupting(layout: str, corrupt: str):
+    """The `layout` builder, but every prefill row it writes is then corrupted."""
+    build = builder(layout)
+
+    def build_c128a_topk_metadata(*args, **kwargs):
+        decode, lens, prefill = build(*args, **kwargs)
+        if prefill.shape[0] > 1:
+            if corrupt == "shifted":  # each token gets the row of the token before it
+                prefill[1:] = prefill[:-1].clone()
+            else:  # indices past what the request has written: stale slots, or none
+                prefill.copy_(torch.where(prefill >= 0, prefill + 1000, prefill))
+        return decode, lens, prefill
+
+    return build_c128a_topk_metadata
+
+
+@pytest.mark.parametrize("graph_mode", GRAPH_MODES)
+@pytest.mark.parametrize("corrupt", ["shifted", "past-the-end"])
+def test_a_capacity_builder_that_corrupts_only_prefill_rows_is_caught(
+        graph_mode: str, corrupt: str) -> None:
+    run = drive("capacity", concurrency=12, requests=40, graph_mode=graph_mode,
+                build=prefill_corrupting("capacity", corrupt))
+    st = run.stats
+    assert st.misread_prefill_rows > 0
+    assert st.misread_rows == st.misread_prefill_rows  # decode rows were left right
+    assert st.missing_rows > 0  # the rows found nothing where their context should be
+
+
+# -- what a wrong read finds decides the model's fate -----------------------------------
+
+
+def test_missing_context_is_not_fatal_foreign_context_is() -> None:
+    """Prefill rows pointed past their request's blocks find nothing: many misreads,
+    no request lost. Decode rows swapped between requests read each other's
+    KV: lost."""
+    missing = drive("capacity", concurrency=12, requests=24,
+                    build=prefill_corrupting("capacity", "past-the-end")).stats
+    assert missing.misread_rows > 0 and missing.foreign_rows == 0
+    assert missing.corrupted_requests == 0
+
+    build = builder("capacity")
+
+    def swapped_decode_rows(*args, **kwargs):
+        decode, lens, prefill = build(*args, **kwargs)
+        if decode.shape[0] > 1:
+            decode[[0, 1]] = decode[[1, 0]].clone()
+            lens[[0, 1]] = lens[[1, 0]].clone()
+        return decode, lens, prefill
+
+    foreign = drive("capacity", concurrency=12, requests=24, build=swapped_decode_rows).stats
+    assert foreign.foreign_rows > 0 and foreign.corrupted_requests > 0
+
+
+@pytest.mark.parametrize("threshold,lost", [(1.0, False), (0.0, True)])
+def test_the_fatal_foreign_share_decides_the_fate(threshold: float, lost: bool) -> None:
+    run = drive("packed", concurrency=12, requests=40, fatal_foreign_share=threshold)
+    assert run.stats.foreign_rows > 0  # the same reads...
+    assert (run.stats.corrupted_requests > 0) is lost  # ...a different fate
+
+
+def test_fate_is_monotone_in_the_threshold() -> None:
+    lost = [drive("packed", concurrency=12, requests=40, fatal_foreign_share=t)
+            .stats.corrupted_requests for t in (0.0, 0.5, 0.9)]
+    assert lost[0] >= lost[1] >= lost[2]
+
+
+# -- start-up state ---------------------------------------------------------------------
+
+
+def test_buffers_start_as_fresh_memory_then_capture_writes_them() -> None:
+    cfg = SimConfig(max_num_seqs=4, max_model_len=1024, graph_mode=FULL)
+    graphs = Engine(cfg).graphs
+    # vLLM allocates with torch.empty: nothing is written before capture.
+    assert int(graphs.decode_buffer[cfg.max_num_seqs:].abs().sum()) == 0
+    # Capture's dummy rows point into the null block (slots below one block's entries)...
+    captured = graphs.decode_buffer[: cfg.max_num_seqs]
+    assert int(captured.max()) < cfg.compressed_per_block
+    # ...and the full mode's prefill capture wrote local indices 0..capacity-1.
+    assert graphs.prefill_buffer[0].tolist() == list(range(cfg.capacity))
 
 
 def test_blocks_are_recycled_last_freed_first() -> None:
-    engine = drive("capacity", concurrency=4, requests=8)
+    engine = drive("capacity", concurrency=4, requests=8).engine
     pool = engine.pool
     assert pool.usage == 0.0  # every finished request gave its blocks back
     first: list[int] = []
@@ -61,3 +187,9 @@ def test_active_width_and_capacity_follow_vllm_arithmetic() -> None:
     assert cfg.active_width(4096) == 256
     assert cfg.active_width(300) == 32  # next_pow2(300 // 16 = 18)
     assert cfg.active_width(10) == 16  # the alignment floor
+
+
+@pytest.mark.parametrize("bad", [{"graph_mode": "piecewise"}, {"fatal_foreign_share": 1.5}])
+def test_config_refuses_unknown_settings(bad: dict) -> None:
+    with pytest.raises(ValueError):
+        SimConfig(**bad)

@@ -1,7 +1,9 @@
-"""The sim on a GPU: the decode consumer is a real CUDA graph captured at start-up.
+"""The sim on a GPU: the consumers are real CUDA graphs captured at start-up.
 
 Marker `gpu`; skipped without CUDA. Imports only torch, triton and server_patch, so it
 runs on a GPU host with nothing else installed (PYTHONPATH=. python -m pytest -m gpu).
+In both graph modes: `full_and_piecewise` replays the decode graph on pure-decode
+steps; `full` replays the decode and the prefill graphs on every step.
 """
 
 from __future__ import annotations
@@ -14,35 +16,66 @@ pytestmark = pytest.mark.gpu
 if not torch.cuda.is_available():  # pragma: no cover - CPU machines
     pytest.skip("needs CUDA", allow_module_level=True)
 
-from server_patch.sim.consumer import CudaGraphConsumer  # noqa: E402
-from server_patch.sim.engine import Engine  # noqa: E402
+from server_patch.sim.config import FULL, GRAPH_MODES  # noqa: E402
+from server_patch.sim.consumer import CudaGraphConsumer, CudaGraphRows  # noqa: E402
+from tests.sim.drive import Driven  # noqa: E402
 from tests.sim.drive import drive as drive_engine  # noqa: E402
 
 
-def drive(layout: str, concurrency: int, requests: int) -> Engine:
-    engine = drive_engine(layout, concurrency, requests, device="cuda")
-    assert isinstance(engine.consumer, CudaGraphConsumer)  # a real graph, not the CPU reader
-    return engine
+def drive(layout: str, concurrency: int, requests: int, graph_mode: str) -> Driven:
+    run = drive_engine(layout, concurrency, requests, device="cuda", graph_mode=graph_mode)
+    graphs = run.engine.graphs
+    assert isinstance(graphs.decode_consumer, CudaGraphConsumer)  # a real graph
+    if graph_mode == FULL:
+        assert isinstance(graphs.prefill_consumer, CudaGraphRows)
+    else:
+        assert graphs.prefill_consumer is None
+    return run
 
 
+def describe(layout: str, graph_mode: str, run: Driven) -> str:
+    st = run.stats
+    return (f"{layout} {graph_mode}: steps {st.steps} (graph replays {st.replayed_steps}, "
+            f"mixed {st.mixed_steps}), misread rows {st.misread_rows} (prefill "
+            f"{st.misread_prefill_rows}), lost requests {st.corrupted_requests}")
+
+
+@pytest.mark.parametrize("graph_mode", GRAPH_MODES)
 @pytest.mark.parametrize("layout", ["capacity", "prefix"])
-def test_graph_replay_reads_right_rows_under_capacity_and_prefix(layout: str) -> None:
-    engine = drive(layout, concurrency=16, requests=48)
-    st = engine.stats
-    print(f"{layout}: steps {st.steps} (graph replays {st.pure_decode_steps}), "
-          f"misread rows {st.misread_rows}, lost requests {st.corrupted_requests}")
-    assert st.finished_requests == 48 and st.pure_decode_steps > 50
+def test_graph_replay_reads_right_rows_under_capacity_and_prefix(layout: str,
+                                                                 graph_mode: str) -> None:
+    run = drive(layout, 16, 48, graph_mode)
+    st = run.stats
+    print(describe(layout, graph_mode, run))
+    assert st.finished_requests == 48 and st.pure_decode_steps > 50 and st.mixed_steps > 0
+    assert st.replayed_steps == (st.steps if graph_mode == FULL else st.pure_decode_steps)
     assert st.misread_rows == 0 and st.corrupted_requests == 0
 
 
-def test_graph_replay_misreads_rows_under_packed() -> None:
-    engine = drive("packed", concurrency=16, requests=48)
-    st = engine.stats
-    print(f"packed: steps {st.steps} (graph replays {st.pure_decode_steps}), "
-          f"misread rows {st.misread_rows}, lost requests {st.corrupted_requests}")
+@pytest.mark.parametrize("graph_mode", GRAPH_MODES)
+def test_graph_replay_misreads_rows_under_packed(graph_mode: str) -> None:
+    run = drive("packed", 16, 48, graph_mode)
+    st = run.stats
+    print(describe("packed", graph_mode, run))
     assert st.corrupted_requests > 0 and st.misread_rows > 0
+    # Only a captured mixed step reads the packed prefill rows at the capture stride.
+    assert (st.misread_prefill_rows > 0) is (graph_mode == FULL)
 
 
+@pytest.mark.parametrize("graph_mode", GRAPH_MODES)
+@pytest.mark.parametrize("layout", ["packed", "capacity"])
+def test_a_real_graph_reads_what_the_cpu_reader_reads(layout: str, graph_mode: str) -> None:
+    """The CPU path is the same mechanism: the same run gives the same counts."""
+    cuda = drive(layout, 16, 48, graph_mode).stats
+    cpu = drive_engine(layout, 16, 48, device="cpu", graph_mode=graph_mode).stats
+    assert cuda == cpu
+
+
+@pytest.mark.parametrize("graph_mode", GRAPH_MODES)
 @pytest.mark.parametrize("layout", ["packed", "capacity", "prefix"])
-def test_one_request_at_a_time_is_clean(layout: str) -> None:
-    assert drive(layout, concurrency=1, requests=4).stats.misread_rows == 0
+def test_one_request_at_a_time_reads_its_decode_rows_right(layout: str, graph_mode: str) -> None:
+    st = drive(layout, 1, 4, graph_mode).stats
+    assert st.misread_rows == st.misread_prefill_rows and st.corrupted_requests == 0
+    # One request's prompt still has many prefill rows: a FULL graph misplaces them
+    # under packed (its own indices, so nothing foreign is read).
+    assert (st.misread_prefill_rows > 0) is (layout == "packed" and graph_mode == FULL)

@@ -1,0 +1,44 @@
+"""The sim's benchmarks run and print what docs/sim.md quotes (tiny sizes here; the
+figures themselves come from the full runs, never from a test)."""
+
+from __future__ import annotations
+
+import runpy
+import sys
+
+import pytest
+
+from tests.loadgen.conftest import REPO
+
+BENCHMARKS = REPO / "benchmarks"
+
+
+def run_benchmark(name: str, *args: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    monkeypatch.setattr(sys, "argv", [str(BENCHMARKS / name), *args])
+    runpy.run_path(str(BENCHMARKS / name), run_name="__main__")
+
+
+def test_the_profile_prints_buckets_beside_the_issue(monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    run_benchmark("bench_sim_profile.py", "--requests", "48", "--concurrency", "16",
+                  "--bucket", "16", "--max-tokens", "80", "--workloads", "sim-smoke",
+                  monkeypatch=monkeypatch)
+    out = capsys.readouterr().out
+    assert out.startswith("#52448 (vLLM 0.27.x")
+    (row,) = [line for line in out.splitlines() if line.startswith("sim-smoke")]
+    assert row.count("%") == 3 + 1  # three buckets of 16, then the overall rate
+    assert "first 256:" in row
+
+
+def test_gate_power_prints_both_arms(monkeypatch: pytest.MonkeyPatch,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    run_benchmark("bench_gate_power.py", "--draws", "200", "--sim-repeats", "1",
+                  "--capacities", "4096", "--scenarios", "smoke,sim-smoke",
+                  monkeypatch=monkeypatch)
+    out = capsys.readouterr().out
+    assert "1. independent failures" in out and "2. the sim's own failures" in out
+    smoke = [line for line in out.splitlines() if line.startswith("smoke ")]
+    assert len(smoke) == 2  # one row per arm
+    assert "8.94%" in smoke[0]  # detectable_rate_95 of 0 allowed in 32, as reports state
+    assert "8+32" in smoke[1]
