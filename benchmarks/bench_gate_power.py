@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from sim_closed_loop import run_closed_loop, scenario_requests
+from sim_closed_loop import run_scenario_loop, scenario_requests
 
 from loadgen.bounds import detectable_rate
 from loadgen.scenario import load_scenario
@@ -109,7 +109,7 @@ def sim_arm(gates: list[Gate], repeats: int, capacities: list[int]) -> None:
         for seed in range(repeats):
             workload = base.workload.model_copy(update={"seed": seed})
             scenario = base.model_copy(update={"workload": workload})
-            run = run_closed_loop(cfg, scenario_requests(scenario), concurrency=64,
+            run = run_scenario_loop(cfg, scenario_requests(scenario), concurrency=64,
                                   count=length, max_tokens=base.request.max_tokens or 160)
             runs.append(run.lost)
         rate = sum(map(sum, runs)) / sum(map(len, runs))

@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from sim_closed_loop import buckets, run_closed_loop, scenario_requests
+from sim_closed_loop import buckets, run_scenario_loop, scenario_requests
 
 from loadgen.scenario import load_scenario
 from server_patch.sim.config import GRAPH_MODES, SimConfig
@@ -55,7 +55,7 @@ def main() -> None:
             cfg = SimConfig(layout="packed", graph_mode=args.graph_mode, max_num_seqs=128,
                             max_model_len=args.max_model_len, fatal_foreign_share=threshold)
             started = time.perf_counter()
-            run = run_closed_loop(cfg, scenario_requests(scenario),
+            run = run_scenario_loop(cfg, scenario_requests(scenario),
                                   concurrency=args.concurrency, count=args.requests,
                                   max_tokens=args.max_tokens)
             lost = run.lost

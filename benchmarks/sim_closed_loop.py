@@ -13,12 +13,12 @@ the request's rows read, nothing else.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from loadgen.scenario import Scenario
 from loadgen.workload import make_workload
+from server_patch.sim.closed_loop import ClosedLoopRun, run_closed_loop
 from server_patch.sim.config import SimConfig
-from server_patch.sim.engine import Engine, SimRequest
+from server_patch.sim.engine import Engine
 from server_patch.sim.model import Reply, Script, count_tokens, make_script, render_prompt
 
 
@@ -30,38 +30,14 @@ def scenario_requests(scenario: Scenario) -> Iterator[tuple[int, Script]]:
                make_script(item.messages, item.tools))
 
 
-@dataclass
-class ClosedLoopRun:
-    engine: Engine
-    requests: list[SimRequest]
+def run_scenario_loop(cfg: SimConfig, requests: Iterator[tuple[int, Script]], *,
+                      concurrency: int, count: int, max_tokens: int) -> ClosedLoopRun:
+    """`count` of the scenario's requests at `concurrency` in flight on a cold engine."""
+    def next_request() -> tuple[int, Reply]:
+        prompt_tokens, script = next(requests)
+        return prompt_tokens, Reply(script, max_tokens)
 
-    @property
-    def lost(self) -> list[bool]:
-        """Whether each request (in send order) was lost to what it read."""
-        return [r.reply.lost for r in self.requests]
-
-
-def run_closed_loop(cfg: SimConfig, requests: Iterator[tuple[int, Script]], *,
-                    concurrency: int, count: int, max_tokens: int) -> ClosedLoopRun:
-    """`count` requests at `concurrency` in flight on a cold engine."""
-    engine = Engine(cfg)
-    run = ClosedLoopRun(engine, [])
-
-    def submit() -> None:
-        prompt, script = next(requests)
-        request = engine.new_request(prompt, Reply(script, max_tokens))
-        engine.add(request)
-        run.requests.append(request)
-
-    for _ in range(min(concurrency, count)):
-        submit()
-    while engine.has_work():
-        before = engine.stats.finished_requests
-        engine.step()
-        for _ in range(engine.stats.finished_requests - before):
-            if len(run.requests) < count:
-                submit()
-    return run
+    return run_closed_loop(Engine(cfg), next_request, concurrency=concurrency, count=count)
 
 
 def buckets(flags: list[bool], size: int) -> list[tuple[int, int, int]]:

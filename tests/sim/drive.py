@@ -9,12 +9,12 @@ and prefill tokens, and two seeds give two different runs. Imports only server_p
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
 from typing import Any
 
 from server_patch.c128a import C128ABuilder
+from server_patch.sim.closed_loop import ClosedLoopRun, run_closed_loop
 from server_patch.sim.config import SimConfig
-from server_patch.sim.engine import Engine, EngineStats, SimRequest
+from server_patch.sim.engine import Engine
 from server_patch.sim.model import Reply, make_script
 
 ASKS = (
@@ -28,20 +28,8 @@ PROMPT_TOKENS = (40, 90, 300, 700)
 MAX_TOKENS = (24, 48, 80, 160)
 
 
-@dataclass
-class Driven:
-    """An engine after a run, and its requests in the order they were sent."""
-
-    engine: Engine
-    requests: list[SimRequest] = field(default_factory=list)
-
-    @property
-    def stats(self) -> EngineStats:
-        return self.engine.stats
-
-    @property
-    def lost(self) -> list[bool]:
-        return [r.reply.lost for r in self.requests]
+#: An engine after a run, and its requests in the order they were sent.
+Driven = ClosedLoopRun
 
 
 def drive(layout: str, concurrency: int, requests: int, *, device: str = "cpu", seed: int = 0,
@@ -50,22 +38,11 @@ def drive(layout: str, concurrency: int, requests: int, *, device: str = "cpu", 
     rng = random.Random(seed)
     cfg = SimConfig(**{"layout": layout, "device": device, "max_num_seqs": 32,
                        "max_model_len": 2048, **config})
-    run = Driven(Engine(cfg, build))
-    engine = run.engine
 
-    def submit() -> None:
+    def next_request() -> tuple[int, Reply]:
         messages = [{"role": "user", "content": rng.choice(ASKS)}]
         reply = Reply(make_script(messages, None), rng.choice(MAX_TOKENS))
-        request = engine.new_request(rng.choice(PROMPT_TOKENS), reply)
-        engine.add(request)
-        run.requests.append(request)
+        return rng.choice(PROMPT_TOKENS), reply
 
-    for _ in range(concurrency):
-        submit()
-    while engine.has_work():
-        before = engine.stats.finished_requests
-        engine.step()
-        for _ in range(engine.stats.finished_requests - before):
-            if len(run.requests) < requests:
-                submit()
-    return run
+    return run_closed_loop(Engine(cfg, build), next_request, concurrency=concurrency,
+                           count=requests)
