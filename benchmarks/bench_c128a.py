@@ -28,19 +28,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import statistics
 import sys
 import time
-from collections.abc import Callable
 from typing import NoReturn
 
+from c128a_steps import (
+    LAYOUTS,
+    MAX_MODEL_LEN,
+    TOKENS_PER_REQUEST,
+    builder_call,
+    decode_batch,
+    log_uniform_contexts,
+    parse_ints,
+)
+from gpu_timing import copy_rate_tb_s, graph_times_us
+
 H200_COPY_TB_S = 4.3  # the copy rate measured on the project's H200 (TB/s)
-COMPRESS_RATIO = 128
-BLOCK_SIZE = 256 // COMPRESS_RATIO
-TOKENS_PER_REQUEST = 1 + 7
-MAX_MODEL_LEN = {640: 70_000, 8192: 1_048_576}
-LAYOUT_ORDER = ("capacity", "prefix", "packed")
 
 
 def _fail(message: str) -> NoReturn:
@@ -48,25 +52,10 @@ def _fail(message: str) -> NoReturn:
     sys.exit(2)
 
 
-def _parse_ints(text: str) -> list[int]:
-    return [int(part) for part in text.split(",") if part.strip()]
-
-
-def _one_call(fn, b: dict, buffers: tuple) -> Callable[[], object]:
-    """One builder call on a prepared batch, as the engine makes it every step."""
-
-    def call() -> object:
-        return fn(b["positions"], COMPRESS_RATIO, b["tokens"], b["token_to_req_indices"],
-                  b["block_table"], BLOCK_SIZE, b["slot_mapping"], *buffers,
-                  max_compressed_tokens=b["width"])
-
-    return call
-
-
 def _args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--capacities", type=_parse_ints, default=[640, 8192])
-    parser.add_argument("--requests", type=_parse_ints,
+    parser.add_argument("--capacities", type=parse_ints, default=[640, 8192])
+    parser.add_argument("--requests", type=parse_ints,
                         default=[1, 2, 4, 8, 16, 32, 64, 128, 256])
     parser.add_argument("--context-min", type=int, default=2_000,
                         help="shortest context in the mix (tokens)")
@@ -100,38 +89,11 @@ def main() -> None:
     device = torch.device("cuda")
     gen = torch.Generator().manual_seed(50004)
 
-    def copy_rate_tb_s() -> float:
-        src = torch.empty(1 << 28, dtype=torch.int32, device=device)  # 1 GiB
-        dst = torch.empty_like(src)
-        ms = triton.testing.do_bench(lambda: dst.copy_(src), warmup=10, rep=200,
-                                     return_mode="median")
-        return 2 * src.numel() * src.element_size() / (ms * 1e-3) / 1e12
-
-    def active_width(max_context: int, capacity: int) -> int:
-        pow2 = triton.next_power_of_2(max(max_context // COMPRESS_RATIO, 1))
-        return min(max(pow2, 128), capacity)
-
-    def batch(num_requests: int, capacity: int):
+    def batch(num_requests: int, capacity: int) -> dict:
         """Decode tokens of requests with log-uniform context lengths in the mix."""
-        low, high = math.log(args.context_min), math.log(min(args.context_max,
-                                                             MAX_MODEL_LEN[capacity]))
-        u = torch.rand(num_requests, generator=gen, dtype=torch.float64)
-        contexts = torch.exp(low + (high - low) * u).long()
-        positions = (contexts.unsqueeze(1) - TOKENS_PER_REQUEST
-                     + torch.arange(TOKENS_PER_REQUEST)).reshape(-1)
-        reqs = torch.arange(num_requests).repeat_interleave(TOKENS_PER_REQUEST)
-        blocks_per_req = -(-capacity // BLOCK_SIZE)
-        table = torch.randint(0, 1 << 20, (num_requests, blocks_per_req), generator=gen)
-        tokens = positions.numel()
-        return dict(
-            positions=positions.to(device),
-            token_to_req_indices=reqs.to(torch.int32).to(device),
-            block_table=table.to(torch.int32).to(device),
-            slot_mapping=torch.arange(tokens, dtype=torch.int64, device=device),
-            width=active_width(int(contexts.max()), capacity),
-            tokens=tokens,
-            max_context=int(contexts.max()),
-        )
+        high = min(args.context_max, MAX_MODEL_LEN[capacity])
+        contexts = log_uniform_contexts(num_requests, args.context_min, high, gen)
+        return decode_batch(contexts, capacity, gen, device)
 
     def warm_up_clocks(seconds: float = 1.0) -> None:
         """Clocks idle low; time nothing until the GPU has been busy for a while."""
@@ -142,33 +104,8 @@ def main() -> None:
                 a @ a
             torch.cuda.synchronize()
 
-    def graph_times_us(calls: dict[str, Callable[[], object]]) -> dict[str, float]:
-        """Per-call device time of each layout, from replays of captured call chains."""
-        graphs = {}
-        stream = torch.cuda.Stream()
-        for layout, call in calls.items():
-            stream.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(stream):
-                call()
-            torch.cuda.current_stream().wait_stream(stream)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                for _ in range(args.graph_calls):
-                    call()
-            graphs[layout] = graph
-        samples: dict[str, list[float]] = {layout: [] for layout in calls}
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        for _ in range(args.graph_replays):
-            for layout, graph in graphs.items():  # interleaved
-                start.record()
-                graph.replay()
-                stop.record()
-                stop.synchronize()
-                samples[layout].append(start.elapsed_time(stop) * 1e3 / args.graph_calls)
-        return {layout: statistics.median(v) for layout, v in samples.items()}
-
     warm_up_clocks()
-    copy_tb_s = copy_rate_tb_s()
+    copy_tb_s = copy_rate_tb_s(device)
     gpu_name = torch.cuda.get_device_name()
     print(f"device: {gpu_name}; measured copy rate {copy_tb_s:.2f} TB/s (read+write); "
           f"reference {H200_COPY_TB_S} TB/s; "
@@ -189,10 +126,11 @@ def main() -> None:
             row = dict(capacity=capacity, requests=num_requests, tokens=b["tokens"],
                        width=b["width"], max_context=b["max_context"], layouts={})
             buffers = (decode_buf, lens_buf, prefill_buf)
-            graph_us = graph_times_us({layout: _one_call(builder(layout, impl="triton"), b,
-                                                         buffers) for layout in LAYOUT_ORDER})
-            for layout in LAYOUT_ORDER:
-                call = _one_call(builder(layout, impl="triton"), b, buffers)
+            graph_us = graph_times_us(
+                {layout: builder_call(builder(layout, impl="triton"), b, buffers, b["width"])
+                 for layout in LAYOUTS}, args.graph_calls, args.graph_replays)
+            for layout in LAYOUTS:
+                call = builder_call(builder(layout, impl="triton"), b, buffers, b["width"])
                 call()
                 torch.cuda.synchronize()
                 gpu_ms = triton.testing.do_bench(call, warmup=25, rep=args.rep_ms,
@@ -217,11 +155,11 @@ def main() -> None:
             results.append(row)
 
     header = (f"{'cap':>5} {'reqs':>4} {'tok':>5} {'W':>5} | "
-              + " | ".join(f"{name:^41}" for name in LAYOUT_ORDER)
+              + " | ".join(f"{name:^41}" for name in LAYOUTS)
               + " | prefix/packed  capacity/prefix")
     sub = (f"{'':>5} {'':>4} {'':>5} {'':>5} | "
            + " | ".join(f"{'graph us':>8} {'gpu us':>7} {'call us':>7} {'MB':>6} {'%4.3TB/s':>8}"
-                        for _ in LAYOUT_ORDER)
+                        for _ in LAYOUTS)
            + " |  (graph time)   (graph time)")
     print()
     print(header)
@@ -229,7 +167,7 @@ def main() -> None:
     print("-" * len(header))
     for row in results:
         cells = []
-        for layout in LAYOUT_ORDER:
+        for layout in LAYOUTS:
             r = row["layouts"][layout]
             cells.append(f"{r['graph_us']:8.2f} {r['gpu_us']:7.2f} {r['call_us']:7.2f} "
                          f"{r['bytes'] / 1e6:6.2f} {100 * r['tb_s'] / H200_COPY_TB_S:7.1f}%")

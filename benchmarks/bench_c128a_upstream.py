@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import math
 import os
 import statistics
 import sys
@@ -47,12 +46,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
+from c128a_steps import (
+    LAYOUTS,
+    MAX_MODEL_LEN,
+    TOKENS_PER_REQUEST,
+    builder_call,
+    decode_batch,
+    log_uniform_contexts,
+    parse_ints,
+)
+from gpu_timing import copy_rate_tb_s, graph_times_us
+
 HERE = Path(__file__).resolve().parent
-COMPRESS_RATIO = 128
-BLOCK_SIZE = 256 // COMPRESS_RATIO
-TOKENS_PER_REQUEST = 1 + 7
-MAX_MODEL_LEN = {640: 70_000, 8192: 1_048_576}
-LAYOUT_ORDER = ("capacity", "prefix", "packed")
 GRAPH_GOAL = 1.05  # ours / upstream graph time
 POISON = -7
 
@@ -62,20 +67,16 @@ def _fail(message: str) -> NoReturn:
     sys.exit(2)
 
 
-def _parse_ints(text: str) -> list[int]:
-    return [int(part) for part in text.split(",") if part.strip()]
-
-
 def _default_cache() -> Path:
     return Path(os.environ.get("DSV4_QUAL_CACHE") or Path.home() / ".cache" / "dsv4-qual")
 
 
 def _args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--capacities", type=_parse_ints, default=[640, 8192])
-    parser.add_argument("--requests", type=_parse_ints,
+    parser.add_argument("--capacities", type=parse_ints, default=[640, 8192])
+    parser.add_argument("--requests", type=parse_ints,
                         default=[1, 2, 4, 8, 16, 32, 64, 128, 256])
-    parser.add_argument("--layouts", default=",".join(LAYOUT_ORDER))
+    parser.add_argument("--layouts", default=",".join(LAYOUTS))
     parser.add_argument("--context-min", type=int, default=2_000)
     parser.add_argument("--context-max", type=int, default=48_000,
                         help="longest context in the mix (tokens); sets the active width")
@@ -124,8 +125,8 @@ def main() -> None:
     except ImportError:
         _fail("needs triton")
     layouts = [x for x in args.layouts.split(",") if x]
-    if not set(layouts) <= set(LAYOUT_ORDER):
-        _fail(f"--layouts must be among {', '.join(LAYOUT_ORDER)}")
+    if not set(layouts) <= set(LAYOUTS):
+        _fail(f"--layouts must be among {', '.join(LAYOUTS)}")
 
     from server_patch.c128a import builder, observe_first_call
     from server_patch.c128a import kernel as c128a_kernel
@@ -149,40 +150,10 @@ def main() -> None:
         """The plugin's guard: counting, receipt + Prometheus sinks, 5 s flushes."""
         return StrideGuard("1", sinks=standard_sinks(lambda: receipt), log=quiet)
 
-    def copy_rate_tb_s() -> float:
-        src = torch.empty(1 << 28, dtype=torch.int32, device=device)  # 1 GiB
-        dst = torch.empty_like(src)
-        ms = triton.testing.do_bench(lambda: dst.copy_(src), warmup=10, rep=200,
-                                     return_mode="median")
-        return 2 * src.numel() * src.element_size() / (ms * 1e-3) / 1e12
-
-    def active_width(max_context: int, capacity: int) -> int:
-        pow2 = triton.next_power_of_2(max(max_context // COMPRESS_RATIO, 1))
-        return min(max(pow2, 128), capacity)
-
     def batch(num_requests: int, capacity: int) -> dict[str, Any]:
-        low = math.log(args.context_min)
-        high = math.log(min(args.context_max, MAX_MODEL_LEN[capacity]))
-        u = torch.rand(num_requests, generator=gen, dtype=torch.float64)
-        contexts = torch.exp(low + (high - low) * u).long()
-        positions = (contexts.unsqueeze(1) - TOKENS_PER_REQUEST
-                     + torch.arange(TOKENS_PER_REQUEST)).reshape(-1)
-        reqs = torch.arange(num_requests).repeat_interleave(TOKENS_PER_REQUEST)
-        table = torch.randint(0, 1 << 20, (num_requests, -(-capacity // BLOCK_SIZE)),
-                              generator=gen)
-        tokens = positions.numel()
-        return dict(positions=positions.to(device),
-                    token_to_req_indices=reqs.to(torch.int32).to(device),
-                    block_table=table.to(torch.int32).to(device),
-                    slot_mapping=torch.arange(tokens, dtype=torch.int64, device=device),
-                    width=active_width(int(contexts.max()), capacity), tokens=tokens)
-
-    def caller(fn: Callable[..., Any], b: dict[str, Any], buffers: tuple, width: int):
-        def call() -> Any:
-            return fn(b["positions"], COMPRESS_RATIO, b["tokens"], b["token_to_req_indices"],
-                      b["block_table"], BLOCK_SIZE, b["slot_mapping"], *buffers,
-                      max_compressed_tokens=width)
-        return call
+        high = min(args.context_max, MAX_MODEL_LEN[capacity])
+        contexts = log_uniform_contexts(num_requests, args.context_min, high, gen)
+        return decode_batch(contexts, capacity, gen, device)
 
     def poisoned(rows: int, capacity: int) -> tuple:
         return (torch.full((rows, capacity), POISON, dtype=torch.int32, device=device),
@@ -203,30 +174,6 @@ def main() -> None:
                 return f"{name} differs ({tuple(a.shape)}/{a.stride()} vs "\
                        f"{tuple(b.shape)}/{b.stride()})"
         return None
-
-    def graph_times_us(calls: dict[str, Callable[[], Any]]) -> dict[str, float]:
-        graphs = {}
-        stream = torch.cuda.Stream()
-        for name, call in calls.items():
-            stream.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(stream):
-                call()
-            torch.cuda.current_stream().wait_stream(stream)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                for _ in range(args.graph_calls):
-                    call()
-            graphs[name] = graph
-        samples: dict[str, list[float]] = {name: [] for name in calls}
-        t0, t1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        for _ in range(args.graph_replays):
-            for name, graph in graphs.items():
-                t0.record()
-                graph.replay()
-                t1.record()
-                t1.synchronize()
-                samples[name].append(t0.elapsed_time(t1) * 1e3 / args.graph_calls)
-        return {name: statistics.median(v) for name, v in samples.items()}
 
     def host_times_us(calls: dict[str, tuple[Callable[[], Any], bool]]) -> dict[str, float]:
         """Host time per call; the bool says whether our lean launch path is on for it."""
@@ -249,7 +196,7 @@ def main() -> None:
         torch.cuda.synchronize()
         return {name: statistics.median(v) for name, v in samples.items()}
 
-    copy_tb_s = copy_rate_tb_s()
+    copy_tb_s = copy_rate_tb_s(device)
     print(f"device: {torch.cuda.get_device_name()}; torch {torch.__version__}, triton "
           f"{triton.__version__}; copy rate {copy_tb_s:.2f} TB/s (read+write); our kernel's "
           f"warm_up() {warm_up_ms:.0f} ms")
@@ -273,18 +220,20 @@ def main() -> None:
                 up_width = capacity if layout == "capacity" else b["width"]
                 ours_bufs, up_bufs = poisoned(rows_needed, capacity), poisoned(rows_needed,
                                                                                capacity)
-                problem = same_effect(caller(ours_fn, b, ours_bufs, b["width"]),
-                                      caller(up_fn, b, up_bufs, up_width), ours_bufs, up_bufs)
+                problem = same_effect(builder_call(ours_fn, b, ours_bufs, b["width"]),
+                                      builder_call(up_fn, b, up_bufs, up_width),
+                                      ours_bufs, up_bufs)
                 del ours_bufs, up_bufs
                 if problem:
                     _fail(f"ours ({layout}) and vllm {release} disagree at capacity {capacity}, "
                           f"{num_requests} requests: {problem}")
-                ours = caller(ours_fn, b, buffers, b["width"])
-                up = caller(up_fn, b, buffers, up_width)
-                installed = caller(guard().wrap(observe_first_call(ours_fn, lambda _: None)),
-                                   b, buffers, b["width"])
-                up_guarded = caller(guard().wrap(up_fn), b, buffers, up_width)
-                graph = graph_times_us({"ours": ours, "upstream": up})
+                ours = builder_call(ours_fn, b, buffers, b["width"])
+                up = builder_call(up_fn, b, buffers, up_width)
+                installed_fn = guard().wrap(observe_first_call(ours_fn, lambda _: None))
+                installed = builder_call(installed_fn, b, buffers, b["width"])
+                up_guarded = builder_call(guard().wrap(up_fn), b, buffers, up_width)
+                graph = graph_times_us({"ours": ours, "upstream": up}, args.graph_calls,
+                                       args.graph_replays)
                 host = host_times_us({"ours": (ours, True), "installed": (installed, True),
                                       "upstream": (up, True), "upstream_guarded": (up_guarded,
                                                                                    True),

@@ -36,10 +36,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-COMPRESS_RATIO = 128
-BLOCK_SIZE = 256 // COMPRESS_RATIO
-TOKENS_PER_REQUEST = 1 + 7  # DSpark verify steps: 1 + 7 speculative tokens
-LAYOUTS = ("capacity", "prefix", "packed")
+from c128a_steps import (
+    BLOCK_SIZE,
+    COMPRESS_RATIO,
+    LAYOUTS,
+    TOKENS_PER_REQUEST,
+    builder_call,
+    decode_batch,
+)
 
 
 def _args() -> argparse.Namespace:
@@ -62,35 +66,20 @@ def _args() -> argparse.Namespace:
 
 
 def _batch(torch: Any, device: Any, requests: int, capacity: int, width: int) -> dict[str, Any]:
+    """One decode step whose contexts all fit the given width, with its buffers."""
     gen = torch.Generator().manual_seed(52448)
     contexts = torch.randint(COMPRESS_RATIO * 2, width * COMPRESS_RATIO, (requests,),
                              generator=gen)
-    positions = (contexts.unsqueeze(1) - TOKENS_PER_REQUEST
-                 + torch.arange(TOKENS_PER_REQUEST)).reshape(-1)
-    tokens = positions.numel()
-    blocks_per_req = -(-capacity // BLOCK_SIZE)
-    rows = tokens + 16
-    return dict(
-        positions=positions.to(device),
-        token_to_req_indices=torch.arange(requests).repeat_interleave(TOKENS_PER_REQUEST)
-        .to(torch.int32).to(device),
-        block_table=torch.randint(0, 1 << 20, (requests, blocks_per_req), generator=gen)
-        .to(torch.int32).to(device),
-        slot_mapping=torch.arange(tokens, dtype=torch.int64, device=device),
-        tokens=tokens,
-        buffers=(torch.full((rows, capacity), -1, dtype=torch.int32, device=device),
-                 torch.zeros(rows, dtype=torch.int32, device=device),
-                 torch.full((rows, capacity), -1, dtype=torch.int32, device=device)),
-    )
+    b = decode_batch(contexts, capacity, gen, device)
+    rows = b["tokens"] + 16
+    b["buffers"] = (torch.full((rows, capacity), -1, dtype=torch.int32, device=device),
+                    torch.zeros(rows, dtype=torch.int32, device=device),
+                    torch.full((rows, capacity), -1, dtype=torch.int32, device=device))
+    return b
 
 
 def _caller(fn: Callable[..., Any], b: dict[str, Any], width: int) -> Callable[[], Any]:
-    def call() -> Any:
-        return fn(b["positions"], COMPRESS_RATIO, b["tokens"], b["token_to_req_indices"],
-                  b["block_table"], BLOCK_SIZE, b["slot_mapping"], *b["buffers"],
-                  max_compressed_tokens=width)
-
-    return call
+    return builder_call(fn, b, b["buffers"], width)
 
 
 def _calls_per_trial(call: Callable[[], Any], sync: Callable[[], None], target_s: float) -> int:
