@@ -13,7 +13,10 @@ server's receipt proves nothing about the builder):
 - the model has C128A layers: the guard saw builder calls in every process that made
   C128A builders (else: run invalid, the builder was not reached or not watched). A
   model with none (DeepSeek-V4.1) passes this check with a statement that the gate
-  rests on the replies alone.
+  rests on the replies alone, but only where the model watch's builder hook was
+  installed: a process that made no builder while that hook failed is a run invalid
+  (no layers and an unwatched builder look the same), and one whose guard saw builder
+  calls has C128A layers whatever the count says.
 
 Receipts found while the scenario does not require them are held to the same rules;
 no receipt at all is then a statement, not a failure. For a control (the bug left
@@ -89,6 +92,14 @@ def receipts_check(cfg: GateConfig, receipts: ReceiptFacts, receipts_dir: str | 
                      f"writes {variants} in this release, in {_names(upstream_refused)}; the "
                      f"scenario accepts {', '.join(cfg.accept_layouts)}")
     c128a = receipts.c128a_processes
+    unwatched_layers = [p for p in model if p not in c128a
+                        and p.hooks.get("c128a_builders", "ok") != "ok"]
+    if unwatched_layers:
+        hooks = "; ".join(sorted({f"{p.name}: {p.hooks['c128a_builders']}"
+                                  for p in unwatched_layers}))
+        return Check(NAME, False, "the model watch could not count C128A builders "
+                     f"({hooks}), so a model without C128A layers cannot be told from a "
+                     "builder that was never reached", kind="error")
     if not c128a:
         architectures = sorted({a for p in model for a in p.architectures}) or ["?"]
         return Check(NAME, True, f"the model ({', '.join(architectures)}) has no C128A layers "

@@ -120,7 +120,9 @@ class ReceiptFacts:
 
     @property
     def c128a_processes(self) -> list[ProcessReceipt]:
-        return [p for p in self.model_processes if p.c128a_builders > 0]
+        """Model processes with C128A layers: they made a C128A builder, or their guard
+        saw builder calls (then the layers exist whatever the count says)."""
+        return [p for p in self.model_processes if p.c128a_builders > 0 or p.guard_calls > 0]
 
     @property
     def layouts(self) -> list[str]:

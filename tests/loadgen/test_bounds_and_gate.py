@@ -184,6 +184,10 @@ def test_upstreams_own_builder_counts_only_where_the_guard_vouches_for_it() -> N
     assert receipts_gate([receipt(2, **off, violations=3)]).exit_code == 1
     assert receipts_gate([receipt(2, **off, calls=0)]).exit_code == 2
     assert receipts_gate([receipt(2, **off, mode="0")]).exit_code == 2
+    # Builder calls the guard saw prove C128A layers even where no builder was counted:
+    # the violations still fail the gate, never "the model has no C128A layers".
+    gate = receipts_gate([receipt(2, **off, c128a=0, violations=3)])
+    assert gate.exit_code == 1 and "left rows off the capacity stride" in receipts_message(gate)
 
 
 @pytest.mark.parametrize("receipts,words", [
@@ -193,6 +197,11 @@ def test_upstreams_own_builder_counts_only_where_the_guard_vouches_for_it() -> N
     ([receipt(1, model=False, hooks={"model_loader": "cannot hook X", "c128a_builders": "ok"})],
      "model_loader: cannot hook X"),
     ([API, receipt(2, calls=0), receipt(3, calls=0)], "the C128A builder was not reached"),
+    # The builder hook failed (a release renamed the class): no builder counted and no
+    # call seen is not a model without C128A layers, it is a builder nobody watched.
+    ([API, receipt(2, c128a=0, calls=0, hooks={
+        "model_loader": "ok", "c128a_builders": "no class in m defines _build_c128a_metadata"})],
+     "the model watch could not count C128A builders (VLLM::proc2 (pid 2): no class in m"),
     ([API, receipt(2), receipt(3, calls=0)], "no C128A builder call in VLLM::proc3 (pid 3)"),
     ([receipt(2, mode="0")], "the stride guard is off"),
 ])

@@ -105,7 +105,17 @@ def model_receipt(pid: int, layout: str, *, calls: int = 40, c128a: int = 1,
                       "hooks": {"model_loader": "ok", "c128a_builders": "ok"}}}
 
 
+def unwatched_builders(pid: int) -> dict:
+    """A release whose builder class the model watch cannot find: nothing counted, nothing
+    called, which a model without C128A layers would also show."""
+    data = model_receipt(pid, "capacity", calls=0, c128a=0)
+    data["model"]["hooks"]["c128a_builders"] = "no class in m defines _build_c128a_metadata"
+    return data
+
+
 @pytest.mark.parametrize("receipts,code,words", [
+    ([model_receipt(1, "capacity", runs_model=False), unwatched_builders(2)], 2,
+     "the model watch could not count C128A builders"),
     ([model_receipt(1, "capacity", runs_model=False), model_receipt(2, "packed")], 1,
      "packed C128A layout"),
     ([model_receipt(1, "capacity", runs_model=False)], 2,
