@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -42,6 +45,26 @@ def test_bounds_edges() -> None:
 def test_the_count_a_rate_needs_is_the_first_whose_bound_is_below_it(rate, allowed, needed):
     assert required_measured(rate, allowed) == needed
     assert upper_bound(allowed, needed) < rate <= upper_bound(allowed, needed - 1)
+
+
+@pytest.mark.parametrize("rate", [0.9, 0.3, 0.1, 0.0457, 0.02, 0.0116, 0.001])
+@pytest.mark.parametrize("allowed", [0, 1, 3, 20])
+@pytest.mark.parametrize("confidence", [0.9, 0.95, 0.99])
+def test_the_count_agrees_with_the_bound_it_promises(rate, allowed, confidence) -> None:
+    # Counted without scipy (scenario validation needs it); the bound it promises is
+    # scipy's Clopper-Pearson: the first n below the rate, and n - 1 not below it.
+    n = required_measured(rate, allowed, confidence)
+    assert upper_bound(allowed, n, confidence) < rate
+    assert n == allowed + 1 or upper_bound(allowed, n - 1, confidence) >= rate
+
+
+def test_loading_a_scenario_does_not_import_scipy() -> None:
+    # Every shard worker and `validate` load scenarios; scipy.stats alone takes ~0.6 s.
+    code = ("import sys; from loadgen.scenario import load_scenario; "
+            "load_scenario('scenarios/release-gate.toml'); print('scipy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[2],
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    assert out.strip() == "False"
 
 
 def test_the_smallest_rate_a_run_catches() -> None:
