@@ -9,12 +9,14 @@ rename), never written in place.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -108,11 +110,25 @@ def prepare_out_dir(out: Path) -> Path:
     return out
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Readers (dashboards, a second `report`) never see half a file."""
+@contextlib.contextmanager
+def atomic_writer(path: Path) -> Iterator[BinaryIO]:
+    """A file that replaces `path` whole when the block ends (synced to disk first), and
+    not at all when it raises: readers (dashboards, a second `report`) never see half a
+    file, and a rewrite that fails leaves the old one."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    with atomic_writer(path) as handle:
+        handle.write(data)
 
 
 def write_json(path: Path, obj: Any) -> None:

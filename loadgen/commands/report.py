@@ -38,10 +38,13 @@ class RunOutcome:
 
 
 def rebuild_reports(out_dir: Path, html: bool = True) -> RunOutcome:
-    """Run-level verdicts into the records, then judge and write every report."""
-    if is_run_dir(out_dir):
-        mark_run_level_verdicts(out_dir / RECORDS_FILE)
+    """Judge the run and write every report; run-level verdicts not yet in the records
+    are written in first (then the run is judged again from them)."""
     report = judge_run(out_dir)
+    due = report.stats.due_divergent
+    if due != report.stats.divergent and is_run_dir(out_dir):
+        mark_run_level_verdicts(out_dir / RECORDS_FILE, due)
+        report = judge_run(out_dir)
     return RunOutcome(report, write_run_reports(report, html=html))
 
 

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from loadgen.records import iter_record_dicts
+from loadgen.judge.run_level import divergent_seqs, greedy_entry
+from loadgen.records import RequestRecord, iter_record_dicts
 from loadgen.results import RECORDS_FILE
 from loadgen.taxonomy import INFRA_VERDICTS, Verdict
 
@@ -143,9 +144,12 @@ def _tail(text: str) -> str:
 @dataclass
 class RunStats:
     phases: dict[str, PhaseStats]
-    divergent: set[int]
+    divergent: set[int]  # seqs whose records say `divergent`
     records: int
     run_start: float | None
+    #: Seqs the records should say `divergent` of (greedy twins that disagree); when it
+    #: differs from `divergent`, the records are to be marked and the run counted again.
+    due_divergent: set[int] = field(default_factory=set)
 
     def timeline(self) -> list[TimelinePoint]:
         """Every phase's points, in request order."""
@@ -168,13 +172,14 @@ def failure_rate_by_order(timeline: list[TimelinePoint]) -> tuple[int, list[int]
 def aggregate(out_dir: Path, fail_on: list[str]) -> RunStats:
     """Statistics of every phase; `fail_on` decides what counts as a gated failure.
 
-    Run-level verdicts (`divergent`) are read from the records like any other: they are
-    written into them first (`run_level.mark_run_level_verdicts`)."""
+    Run-level verdicts (`divergent`) are counted from the records like any other; the
+    same pass works out which records they are due in (`due_divergent`), so a caller
+    writes them in (`run_level.mark_run_level_verdicts`) only when they are not yet."""
     fail = set(fail_on)
     phases: dict[str, PhaseStats] = {}
     divergent: set[int] = set()
+    greedy: list[tuple[str, int, bytes]] = []
     total = 0
-    run_start: float | None = None
     path = out_dir / RECORDS_FILE
     if not path.exists():
         return RunStats({}, set(), 0, None)
@@ -183,12 +188,15 @@ def aggregate(out_dir: Path, fail_on: list[str]) -> RunStats:
         phase = str(d.get("phase") or "measurement")
         verdicts = [str(v) for v in (d.get("verdicts") or ["ok"])]
         phases.setdefault(phase, PhaseStats()).add(d, verdicts, bool(fail.intersection(verdicts)))
-        sent = (d.get("timings") or {}).get("sent")
-        if isinstance(sent, int | float):
-            run_start = sent if run_start is None else min(run_start, sent)
         if Verdict.DIVERGENT.value in verdicts:  # run level, written into the record
             divergent.add(int(d.get("seq", -1)))
+        if d.get("greedy") and d.get("body_hash"):
+            entry = greedy_entry(RequestRecord.from_dict(d))
+            if entry is not None:
+                greedy.append(entry)
+    run_start = min((st.first_sent for st in phases.values() if st.first_sent is not None),
+                    default=None)
     if run_start is not None:
         for st in phases.values():
             st.timeline = [p._replace(sent_s=p.sent_s - run_start) for p in st.timeline]
-    return RunStats(phases, divergent, total, run_start)
+    return RunStats(phases, divergent, total, run_start, divergent_seqs(greedy))

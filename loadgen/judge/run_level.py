@@ -10,14 +10,14 @@ written back into each divergent record's own verdict list.
 from __future__ import annotations
 
 import hashlib
-import os
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
 import orjson
 
-from loadgen.records import RequestRecord, iter_record_dicts
+from loadgen.records import RequestRecord
+from loadgen.results import atomic_writer
 from loadgen.taxonomy import INFRA_VERDICTS, Verdict, by_severity
 
 DIVERGENT = Verdict.DIVERGENT.value
@@ -64,36 +64,17 @@ def divergent_seqs(entries: Iterable[tuple[str, int, bytes]]) -> set[int]:
     return out
 
 
-def mark_run_level_verdicts(path: Path) -> set[int]:
-    """Write `divergent` into the verdicts of the records it concerns; its seqs.
+def mark_run_level_verdicts(path: Path, divergent: set[int]) -> None:
+    """Write `divergent` into the verdicts of exactly the records of these seqs (and out
+    of any other), so a reader of records.jsonl sees what the summary counts.
 
-    Computed over every record of the run, then stored in each divergent record's own
-    verdict list, so a reader of records.jsonl sees what the summary counts. The file
-    is replaced whole (atomically) and only when a verdict list changes; a line that
-    does not parse (a torn last line) is kept as it is.
+    The seqs come from the run's counting pass (`aggregate`'s `due_divergent`); the file
+    is replaced whole and atomically, and a line that does not parse (a torn last line)
+    is kept as it is.
     """
-    if not path.exists():
-        return set()
-    entries = []
-    marked: set[int] = set()
-    for data in iter_record_dicts(path):
-        if DIVERGENT in (data.get("verdicts") or []):
-            marked.add(int(data.get("seq", -1)))
-        if data.get("greedy") and data.get("body_hash"):
-            entry = greedy_entry(RequestRecord.from_dict(data))
-            if entry is not None:
-                entries.append(entry)
-    divergent = divergent_seqs(entries)
-    if divergent == marked:
-        return divergent
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(path, "rb") as src, open(tmp, "wb") as dst:
+    with atomic_writer(path) as dst, open(path, "rb") as src:
         for line in src:
             dst.write(_remarked(line, divergent))
-        dst.flush()
-        os.fsync(dst.fileno())
-    os.replace(tmp, path)
-    return divergent
 
 
 def _remarked(line: bytes, divergent: set[int]) -> bytes:
