@@ -11,7 +11,7 @@ from loadgen.report.trend import console, per_version, round_table, version_tabl
 
 
 def show_history(db: Path, *, soak_id: str | None, scenario: str | None, last: int | None,
-                 plot: Path | None, as_json: bool, echo_err: object = print) -> Path | None:
+                 plot: Path | None, as_json: bool) -> Path | None:
     """Print the rounds (or their JSON) and write the trend plot; the plot's path, if any."""
     store = History(db, create=False)
     try:

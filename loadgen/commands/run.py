@@ -7,14 +7,13 @@ exits 3 without touching the server and without leaving a results directory.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
 import sys
 from pathlib import Path
 
 from loadgen.commands import interrupts
 from loadgen.commands.report import RunOutcome, one_line, rebuild_reports
+from loadgen.engine import loop
 from loadgen.engine.runner import Runner
 from loadgen.exit_codes import BadInputError
 from loadgen.results import (
@@ -46,13 +45,6 @@ def check_target(scenario: Scenario) -> None:
                             "(or [target.sim]) in the scenario")
 
 
-def event_loop_policy() -> None:
-    with contextlib.suppress(ImportError):
-        import uvloop
-
-        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
-
-
 def run_scenario(
     scenario: Scenario,
     out: Path | None = None,
@@ -77,9 +69,8 @@ def run_scenario(
     runner = Runner(scenario, out_dir, run_id, quiet=quiet, transport=transport,
                     api_key=api_key, workers=workers)
     write_run(out_dir, scenario, runner.facts)
-    event_loop_policy()
     try:
-        facts = asyncio.run(runner.run())
+        facts = loop.run(runner.run())
     except KeyboardInterrupt:  # a second Ctrl-C before the handlers were in place
         facts = runner.facts
         facts.interrupted = facts.interrupted or "interrupted by SIGINT"

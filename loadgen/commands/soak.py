@@ -328,7 +328,7 @@ class SoakSession:
         # A signal held since the round finished: the round is complete and recorded, and
         # the soak stops after it.
         return {"round": number, "exit_code": outcome.exit_code,
-                "interrupted": interrupted or bool(interrupts.HELD.signal)}
+                "interrupted": interrupted or bool(outcome.interrupted_after)}
 
     def loop(self, base_urls: list[str]) -> tuple[str, bool]:
         """Rounds until the plan says stop; (why it stopped, whether interrupted)."""

@@ -20,10 +20,6 @@ class InFlight:
         """This process's requests in flight."""
         return self._local
 
-    @property
-    def total(self) -> int:
-        return self._shared.value if self._shared is not None else self._local
-
     def enter(self) -> int:
         """One more in flight; the total in flight now, this one included."""
         self._local += 1

@@ -140,21 +140,27 @@ def ngram_loop(text: str, n: int, min_repeats: int, tail_words: int,
     return " ".join(gram), repeats
 
 
+def text_loop(text: str, cfg: VerdictConfig, templates: bool) -> tuple[str, str, int] | None:
+    """(kind, unit, repeats) when the text ends in a loop: a repeated period of
+    characters, else a repeated word n-gram (`templates`: see `ngram_loop`)."""
+    hit = tail_period_loop(text, cfg.loop_min_period_chars, cfg.loop_max_period_chars,
+                           cfg.loop_min_repeats, cfg.loop_min_chars)
+    if hit:
+        return "period", hit[0], hit[1]
+    hit = ngram_loop(text, cfg.ngram_words, cfg.ngram_min_repeats, cfg.ngram_tail_words,
+                     templates=templates)
+    if hit:
+        return "ngram", hit[0], hit[1]
+    return None
+
+
 def find_loop(record: RequestRecord, cfg: VerdictConfig) -> Loop | None:
     for field in ("reasoning", "content"):
         text = getattr(record, field)
-        if not text:
-            continue
-        hit = tail_period_loop(
-            text, cfg.loop_min_period_chars, cfg.loop_max_period_chars,
-            cfg.loop_min_repeats, cfg.loop_min_chars,
-        )
-        if hit:
-            return Loop(field, "period", hit[0], hit[1])
-        hit = ngram_loop(text, cfg.ngram_words, cfg.ngram_min_repeats, cfg.ngram_tail_words,
-                         templates=field == "content")
-        if hit:
-            return Loop(field, "ngram", hit[0], hit[1])
+        if text:
+            hit = text_loop(text, cfg, templates=field == "content")
+            if hit:
+                return Loop(field, *hit)
     return None
 
 
@@ -181,20 +187,6 @@ def find_leak(record: RequestRecord, cfg: VerdictConfig) -> str | None:
 NORMAL_FINISHES = frozenset({"stop", "length", "tool_calls"})
 
 
-def _arguments_loop(text: str, cfg: VerdictConfig) -> tuple[str, str, int] | None:
-    """(kind, unit, repeats) when tool-call arguments end in a loop (a list of similar
-    objects is a template, not a loop)."""
-    hit = tail_period_loop(text, cfg.loop_min_period_chars, cfg.loop_max_period_chars,
-                           cfg.loop_min_repeats, cfg.loop_min_chars)
-    if hit:
-        return "period", hit[0], hit[1]
-    hit = ngram_loop(text, cfg.ngram_words, cfg.ngram_min_repeats, cfg.ngram_tail_words,
-                     templates=True)
-    if hit:
-        return "ngram", hit[0], hit[1]
-    return None
-
-
 def tool_call_problems(record: RequestRecord, cfg: VerdictConfig
                        ) -> tuple[set[Verdict], list[str]]:
     """The tool-turn verdicts of a record and, for the forensics, why each was given."""
@@ -211,7 +203,7 @@ def tool_call_problems(record: RequestRecord, cfg: VerdictConfig
         fn = call.get("function") if isinstance(call.get("function"), dict) else {}
         name = fn.get("name") or ""
         raw = fn.get("arguments") or ""
-        loop = _arguments_loop(raw, cfg)
+        loop = text_loop(raw, cfg, templates=True)  # a list of similar objects: a template
         if loop is not None:
             found.add(Verdict.TOOL_ARGS_LOOP)
             why.append(f"call {i} ({name or '?'}): arguments end in a loop of {loop[1]!r} "

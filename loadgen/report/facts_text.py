@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from loadgen.targets.facts import ServerFacts
 from loadgen.targets.receipts import ReceiptFacts
+from loadgen.targets.telemetry_summary import MIN_SAMPLES
 
 
 def layout_text(server: ServerFacts) -> str:
@@ -57,10 +58,6 @@ def acceptance_text(block: dict) -> str:
 TELEMETRY_COLUMNS = ("server", "samples", "max running", "max waiting", "max KV cache",
                      "prompt tok/s", "generation tok/s", "preemptions",
                      "spec-decode acceptance")
-
-
-#: Fewer /metrics samples than this cannot show the server under load.
-MIN_SAMPLES = 3
 
 
 def telemetry_note(server: ServerFacts) -> str:

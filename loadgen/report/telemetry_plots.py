@@ -10,14 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from loadgen.report.figures import png_data_uri, pyplot
-from loadgen.targets.telemetry_summary import by_server, intervals
+from loadgen.targets.telemetry_summary import MIN_SAMPLES, by_server, intervals
 
 
 def _label(url: str, many: bool, name: str) -> str:
     return f"{name} ({url})" if many else name
-
-
-MIN_SAMPLES = 3
 
 
 def telemetry_plots(samples: list[dict[str, Any]]) -> list[tuple[str, str | None, str]]:

@@ -122,9 +122,9 @@ def select_receipts(server_doc: dict[str, Any], *, margin_s: float, since: float
                     run_started: float | None) -> dict[str, Any]:
     """server.json with `receipts_selection`, and the summary/layout of current receipts only.
 
-    Every receipt stays in `receipts` (forensics), marked `counted` or not;
-    `receipts_summary`, which the gate
-    and the reports read, covers the current ones.
+    Every receipt stays in `receipts` (forensics), marked `counted` or not; the gate
+    and the reports weigh the counted ones (`targets.facts`), and `receipts_summary`
+    states them for a person reading server.json.
     """
     starts = [start_time_from_metrics(info.get(f"metrics_{label}"))
               for info in (server_doc.get("servers") or {}).values()

@@ -54,7 +54,6 @@ class ProcessReceipt:
     patched: bool  # our builder is in place (else upstream's own)
     upstream_variant: str | None  # what upstream's builder writes in this release
     vllm_version: str | None
-    error: str | None
     guard_mode: str | None
     guard_calls: int
     violations: int
@@ -78,7 +77,6 @@ class ProcessReceipt:
             patched=data.get("patched") is True,
             upstream_variant=data.get("upstream_variant"),
             vllm_version=data.get("vllm_version"),
-            error=data.get("error"),
             guard_mode=guard.get("mode"),
             guard_calls=_int(guard.get("calls")),
             violations=_int(guard.get("violations")),

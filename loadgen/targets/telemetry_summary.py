@@ -29,6 +29,11 @@ class Interval:
     spec_acceptance: float | None  # accepted / drafted tokens in the interval
 
 
+#: Fewer /metrics samples than this cannot show the server under load (the reports
+#: then say the run was too short to sample, rather than plot or tabulate it).
+MIN_SAMPLES = 3
+
+
 def by_server(samples: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     series: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for s in samples:

@@ -16,7 +16,6 @@ from loadgen.exit_codes import BadInputError
 from loadgen.scenario import ReplayWorkload
 from loadgen.workload.base import WorkItem
 from loadgen.workload.tokens import estimate_tokens
-from loadgen.workload.tools import forces_a_call
 
 OWNED_KEYS = ("model", "stream", "stream_options")
 
@@ -65,7 +64,6 @@ class Replay:
             built.append(WorkItem(
                 item_id=f"replay/{index + 1}", messages=messages, tools=tools, body=body,
                 approx_prompt_tokens=estimate_tokens("x" * chars),
-                expects_tool_call=bool(tools) and forces_a_call(body.get("tool_choice")),
             ))
         while True:
             yield from built
