@@ -20,7 +20,7 @@ from typing import Any
 
 from loadgen.commands import interrupts
 from loadgen.commands.report import CANDIDATE_DIR, CONTROL_DIR
-from loadgen.commands.run import check_target, run_scenario
+from loadgen.commands.run import run_scenario
 from loadgen.exit_codes import BadInputError, ExitCode
 from loadgen.judge.qualification import Qualification, decide
 from loadgen.judge.run_report import RunReport
@@ -62,11 +62,6 @@ def with_sides(scenario: Scenario, *, control_urls: list[str], candidate_urls: l
 
     control = side(cfg.control, control_urls, control_receipts)
     candidate = side(cfg.candidate, candidate_urls, candidate_receipts)
-    for name, s in (("control", control), ("candidate", candidate)):
-        if not s.base_urls and s.sim is None:
-            raise BadInputError(
-                f"qualify needs a {name} target: --{name} URL, or qualify.{name}.base_urls "
-                f"or qualify.{name}.sim in the scenario")
     return cfg.model_copy(update={"control": control, "candidate": candidate})
 
 
@@ -93,10 +88,13 @@ def side_scenario(scenario: Scenario, cfg: QualifyConfig, role: str) -> Scenario
 def qualify(scenario: Scenario, cfg: QualifyConfig, out: Path | None, *, quiet: bool = False,
             transport: str = "auto") -> QualifyOutcome:
     """Control, then (only if it reproduced) candidate; side-by-side reports; the verdict."""
+    for name, side in (("control", cfg.control), ("candidate", cfg.candidate)):
+        if not side.base_urls and side.sim is None:
+            raise BadInputError(
+                f"qualify needs a {name} target: --{name} URL, or qualify.{name}.base_urls "
+                f"or qualify.{name}.sim in the scenario")
     control_sc = side_scenario(scenario, cfg, "control")
     candidate_sc = side_scenario(scenario, cfg, "candidate")
-    for side in (control_sc, candidate_sc):
-        check_target(side)
     out_dir = prepare_out_dir(out or default_out_dir("qualify", scenario.name, new_run_id()))
     for sub in (CONTROL_DIR, CANDIDATE_DIR):
         if (out_dir / sub).exists() and any((out_dir / sub).iterdir()):

@@ -7,7 +7,7 @@ few failures' text, so a 20,000-request soak reports in constant-ish memory.
 from __future__ import annotations
 
 import math
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -167,6 +167,16 @@ def failure_rate_by_order(timeline: list[TimelinePoint]) -> tuple[int, list[int]
         xs.append(chunk[0].seq)
         ys.append(100 * sum(1 for p in chunk if p.failed) / len(chunk))
     return bucket, xs, ys
+
+
+def failure_rate_by_in_flight(timeline: list[TimelinePoint]) -> tuple[list[int], list[float]]:
+    """(requests in flight when sent, % of them that failed): a bug of concurrent decode
+    fails more the more requests share a step."""
+    by_flight: dict[int, list[bool]] = defaultdict(list)
+    for point in timeline:
+        by_flight[point.in_flight].append(point.failed)
+    keys = sorted(by_flight)
+    return keys, [100 * sum(by_flight[k]) / len(by_flight[k]) for k in keys]
 
 
 def aggregate(out_dir: Path, fail_on: list[str]) -> RunStats:

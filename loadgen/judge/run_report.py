@@ -7,15 +7,52 @@ or a second reader all see the same verdict.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from loadgen.exit_codes import BadInputError
-from loadgen.judge.aggregate import PhaseStats, RunStats, aggregate
+from loadgen.judge.aggregate import PhaseStats, RunStats, aggregate, percentiles
 from loadgen.judge.gate import GateResult, evaluate
 from loadgen.results import RECORDS_FILE, RunFacts, is_run_dir, load_run, load_server
 from loadgen.scenario import Scenario
 from loadgen.targets.facts import ServerFacts
+from loadgen.taxonomy import RUN_LEVEL
+
+
+def phase_summary(st: PhaseStats) -> dict[str, Any]:
+    """One phase's figures as summary.json states them (and every report shows them)."""
+    wall = st.wall_s
+    tokens = sum(st.completion_tokens)
+    measured = st.measured
+    return {
+        "requests": st.requests,
+        "measured": measured,
+        "verdicts": dict(sorted(st.verdicts.items())),
+        # Counted from the records like the rest, but judged over the whole run.
+        "run_level_verdicts": sorted(v.value for v in RUN_LEVEL if st.verdicts.get(v.value)),
+        "primary_verdicts": dict(sorted(st.primary.items())),
+        "rates": {k: (v / measured if measured else None) for k, v in sorted(st.verdicts.items())},
+        "finish_reasons": dict(sorted(st.finish_reasons.items())),
+        "infra_errors": st.infra_errors,
+        "interrupted": st.interrupted,
+        "failed": len(st.failing_seqs),
+        "latency_s": {
+            "ttft": percentiles(st.ttft),
+            "inter_token": percentiles(st.gap_mean),
+            "e2e": percentiles(st.e2e),
+        },
+        "tokens": {
+            "completion": tokens,
+            "reasoning": st.reasoning_tokens,
+            "prompt": st.prompt_tokens,
+            "completion_per_request": percentiles([float(x) for x in st.completion_tokens]),
+        },
+        "wall_s": wall,
+        "tokens_per_s": (tokens / wall) if wall else None,
+        "requests_per_s": (st.requests / wall) if wall else None,
+    }
 
 
 @dataclass
@@ -30,6 +67,11 @@ class RunReport:
     @property
     def measurement(self) -> PhaseStats | None:
         return self.stats.phases.get("measurement")
+
+    @functools.cached_property
+    def phase_summaries(self) -> dict[str, dict[str, Any]]:
+        """Every phase's figures, worked out once for summary.json and every report."""
+        return {name: phase_summary(st) for name, st in self.stats.phases.items()}
 
 
 def judge_run(out_dir: Path) -> RunReport:

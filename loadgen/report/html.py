@@ -7,12 +7,10 @@ flight, do stuck requests pile up at max_tokens, what was the server doing.
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 from jinja2 import Environment, select_autoescape
 
 from loadgen.exit_codes import EXIT_WORDS
-from loadgen.judge.aggregate import failure_rate_by_order
+from loadgen.judge.aggregate import failure_rate_by_in_flight, failure_rate_by_order
 from loadgen.judge.run_report import RunReport
 from loadgen.report.facts_text import (
     TELEMETRY_COLUMNS,
@@ -24,7 +22,6 @@ from loadgen.report.facts_text import (
 )
 from loadgen.report.figures import png_data_uri, pyplot
 from loadgen.report.markdown import findings_lines
-from loadgen.report.summary import phase_summary
 from loadgen.report.telemetry_plots import telemetry_plots
 
 _TEMPLATE = """<!doctype html>
@@ -127,12 +124,8 @@ def _plots(report: RunReport) -> list[Plot]:
 
         title = "Failure rate against the number in flight"
         if bad:
-            by_flight: dict[int, list[bool]] = defaultdict(list)
-            for p in timeline:
-                by_flight[p.in_flight].append(p.failed)
             fig, ax = plt.subplots(figsize=(9, 3))
-            keys = sorted(by_flight)
-            ax.bar(keys, [100 * sum(by_flight[k]) / len(by_flight[k]) for k in keys])
+            ax.bar(*failure_rate_by_in_flight(timeline))
             ax.set_ylim(0, 100)
             ax.set_xlabel("requests in flight when sent")
             ax.set_ylabel("% failed")
@@ -169,9 +162,9 @@ def _plots(report: RunReport) -> list[Plot]:
 def render_html(report: RunReport) -> str:
     env = Environment(autoescape=select_autoescape(default=True))
     gate = report.gate
-    phases = {name: phase_summary(st) for name, st in report.stats.phases.items()}
     return env.from_string(_TEMPLATE).render(
-        r=report, g=gate, word=EXIT_WORDS.get(gate.exit_code, "?"), phases=phases,
+        r=report, g=gate, word=EXIT_WORDS.get(gate.exit_code, "?"),
+        phases=report.phase_summaries,
         plots=_plots(report) + telemetry_plots(report.server.samples),
         layout=layout_text(report.server), receipts=receipts_text(report.server),
         processes=processes_text(report.server.receipts),

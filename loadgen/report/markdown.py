@@ -13,7 +13,6 @@ from loadgen.report.facts_text import (
     telemetry_note,
     telemetry_rows,
 )
-from loadgen.report.summary import phase_summary
 
 
 def _fmt(value: float | None, scale: float = 1.0, digits: int = 3) -> str:
@@ -92,8 +91,7 @@ def render_markdown(report: RunReport) -> str:
         lines += ["", "> **Client saturated**: the load generator's own CPU or event loop "
                   f"was the bottleneck (CPU {client.get('cpu_util')}, loop lag p99 "
                   f"{client.get('loop_lag_ms_p99')} ms); timings are the client's."]
-    for name, st in report.stats.phases.items():
-        ph = phase_summary(st)
+    for name, ph in report.phase_summaries.items():
         lat = ph["latency_s"]
         lines += [
             "", f"## {name}: {ph['requests']} requests", "",

@@ -15,7 +15,6 @@ from loadgen.bounds import describe_bound
 from loadgen.judge.qualification import Qualification
 from loadgen.judge.run_report import RunReport
 from loadgen.report.facts_text import layout_text
-from loadgen.report.summary import phase_summary
 
 
 def side_facts(report: RunReport | None, base: Path) -> dict[str, Any] | None:
@@ -23,8 +22,7 @@ def side_facts(report: RunReport | None, base: Path) -> dict[str, Any] | None:
     if report is None:
         return None
     gate = report.gate
-    st = report.measurement
-    measurement = phase_summary(st) if st is not None else {}
+    measurement = report.phase_summaries.get("measurement", {})
     measured, failures = gate.measured, gate.failures
     return {
         "results_dir": os.path.relpath(report.out_dir, base),

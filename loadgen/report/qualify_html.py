@@ -7,12 +7,11 @@ candidate flat at zero under the same load.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any
 
 from jinja2 import Environment, select_autoescape
 
-from loadgen.judge.aggregate import failure_rate_by_order
+from loadgen.judge.aggregate import failure_rate_by_in_flight, failure_rate_by_order
 from loadgen.judge.qualification import Qualification
 from loadgen.judge.run_report import RunReport
 from loadgen.report.figures import png_data_uri, pyplot
@@ -57,9 +56,9 @@ def _legend(ax: Any) -> None:
 def _plots(sides: dict[str, RunReport]) -> list[tuple[str, str]]:
     plt = pyplot()
     plots = []
+    timelines = {name: report.stats.timeline() for name, report in sides.items()}
     fig, ax = plt.subplots(figsize=(9, 3))
-    for name, report in sides.items():
-        timeline = report.stats.timeline()
+    for name, timeline in timelines.items():
         if not timeline:
             continue
         bucket, xs, ys = failure_rate_by_order(timeline)
@@ -71,14 +70,10 @@ def _plots(sides: dict[str, RunReport]) -> list[tuple[str, str]]:
     plots.append(("Failure rate against request order, both sides", png_data_uri(fig)))
 
     fig, ax = plt.subplots(figsize=(9, 3))
-    for name, report in sides.items():
-        by_flight: dict[int, list[bool]] = defaultdict(list)
-        for point in report.stats.timeline():
-            by_flight[point.in_flight].append(point.failed)
-        keys = sorted(by_flight)
+    for name, timeline in timelines.items():
+        keys, rates = failure_rate_by_in_flight(timeline)
         if keys:
-            ax.plot(keys, [100 * sum(by_flight[k]) / len(by_flight[k]) for k in keys],
-                    marker="o", color=COLORS[name], label=name)
+            ax.plot(keys, rates, marker="o", color=COLORS[name], label=name)
     ax.set_ylim(0, 100)
     ax.set_xlabel("requests in flight when sent")
     ax.set_ylabel("% failed")
