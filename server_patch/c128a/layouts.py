@@ -25,6 +25,15 @@ PACKED = "packed"
 LAYOUTS: tuple[str, ...] = (CAPACITY, PREFIX, PACKED)
 
 
+def expected_violations(layout: str, runner: str) -> str | None:
+    """Why a stride guard is to expect violations from `runner` (this server, this sim):
+    ``packed`` is the positive control, the bug left in on purpose; no other layout may
+    leave a row off the capacity stride."""
+    if layout != PACKED:
+        return None
+    return f"{runner} runs the packed layout on purpose (the positive control: the bug left in)"
+
+
 class Plan(NamedTuple):
     """The regions one builder call writes, and the views it returns.
 

@@ -49,9 +49,6 @@ SIGNATURE = _PROTOCOL.replace(parameters=list(_PROTOCOL.parameters.values())[1:]
 #: Upstream's parameter names, in order.
 PARAMETERS: tuple[str, ...] = tuple(SIGNATURE.parameters)
 
-#: A hook sees one call's arguments (by name, default filled in) and what it returned.
-AfterCall = Callable[[dict[str, Any], Outputs], None]
-
 
 def arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
     """One call's arguments by name, as vLLM passes them (positional, then keywords)."""

@@ -67,9 +67,8 @@ class MetadataGraphs:
     def decode_reads(self, n: int, view: torch.Tensor, lens: torch.Tensor, replay: bool
                      ) -> tuple[torch.Tensor, torch.Tensor]:
         """(slot ids, how many leading columns each row reads) of `n` decode rows."""
-        lens64 = self.decode_lens_buffer[:n].to(torch.int64)
         if replay:
-            return self.decode_consumer.read(n), lens64
+            return self.decode_consumer.read(n), self.decode_lens_buffer[:n].to(torch.int64)
         return view[:n].to(torch.int64), lens[:n].to(torch.int64)
 
     def prefill_reads(self, n: int, view: torch.Tensor, replay: bool) -> torch.Tensor:

@@ -57,9 +57,14 @@ class KVPool:
         if slots.numel():
             self.entries[slots] = values
 
+    def slots(self, blocks: list[int], entries: range) -> list[int]:
+        """Global slots of a request's compressed entries (where a step writes them)."""
+        per = self.per_block
+        return [blocks[j // per] * per + j % per for j in entries]
+
     def slots_of(self, blocks: list[int], local: torch.Tensor) -> torch.Tensor:
-        """Global slots of a request's compressed entries `local` (its prefill indices);
-        -1 where an index is negative or past the request's blocks."""
+        """`slots` for the indices a prefill row read, which may be garbage: -1 where an
+        index is negative or past the request's blocks."""
         per = self.per_block
         if not blocks:
             return torch.full_like(local, -1)

@@ -41,9 +41,6 @@ class RowReads:
         """Rows whose foreign share passes `threshold` (never, at 1.0)."""
         return self.foreign_share > threshold
 
-    def __len__(self) -> int:
-        return int(self.misread.shape[0])
-
 
 def judge(got: torch.Tensor, read_len: torch.Tensor, owners: torch.Tensor,
           expected: torch.Tensor) -> RowReads:
@@ -68,8 +65,3 @@ def judge(got: torch.Tensor, read_len: torch.Tensor, owners: torch.Tensor,
     return RowReads(misread=misread, foreign=foreign.sum(dim=1), missing=missing,
                     read=read.sum(dim=1))
 
-
-def concat(parts: list[RowReads]) -> RowReads:
-    """Rows of several judgements as one (e.g. a step's decode and prefill rows)."""
-    return RowReads(*(torch.cat([getattr(p, name) for p in parts])
-                      for name in ("misread", "foreign", "missing", "read")))

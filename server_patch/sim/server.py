@@ -12,6 +12,7 @@ from typing import Any
 import uvicorn
 
 from server_patch.c128a import builder, observe_first_call, qualified_name
+from server_patch.c128a.layouts import expected_violations
 from server_patch.guard import COUNT, OFF, StrideGuard
 from server_patch.guard_sinks import RECEIPT_SECTION, receipt_sink
 from server_patch.receipts import Receipt, tool_version
@@ -20,9 +21,6 @@ from server_patch.sim.config import SimConfig
 from server_patch.sim.engine import Engine
 
 SIM_ARCHITECTURE = "dsv4-qual-sim"
-#: Layouts whose violations are the point (the positive control), and why.
-EXPECTED_VIOLATIONS = {"packed": "this sim runs the packed layout on purpose (the positive "
-                                 "control: the bug left in)"}
 
 
 def make_app(cfg: SimConfig) -> SimApp:
@@ -50,7 +48,7 @@ def make_app(cfg: SimConfig) -> SimApp:
         build = observe_first_call(build, lambda info: receipt.update(first_call=info))
     guard = StrideGuard(COUNT if cfg.guard else OFF,
                         sinks=[receipt_sink(lambda: receipt)], flush_interval_s=1.0,
-                        expected=EXPECTED_VIOLATIONS.get(cfg.layout))
+                        expected=expected_violations(cfg.layout, "this sim"))
     build = guard.wrap(build)
     if receipt is not None and guard.enabled:
         receipt.merge_section(RECEIPT_SECTION, guard.snapshot())
