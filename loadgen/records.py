@@ -86,6 +86,8 @@ class RequestRecord:
     verdicts: list[str] = field(default_factory=list)
     error_kind: ErrorKind | None = None
     findings: dict[str, Any] = field(default_factory=dict)  # why the verdicts were given
+    #: What a correct reply contains (loadgen.expectations), where the workload knows it.
+    expected: dict[str, Any] | None = None
     # Not part of the frozen contract, but kept for the report's plots and checks.
     in_flight: int = 0
     body_hash: str = ""

@@ -12,7 +12,10 @@ class Verdict(StrEnum):
     gates all use them.
     """
 
+    CROSS_TALK = "cross_talk"
     STUCK_IN_REASONING = "stuck_in_reasoning"
+    GARBLED = "garbled"
+    WRONG_ANSWER = "wrong_answer"
     EMPTY_CONTENT = "empty_content"
     NO_TOOL_CALL = "no_tool_call"
     TOOL_ARGS_LOOP = "tool_args_loop"
@@ -20,6 +23,7 @@ class Verdict(StrEnum):
     ABNORMAL_FINISH = "abnormal_finish"
     TRUNCATED = "truncated"
     REASONING_LOOP = "reasoning_loop"
+    REFERENCE_MISMATCH = "reference_mismatch"
     TOKEN_LEAK = "token_leak"
     DIVERGENT = "divergent"
     HTTP_ERROR = "http_error"
@@ -32,12 +36,16 @@ class Verdict(StrEnum):
 # Most severe first: a record's verdict list is sorted by this order, and the first
 # entry is the one a one-line summary shows.
 SEVERITY: tuple[Verdict, ...] = (
+    Verdict.CROSS_TALK,
     Verdict.STUCK_IN_REASONING,
+    Verdict.GARBLED,
+    Verdict.WRONG_ANSWER,
     Verdict.EMPTY_CONTENT,
     Verdict.NO_TOOL_CALL,
     Verdict.TOOL_ARGS_LOOP,
     Verdict.BAD_TOOL_CALL,
     Verdict.REASONING_LOOP,
+    Verdict.REFERENCE_MISMATCH,
     Verdict.ABNORMAL_FINISH,
     Verdict.TRUNCATED,
     Verdict.TOKEN_LEAK,
@@ -57,24 +65,32 @@ INFRA_VERDICTS: frozenset[Verdict] = frozenset(
 )
 
 # What a gate fails on unless the scenario says otherwise: every verdict that makes a
-# reply useless. `divergent` is opt-in: vLLM is not batch-invariant (unless
+# reply useless or wrong. `divergent` is opt-in: vLLM is not batch-invariant (unless
 # VLLM_BATCH_INVARIANT=1), so identical greedy requests may legitimately differ under
 # concurrency. `truncated` alone is the client's max_tokens; where a truncated reply
-# breaks a tool turn, `no_tool_call` or `tool_args_loop` says so and is gated.
+# breaks a tool turn, `no_tool_call` or `tool_args_loop` says so and is gated. The
+# substance verdicts (`cross_talk`, `wrong_answer`, `reference_mismatch`) fire only where
+# the workload knows the answer or a reference phase ran, so gating them is safe.
 DEFAULT_FAIL_ON: tuple[Verdict, ...] = (
+    Verdict.CROSS_TALK,
     Verdict.STUCK_IN_REASONING,
+    Verdict.GARBLED,
+    Verdict.WRONG_ANSWER,
     Verdict.EMPTY_CONTENT,
     Verdict.NO_TOOL_CALL,
     Verdict.TOOL_ARGS_LOOP,
     Verdict.BAD_TOOL_CALL,
     Verdict.REASONING_LOOP,
+    Verdict.REFERENCE_MISMATCH,
     Verdict.ABNORMAL_FINISH,
     Verdict.TOKEN_LEAK,
 )
 
-#: Verdicts about a group of replies (computed after the run over all records, then
-#: written into each record they concern), not about one reply.
-RUN_LEVEL: frozenset[Verdict] = frozenset({Verdict.DIVERGENT})
+#: Verdicts about a reply judged against the run's other replies (computed after the
+#: run over all records by `judge.run_level`, stored beside records.jsonl), not about
+#: one reply alone.
+RUN_LEVEL: frozenset[Verdict] = frozenset(
+    {Verdict.DIVERGENT, Verdict.CROSS_TALK, Verdict.REFERENCE_MISMATCH})
 
 
 def by_severity(verdicts: set[Verdict] | list[Verdict]) -> list[Verdict]:

@@ -27,6 +27,8 @@ class Prepared(NamedTuple):
     #: What the request offered (params: tools as name -> required keys, tool_choice,
     #: expects_tool_call), so the verdicts know what a healthy reply is.
     offered: dict[str, Any]
+    #: What a correct reply contains (the item's expectation as records keep it).
+    expected: dict[str, Any] | None
 
 
 class RequestMaker:
@@ -69,7 +71,8 @@ class RequestMaker:
             "expects_tool_call": bool(item.tools) and tool_choice != "none" and (
                 item.expects_tool_call or forces_a_call(tool_choice)),
         }
-        entry = Prepared(raw, hashlib.blake2b(raw, digest_size=8).hexdigest(), offered)
+        entry = Prepared(raw, hashlib.blake2b(raw, digest_size=8).hexdigest(), offered,
+                         item.expected.to_dict() if item.expected is not None else None)
         if len(self._bodies) < BODY_CACHE_ITEMS:
             self._bodies[item.item_id] = entry
         return entry
@@ -84,4 +87,5 @@ class RequestMaker:
                     "top_p": req.top_p, "seed": req.seed, "stream": req.stream,
                     "approx_prompt_tokens": item.approx_prompt_tokens, **prepared.offered},
             body_hash=prepared.body_hash, greedy=req.temperature == 0.0, worker=self._worker,
+            expected=prepared.expected,
         )

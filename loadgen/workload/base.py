@@ -6,6 +6,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from loadgen.expectations import Expectation
+
 
 @dataclass(frozen=True, slots=True)
 class WorkItem:
@@ -23,6 +25,8 @@ class WorkItem:
     #: The healthy reply is a tool call (the workload asks for one); the verdicts hold a
     #: reply without one against it.
     expects_tool_call: bool = False
+    #: The request's own facts and what a correct reply does with them (None: unknown).
+    expected: Expectation | None = None
 
 
 class Workload(Protocol):

@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from loadgen.judge.leaks import find_leak
+from loadgen.judge.loops import find_loop, ngram_loop, tail_period_loop
 from loadgen.judge.run_level import divergent_seqs, greedy_entry
-from loadgen.judge.verdicts import (
-    classify,
-    find_leak,
-    find_loop,
-    ngram_loop,
-    tail_period_loop,
-)
+from loadgen.judge.verdicts import classify
 from loadgen.records import ErrorKind, RequestRecord
 from loadgen.scenario import VerdictConfig
 

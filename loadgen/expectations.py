@@ -1,0 +1,105 @@
+"""What a correct reply to one request must contain: the facts only that request carries.
+
+A workload that knows the answer gives each request facts of its own (an account id,
+the plan it asks for, a contract number in its document) and says which of them a
+correct reply states: the arguments of the call the request asks for, or the facts an
+answer in prose must name. The record keeps this (`expected`, a public key of
+records.jsonl), so the judge can tell a reply that answers its own request from one
+that answers another's (`cross_talk`) or none (`wrong_answer`).
+
+Facts that name their request (`distinctive`) are *codes*: 6 to 12 characters of
+upper-case letters and digits with at least one of each (`XEHM4B`, `NW481302`). No
+natural text produces another request's code by chance, so a code of another request
+found anywhere in a reply is evidence that the reply read that request's context.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+_CODE_CANDIDATE = re.compile(r"(?<![A-Za-z0-9])[A-Z0-9]{6,12}(?![A-Za-z0-9])")
+
+
+def is_code(text: str) -> bool:
+    """6-12 upper-case letters and digits, at least one of each."""
+    return (6 <= len(text) <= 12 and text.isascii() and text.isalnum() and text.isupper()
+            and any(c.isdigit() for c in text))
+
+
+def find_codes(text: str) -> set[str]:
+    """Every code in a text (whole tokens only: `XEHM4B`, not `XEHM4BX` or `aXEHM4B`)."""
+    if not text:
+        return set()
+    return {m for m in _CODE_CANDIDATE.findall(text) if is_code(m)}
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectedCall:
+    """The tool call a request asks for.
+
+    `arguments` maps an argument key to the fact its value must equal; the check applies
+    to every call of the reply that passes that key (the account acted on must be this
+    request's in any call). `steps` are other functions a correct reply may call before
+    the asked one (a lookup): such a call alone is not a wrong answer.
+    """
+
+    name: str
+    arguments: dict[str, str] = field(default_factory=dict)
+    steps: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Expectation:
+    """A request's own facts and what a correct reply does with them."""
+
+    facts: dict[str, str]
+    distinctive: tuple[str, ...] = ()  # fact names whose values name this request
+    call: ExpectedCall | None = None  # a tool turn: the call it asks for
+    answer: tuple[str, ...] = ()  # an answer in prose: fact names it must state
+
+    def __post_init__(self) -> None:
+        for name in (*self.distinctive, *self.answer,
+                     *(self.call.arguments.values() if self.call else ())):
+            if name not in self.facts:
+                raise ValueError(f"expectation names an unknown fact {name!r}")
+        for name in self.distinctive:
+            if not is_code(self.facts[name]):
+                raise ValueError(f"distinctive fact {name!r} is not a code: "
+                                 f"{self.facts[name]!r}")
+
+    def distinctive_values(self) -> Iterator[str]:
+        for name in self.distinctive:
+            yield self.facts[name]
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"facts": dict(self.facts),
+                               "distinctive": list(self.distinctive)}
+        if self.call is not None:
+            out["call"] = {"name": self.call.name, "arguments": dict(self.call.arguments),
+                           "steps": list(self.call.steps)}
+        if self.answer:
+            out["answer"] = list(self.answer)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Expectation | None:
+        """The expectation a record carries, or None (none, or not one we can read)."""
+        if not isinstance(data, dict) or not isinstance(data.get("facts"), dict):
+            return None
+        call = data.get("call")
+        try:
+            return cls(
+                facts={str(k): str(v) for k, v in data["facts"].items()},
+                distinctive=tuple(str(n) for n in data.get("distinctive") or ()),
+                call=ExpectedCall(str(call["name"]),
+                                  {str(k): str(v) for k, v in
+                                   (call.get("arguments") or {}).items()},
+                                  tuple(str(s) for s in call.get("steps") or ()))
+                if isinstance(call, dict) and call.get("name") else None,
+                answer=tuple(str(n) for n in data.get("answer") or ()),
+            )
+        except (ValueError, TypeError, KeyError):
+            return None

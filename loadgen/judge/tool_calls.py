@@ -1,0 +1,65 @@
+"""Tool turns judged as tool turns: `no_tool_call`, `bad_tool_call`, `tool_args_loop`.
+
+- no_tool_call: a turn that expected a tool call (the record's `params`: the workload
+  says so, or `tool_choice` is "required" or names a function) got none.
+- bad_tool_call: a tool call whose name is empty or not among the tools offered, or
+  whose arguments are not a JSON object or miss a key the tool's schema requires.
+- tool_args_loop: a tool call's arguments end in a loop (`loops`), or are cut by
+  `length` before they close.
+"""
+
+from __future__ import annotations
+
+import orjson
+
+from loadgen.judge.loops import text_loop
+from loadgen.records import RequestRecord
+from loadgen.scenario import VerdictConfig
+from loadgen.taxonomy import Verdict
+
+
+def tool_call_problems(record: RequestRecord, cfg: VerdictConfig
+                       ) -> tuple[set[Verdict], list[str]]:
+    """The tool-turn verdicts of a record and, for the forensics, why each was given."""
+    found: set[Verdict] = set()
+    why: list[str] = []
+    params = record.params
+    offered = params.get("tools")  # name -> required keys; None: not known
+    calls = record.tool_calls
+    if params.get("expects_tool_call") and not calls:
+        found.add(Verdict.NO_TOOL_CALL)
+        why.append("a tool call was expected; the reply has none")
+    cut = record.finish_reason == "length"
+    for i, call in enumerate(calls):
+        fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+        name = fn.get("name") or ""
+        raw = fn.get("arguments") or ""
+        loop = text_loop(raw, cfg, templates=True)  # a list of similar objects: a template
+        if loop is not None:
+            found.add(Verdict.TOOL_ARGS_LOOP)
+            why.append(f"call {i} ({name or '?'}): arguments end in a loop of {loop[1]!r} "
+                       f"x{loop[2]}")
+        try:
+            args = orjson.loads(raw) if raw.strip() else {}
+        except orjson.JSONDecodeError:
+            args = None
+        if args is None and cut and i == len(calls) - 1:
+            found.add(Verdict.TOOL_ARGS_LOOP)
+            why.append(f"call {i} ({name or '?'}): arguments cut by length before they close")
+            continue
+        if not name:
+            problem = "no function name"
+        elif isinstance(offered, dict) and name not in offered:
+            problem = f"function {name!r} was not offered ({', '.join(sorted(offered)) or 'none'})"
+        elif not isinstance(args, dict):
+            problem = f"arguments are not a JSON object: {raw[:120]!r}"
+        else:
+            required = (offered or {}).get(name) or []
+            missing = [key for key in required if key not in args]
+            problem = f"arguments miss required {', '.join(missing)}" if missing else ""
+        if problem:
+            found.add(Verdict.BAD_TOOL_CALL)
+            why.append(f"call {i} ({name or '?'}): {problem}")
+    return found, why
+
+

@@ -1,0 +1,49 @@
+"""The expectation contract: codes, and what a record keeps of a request's facts."""
+
+from __future__ import annotations
+
+import pytest
+
+from loadgen.expectations import Expectation, ExpectedCall, find_codes, is_code
+from loadgen.taxonomy import DEFAULT_FAIL_ON, RUN_LEVEL, SEVERITY, Verdict
+
+
+@pytest.mark.parametrize("text,code", [
+    ("XEHM4B", True), ("NW481302", True), ("ABCDEF", False), ("123456", False),
+    ("XEHM4", False), ("XEHM4BXEHM4BX", False), ("xehm4b", False), ("XEHM-4B", False),
+])
+def test_a_code_is_6_to_12_capitals_and_digits_with_both(text: str, code: bool) -> None:
+    assert is_code(text) is code
+
+
+def test_codes_are_found_as_whole_tokens_only() -> None:
+    text = ("Upgrade XEHM4B (contract NW481302) now; not aXEHM4B, XEHM4BQ9Z1Z1Z, "
+            "K7Q2ZD's plan, HTTP2 or 1234567.")
+    assert find_codes(text) == {"XEHM4B", "NW481302", "K7Q2ZD"}
+    assert find_codes("") == set()
+
+
+def test_an_expectation_round_trips_through_a_record() -> None:
+    exp = Expectation(facts={"account_id": "K7Q2ZD", "plan": "enterprise"},
+                      distinctive=("account_id",),
+                      call=ExpectedCall("change_plan", {"account_id": "account_id",
+                                                        "plan": "plan"}, ("get_account",)))
+    assert Expectation.from_dict(exp.to_dict()) == exp
+    assert list(exp.distinctive_values()) == ["K7Q2ZD"]
+    assert Expectation.from_dict(None) is None
+    assert Expectation.from_dict({"facts": "nope"}) is None
+
+
+def test_an_expectation_refuses_what_it_cannot_check() -> None:
+    with pytest.raises(ValueError, match="unknown fact"):
+        Expectation(facts={"plan": "pro"}, answer=("account_id",))
+    with pytest.raises(ValueError, match="not a code"):
+        Expectation(facts={"plan": "pro"}, distinctive=("plan",))
+
+
+def test_every_verdict_has_a_severity_and_ok_is_last() -> None:
+    # A verdict missing from SEVERITY would raise only the first time it fires.
+    assert set(SEVERITY) == set(Verdict)
+    assert len(SEVERITY) == len(set(SEVERITY))
+    assert SEVERITY[-1] is Verdict.OK
+    assert set(Verdict) >= RUN_LEVEL and set(DEFAULT_FAIL_ON) <= set(Verdict)
