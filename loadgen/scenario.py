@@ -122,12 +122,25 @@ class ToolTurnWorkload(_Strict):
 
     kind: Literal["tool-turn"]
     seed: int = 0
+    variant: Literal["as-reported", "per-request"] = Field(
+        default="as-reported",
+        description="as-reported: #52448's turn (upgrade to business). per-request: every "
+        "request its own account and plan, the account named only early in the turn.",
+    )
     accounts: int = Field(
         default=1,
         ge=1,
         le=1_000_000,
-        description="Distinct account ids; 1 sends identical bodies (greedy divergence check).",
+        description="Distinct account ids (distinct requests); 1 sends identical bodies "
+        "(greedy divergence check).",
     )
+
+    @model_validator(mode="after")
+    def _per_request_needs_requests(self) -> ToolTurnWorkload:
+        if self.variant == "per-request" and self.accounts < 2:
+            raise ValueError("variant 'per-request' needs accounts >= 2 (distinct requests "
+                             "to tell apart)")
+        return self
 
 
 class LongContextWorkload(_Strict):

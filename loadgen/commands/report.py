@@ -12,10 +12,10 @@ from typing import Any
 
 from loadgen.exit_codes import EXIT_WORDS, BadInputError
 from loadgen.judge.qualification import decide
-from loadgen.judge.run_level import mark_run_level_verdicts
+from loadgen.judge.run_level import RUN_LEVEL_FILE, write_run_level
 from loadgen.judge.run_report import RunReport, judge_run
 from loadgen.report import write_qualify_reports, write_run_reports
-from loadgen.results import RECORDS_FILE, RUN_FILE, is_run_dir
+from loadgen.results import RUN_FILE, is_run_dir
 
 
 @dataclass
@@ -38,13 +38,10 @@ class RunOutcome:
 
 
 def rebuild_reports(out_dir: Path, html: bool = True) -> RunOutcome:
-    """Judge the run and write every report; run-level verdicts not yet in the records
-    are written in first (then the run is judged again from them)."""
+    """Judge the run and write every report, run_level.jsonl first (records.jsonl is
+    never rewritten: what the run-level rules derive is stored beside it)."""
     report = judge_run(out_dir)
-    due = report.stats.due_divergent
-    if due != report.stats.divergent and is_run_dir(out_dir):
-        mark_run_level_verdicts(out_dir / RECORDS_FILE, due)
-        report = judge_run(out_dir)
+    write_run_level(out_dir / RUN_LEVEL_FILE, report.stats.changed)
     return RunOutcome(report, write_run_reports(report, html=html))
 
 

@@ -1,7 +1,10 @@
-"""One streaming pass over records.jsonl -> per-phase statistics.
+"""One streaming pass over records.jsonl -> per-phase statistics, run-level verdicts included.
 
-The records stay on disk; this keeps only numbers (latencies, counts) and the first
-few failures' text, so a 20,000-request soak reports in constant-ish memory.
+The records stay on disk; this keeps only numbers (latencies, counts), each record's
+verdicts, and the first few failures' text, so a 20,000-request soak reports in
+constant-ish memory. The run-level rules (`judge.run_level`) observe every record in
+the same pass; what they revise is then counted in place of the per-reply verdicts,
+and the few revised records whose text the forensics need are read again.
 """
 
 from __future__ import annotations
@@ -12,12 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from loadgen.judge.run_level import divergent_seqs, greedy_entry
-from loadgen.records import RequestRecord, iter_record_dicts
+from loadgen.judge.run_level import Changed, Revision, Rule, combine, own_verdicts
+from loadgen.records import iter_record_dicts
 from loadgen.results import RECORDS_FILE
-from loadgen.taxonomy import INFRA_VERDICTS, Verdict
+from loadgen.taxonomy import INFRA_VERDICTS, RUN_LEVEL, Verdict
 
 FORENSIC_FAILURES = 10
+#: Extra forensic tails for records a run-level rule revised, one per run-level verdict,
+#: so a report always shows an example of each even when the first failures were others.
+RUN_LEVEL_TAILS = len(RUN_LEVEL)
 TAIL_CHARS = 600
 _INFRA_NAMES = frozenset(v.value for v in INFRA_VERDICTS)
 
@@ -66,6 +72,7 @@ class PhaseStats:
     failing_seqs: set[int] = field(default_factory=set)
     timeline: list[TimelinePoint] = field(default_factory=list)  # in completion order
     failures: list[FailureTail] = field(default_factory=list)
+    _at: dict[int, int] = field(default_factory=dict, repr=False)  # seq -> timeline index
 
     @property
     def measured(self) -> int:
@@ -113,16 +120,46 @@ class PhaseStats:
         seq = int(d.get("seq", -1))
         if failed:
             self.failing_seqs.add(seq)
+        self._at[seq] = len(self.timeline)
         self.timeline.append(TimelinePoint(seq, verdicts[0], int(d.get("in_flight") or 0),
                                            float(sent or 0.0), failed))
         interesting = failed or verdicts[0] not in ("ok", "interrupted")
         if interesting and len(self.failures) < FORENSIC_FAILURES:
-            self.failures.append(FailureTail(
-                seq=seq, verdicts=verdicts, finish_reason=d.get("finish_reason"),
-                completion_tokens=usage.get("completion_tokens"), error=d.get("error"),
-                reasoning_tail=_tail(d.get("reasoning") or ""),
-                content_tail=_tail(d.get("content") or ""),
-                tool_calls=d.get("tool_calls") or [], findings=d.get("findings") or {}))
+            self.failures.append(failure_tail(d, verdicts))
+
+    def revise(self, seq: int, old: list[str], new: list[str], failed: bool,
+               findings: dict[str, Any]) -> None:
+        """Count a record's final verdicts (a run-level rule revised them) in place of
+        the ones it was counted with."""
+        self.verdicts.subtract(set(old))
+        self.verdicts.update(set(new))
+        self.verdicts = +self.verdicts  # drop what fell to zero
+        self.primary[old[0]] -= 1
+        self.primary[new[0]] += 1
+        self.primary = +self.primary
+        if failed:
+            self.failing_seqs.add(seq)
+        else:
+            self.failing_seqs.discard(seq)
+        at = self._at.get(seq)
+        if at is not None:
+            self.timeline[at] = self.timeline[at]._replace(verdict=new[0], failed=failed)
+        for tail in self.failures:
+            if tail.seq == seq:
+                tail.verdicts = new
+                tail.findings = {**tail.findings, **findings}
+
+
+def failure_tail(d: dict[str, Any], verdicts: list[str],
+                 extra: dict[str, Any] | None = None) -> FailureTail:
+    usage = d.get("usage") or {}
+    return FailureTail(
+        seq=int(d.get("seq", -1)), verdicts=verdicts, finish_reason=d.get("finish_reason"),
+        completion_tokens=usage.get("completion_tokens"), error=d.get("error"),
+        reasoning_tail=_tail(d.get("reasoning") or ""),
+        content_tail=_tail(d.get("content") or ""),
+        tool_calls=d.get("tool_calls") or [],
+        findings={**(d.get("findings") or {}), **(extra or {})})
 
 
 def percentiles(values: list[float]) -> dict[str, float | None]:
@@ -144,17 +181,19 @@ def _tail(text: str) -> str:
 @dataclass
 class RunStats:
     phases: dict[str, PhaseStats]
-    divergent: set[int]  # seqs whose records say `divergent`
     records: int
     run_start: float | None
-    #: Seqs the records should say `divergent` of (greedy twins that disagree); when it
-    #: differs from `divergent`, the records are to be marked and the run counted again.
-    due_divergent: set[int] = field(default_factory=set)
+    #: What the run-level rules changed: one entry per revised record (run_level.jsonl).
+    changed: list[Changed] = field(default_factory=list)
 
     def timeline(self) -> list[TimelinePoint]:
         """Every phase's points, in request order."""
         return sorted((p for st in self.phases.values() for p in st.timeline),
                       key=lambda p: p.seq)
+
+    def seqs_with(self, verdict: Verdict) -> list[int]:
+        """Seqs whose final verdicts carry a run-level `verdict`, in order."""
+        return sorted(c.seq for c in self.changed if verdict.value in c.verdicts)
 
 
 def failure_rate_by_order(timeline: list[TimelinePoint]) -> tuple[int, list[int], list[float]]:
@@ -179,34 +218,79 @@ def failure_rate_by_in_flight(timeline: list[TimelinePoint]) -> tuple[list[int],
     return keys, [100 * sum(by_flight[k]) / len(by_flight[k]) for k in keys]
 
 
-def aggregate(out_dir: Path, fail_on: list[str]) -> RunStats:
+def aggregate(out_dir: Path, fail_on: list[str], rules: list[Rule] | None = None) -> RunStats:
     """Statistics of every phase; `fail_on` decides what counts as a gated failure.
 
-    Run-level verdicts (`divergent`) are counted from the records like any other; the
-    same pass works out which records they are due in (`due_divergent`), so a caller
-    writes them in (`run_level.mark_run_level_verdicts`) only when they are not yet."""
+    Each record is counted with its own verdicts as it is read and shown to every
+    run-level rule; the records the rules revise are then counted with their final
+    verdicts instead (`RunStats.changed` says which and why)."""
     fail = set(fail_on)
     phases: dict[str, PhaseStats] = {}
-    divergent: set[int] = set()
-    greedy: list[tuple[str, int, bytes]] = []
+    seen: dict[int, tuple[str, str, list[str]]] = {}  # seq -> (phase, item id, own verdicts)
     total = 0
     path = out_dir / RECORDS_FILE
     if not path.exists():
-        return RunStats({}, set(), 0, None)
+        return RunStats({}, 0, None)
+    rules = rules or []
     for d in iter_record_dicts(path):
         total += 1
         phase = str(d.get("phase") or "measurement")
-        verdicts = [str(v) for v in (d.get("verdicts") or ["ok"])]
-        phases.setdefault(phase, PhaseStats()).add(d, verdicts, bool(fail.intersection(verdicts)))
-        if Verdict.DIVERGENT.value in verdicts:  # run level, written into the record
-            divergent.add(int(d.get("seq", -1)))
-        if d.get("greedy") and d.get("body_hash"):
-            entry = greedy_entry(RequestRecord.from_dict(d))
-            if entry is not None:
-                greedy.append(entry)
+        own = own_verdicts(d)
+        phases.setdefault(phase, PhaseStats()).add(d, own, bool(fail.intersection(own)))
+        seen[int(d.get("seq", -1))] = (phase, str(d.get("item_id") or ""), own)
+        for rule in rules:
+            rule.observe(d, own)
+    changed = _apply(combine(rules), seen, phases, fail)
+    if changed:
+        _tails_of_revised(path, changed, phases)
     run_start = min((st.first_sent for st in phases.values() if st.first_sent is not None),
                     default=None)
     if run_start is not None:
         for st in phases.values():
             st.timeline = [p._replace(sent_s=p.sent_s - run_start) for p in st.timeline]
-    return RunStats(phases, divergent, total, run_start, divergent_seqs(greedy))
+    return RunStats(phases, total, run_start, changed)
+
+
+def _apply(revisions: dict[int, Revision], seen: dict[int, tuple[str, str, list[str]]],
+           phases: dict[str, PhaseStats], fail: set[str]) -> list[Changed]:
+    changed = []
+    for seq, revision in sorted(revisions.items()):
+        if seq not in seen:
+            continue
+        phase, item_id, own = seen[seq]
+        final = revision.apply(own)
+        if final == own and not revision.findings:
+            continue
+        phases[phase].revise(seq, own, final, bool(fail.intersection(final)),
+                             revision.findings)
+        changed.append(Changed(seq=seq, phase=phase, item_id=item_id, verdicts=final,
+                               run_level=sorted(v.value for v in revision.add),
+                               replaced=sorted(v.value for v in revision.remove
+                                               if v.value in own),
+                               findings=revision.findings))
+    return changed
+
+
+def _tails_of_revised(path: Path, changed: list[Changed], phases: dict[str, PhaseStats]) -> None:
+    """Forensic tails for revised records: one example of each run-level verdict that
+    none of a phase's tails shows yet (the record's text is read again, only for these)."""
+    wanted: dict[int, Changed] = {}
+    for phase, st in phases.items():
+        shown = {v for tail in st.failures for v in tail.verdicts}
+        have = {tail.seq for tail in st.failures}
+        room = FORENSIC_FAILURES + RUN_LEVEL_TAILS - len(st.failures)
+        for c in changed:
+            if room <= 0:
+                break
+            if c.phase == phase and c.seq not in have and set(c.run_level) - shown:
+                wanted[c.seq] = c
+                shown.update(c.run_level)
+                room -= 1
+    if not wanted:
+        return
+    for d in iter_record_dicts(path):
+        c = wanted.get(int(d.get("seq", -1)))
+        if c is not None:
+            phases[c.phase].failures.append(failure_tail(d, c.verdicts, c.findings))
+    for st in phases.values():
+        st.failures.sort(key=lambda tail: tail.seq)

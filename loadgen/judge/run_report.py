@@ -15,6 +15,7 @@ from typing import Any
 from loadgen.exit_codes import BadInputError
 from loadgen.judge.aggregate import PhaseStats, RunStats, aggregate, percentiles
 from loadgen.judge.gate import GateResult, evaluate
+from loadgen.judge.run_level.rules import rules_for
 from loadgen.results import RECORDS_FILE, RunFacts, is_run_dir, load_run, load_server
 from loadgen.scenario import Scenario
 from loadgen.targets.facts import ServerFacts
@@ -81,6 +82,6 @@ def judge_run(out_dir: Path) -> RunReport:
                             "results directory")
     scenario, run = load_run(out_dir)
     server = ServerFacts.from_document(load_server(out_dir))
-    stats = aggregate(out_dir, [str(v) for v in scenario.gate.fail_on])
+    stats = aggregate(out_dir, [str(v) for v in scenario.gate.fail_on], rules_for(scenario))
     gate = evaluate(scenario.gate, stats.phases.get("measurement"), run, server)
     return RunReport(out_dir, scenario, run, server, stats, gate)

@@ -13,6 +13,8 @@ Rules (a record can carry several; `classify` orders them most severe first):
 - no_tool_call / bad_tool_call / tool_args_loop: tool turns (`judge.tool_calls`).
 - abnormal_finish: a finish_reason other than stop, length or tool_calls (abort,
   error, repetition, anything unknown, or none at all).
+- wrong_answer: a verifiable field disagrees with the request's own facts, where the
+  workload knows them (`judge.substance`).
 - http_error / timeout / stream_error: the path to the model failed; no output rule
   is applied to such a record.
 - divergent, cross_talk, reference_mismatch: run level (`judge.run_level`), never set
@@ -26,6 +28,7 @@ from typing import Any
 
 from loadgen.judge.leaks import find_leak
 from loadgen.judge.loops import find_loop
+from loadgen.judge.substance import find_wrong
 from loadgen.judge.tool_calls import tool_call_problems
 from loadgen.records import ErrorKind, RequestRecord
 from loadgen.scenario import VerdictConfig
@@ -93,6 +96,10 @@ def classify(record: RequestRecord, cfg: VerdictConfig) -> list[str]:
     found |= tool_verdicts
     if tool_why:
         findings["tool_calls"] = tool_why
+    wrong = find_wrong(record)
+    if wrong:
+        found.add(Verdict.WRONG_ANSWER)
+        findings["wrong_answer"] = [asdict(w) for w in wrong]
     record.findings = findings
     if not found:
         return [Verdict.OK.value]

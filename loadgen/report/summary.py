@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from loadgen.judge.run_level import RUN_LEVEL_FILE
 from loadgen.judge.run_report import RunReport
+from loadgen.taxonomy import Verdict
 
 
 def summary_document(report: RunReport) -> dict[str, Any]:
@@ -25,7 +27,23 @@ def summary_document(report: RunReport) -> dict[str, Any]:
         },
         "telemetry": server.telemetry,
         "phases": report.phase_summaries,
-        "divergent_seqs": sorted(report.stats.divergent)[:1000],
+        "divergent_seqs": report.stats.seqs_with(Verdict.DIVERGENT)[:1000],
+        "run_level": run_level_summary(report),
         "gate": report.gate.to_dict(),
         "client": report.run.client,
     }
+
+
+def run_level_summary(report: RunReport) -> dict[str, Any]:
+    """What the run-level rules changed, per phase and verdict (details: run_level.jsonl)."""
+    added: dict[str, dict[str, int]] = {}
+    replaced: dict[str, dict[str, int]] = {}
+    for c in report.stats.changed:
+        for v in c.run_level:
+            added.setdefault(c.phase, {}).setdefault(v, 0)
+            added[c.phase][v] += 1
+        for v in c.replaced:
+            replaced.setdefault(c.phase, {}).setdefault(v, 0)
+            replaced[c.phase][v] += 1
+    return {"file": RUN_LEVEL_FILE, "records_changed": len(report.stats.changed),
+            "added": added, "replaced": replaced}

@@ -111,7 +111,7 @@ def test_progress_falls_back_to_plain_lines() -> None:
     assert "\x1b[" not in text
 
 
-def test_divergent_is_written_into_the_records_it_concerns(fake_server, tmp_path: Path) -> None:
+def test_divergent_is_stored_beside_the_records_it_concerns(fake_server, tmp_path: Path) -> None:
     # Identical greedy tool turns; every fourth reply finishes differently.
     _, srv = fake_server(("ok", "ok", "ok", "truncated"))
     sc = tmp_path / "d.toml"
@@ -121,15 +121,43 @@ def test_divergent_is_written_into_the_records_it_concerns(fake_server, tmp_path
     proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet")
     assert proc.returncode == 0, proc.stdout  # divergent is reported, not gated by default
     records = [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines()]
-    divergent = sorted(r["seq"] for r in records if "divergent" in r["verdicts"])
+    # records.jsonl keeps each reply's own verdicts; run_level.jsonl says what the run
+    # added, with the record's final verdicts.
+    assert not any("divergent" in r["verdicts"] for r in records)
+    derived = [json.loads(x) for x in (out / "run_level.jsonl").read_text().splitlines()]
+    divergent = [d["seq"] for d in derived if "divergent" in d["verdicts"]]
     assert divergent == [3, 7, 11]
-    assert all(r["verdicts"] == ["truncated", "divergent"] for r in records
-               if r["seq"] in divergent)
+    assert all(d["verdicts"] == ["truncated", "divergent"] and d["run_level"] == ["divergent"]
+               for d in derived)
     summary = json.loads((out / "summary.json").read_text())
     m = summary["phases"]["measurement"]
     assert m["verdicts"]["divergent"] == 3 and m["run_level_verdicts"] == ["divergent"]
     assert summary["divergent_seqs"] == divergent
-    # Rebuilding finds them already written: the file is not touched again.
-    before = (out / "records.jsonl").stat().st_mtime_ns
+    assert summary["run_level"]["added"] == {"measurement": {"divergent": 3}}
+    # Rebuilding derives the same file again and never touches the records.
+    before = (out / "records.jsonl").read_bytes(), (out / "run_level.jsonl").read_bytes()
+    mtime = (out / "records.jsonl").stat().st_mtime_ns
     assert run_cli("report", str(out)).returncode == 0
-    assert (out / "records.jsonl").stat().st_mtime_ns == before
+    assert (out / "records.jsonl").stat().st_mtime_ns == mtime
+    assert ((out / "records.jsonl").read_bytes(), (out / "run_level.jsonl").read_bytes()) \
+        == before
+
+
+def test_records_from_before_run_level_storage_are_judged_anew(fake_server,
+                                                               tmp_path: Path) -> None:
+    # Older versions wrote `divergent` into records.jsonl itself; such a record is counted
+    # by what the rule finds now, not twice and not stale.
+    _, srv = fake_server(("ok", "ok", "ok", "truncated"))
+    sc = tmp_path / "d.toml"
+    sc.write_text(SC.replace("priming = 4", "priming = 0").replace("concurrency = 4",
+                                                                    "concurrency = 1"))
+    out = tmp_path / "out"
+    run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet")
+    lines = [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines()]
+    for r in lines:  # as an older version left them: divergent on the wrong records
+        r["verdicts"] = [*r["verdicts"], "divergent"] if r["seq"] == 0 else r["verdicts"]
+    (out / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    assert run_cli("report", str(out)).returncode == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["divergent_seqs"] == [3, 7, 11]
+    assert summary["phases"]["measurement"]["verdicts"]["divergent"] == 3

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
 from loadgen.judge.leaks import find_leak
 from loadgen.judge.loops import find_loop, ngram_loop, tail_period_loop
-from loadgen.judge.run_level import divergent_seqs, greedy_entry
+from loadgen.judge.run_level.divergent import divergent_seqs, greedy_entry
 from loadgen.judge.verdicts import classify
 from loadgen.records import ErrorKind, RequestRecord
 from loadgen.scenario import VerdictConfig
@@ -190,14 +191,19 @@ def test_divergent_marks_the_minority_of_identical_greedy_bodies() -> None:
     records.append(rec(seq=7, greedy=False, body_hash="h1", finish_reason="stop", content="y"))
     records.append(rec(seq=8, greedy=True, body_hash="h1", error="HTTP 500: x",
                        error_kind=ErrorKind.HTTP, verdicts=["http_error"]))
-    entries = [e for e in map(greedy_entry, records) if e]
+    entries = [e for e in map(entry, records) if e]
     assert divergent_seqs(entries) == {5}
 
 
 def test_reasoning_differences_alone_are_not_divergence() -> None:
     a = rec(seq=1, greedy=True, body_hash="h", finish_reason="stop", content="x", reasoning="a")
     b = rec(seq=2, greedy=True, body_hash="h", finish_reason="stop", content="x", reasoning="b")
-    assert divergent_seqs([greedy_entry(a), greedy_entry(b)]) == set()
+    assert divergent_seqs([entry(a), entry(b)]) == set()
+
+
+def entry(r: RequestRecord) -> tuple[str, int, bytes] | None:
+    """The divergent rule's view of a record as records.jsonl holds it."""
+    return greedy_entry(orjson.loads(r.to_json()), r.verdicts or ["ok"])
 
 
 # ------------------------------------------------------------------------- tool turns

@@ -11,11 +11,13 @@ from __future__ import annotations
 import asyncio
 import gzip
 import itertools
+import re
 import socket
 import threading
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -26,7 +28,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response, Strea
 from starlette.routing import Route
 
 MODEL = "fake-dsv4"
-HEALTHY_REASONING = ("The user wants account {acc} upgraded to business and then "
+HEALTHY_REASONING = ("The user wants account {acc} moved to {plan} and then "
                      "cancelled. I should do the upgrade first with change_plan. ")
 LOOP_SENTENCE = "Wait, the user wants to upgrade XEHM4B to business, then cancel it. "
 
@@ -79,6 +81,36 @@ class Chunks:
 
 
 DONE = b"data: [DONE]\n\n"
+
+_CODE = re.compile(r"(?<![A-Za-z0-9])[A-Z0-9]{6,12}(?![A-Za-z0-9])")
+_PLANS = ("free", "pro", "business", "enterprise")
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What a request asks, read as a competent model reads it: its codes (the account
+    first) from the user's messages, and the plan its last paragraph names."""
+
+    codes: tuple[str, ...]
+    plan: str
+
+    @property
+    def account(self) -> str:
+        return self.codes[0] if self.codes else "XEHM4B"
+
+
+def asked(body: dict[str, Any]) -> Asked:
+    users = [m.get("content") for m in body.get("messages") or []
+             if isinstance(m, dict) and m.get("role") in ("user", "tool")
+             and isinstance(m.get("content"), str)]
+    codes: list[str] = []
+    for text in users:
+        for code in _CODE.findall(text):
+            if any(ch.isdigit() for ch in code) and not code.isdigit() and code not in codes:
+                codes.append(code)
+    ask = users[-1].split("\n\n")[-1] if users else ""
+    plan = next((p for p in _PLANS if re.search(rf"\b{p}\b", ask)), "business")
+    return Asked(tuple(codes), plan)
 
 #: Each behaviour of the fake and the (most severe) verdict a correct client gives it
 #: on a tool turn: a request that offers tools and expects a tool call.
@@ -277,10 +309,11 @@ class FakeOpenAI:
                       args: str | None = None, finish: str = "tool_calls",
                       reasoning_text: str | None = None, content: str = "") -> list[bytes]:
         c = Chunks(self.model)
-        text = reasoning_text or HEALTHY_REASONING.format(acc="XEHM4B")
+        ask = asked(body)
+        text = reasoning_text or HEALTHY_REASONING.format(acc=ask.account, plan=ask.plan)
         reasoning = [c.reasoning(w) for w in _words(text)]
         if args is None:
-            args = orjson.dumps({"account_id": "XEHM4B", "plan": "business"}).decode()
+            args = orjson.dumps({"account_id": ask.account, "plan": ask.plan}).decode()
         calls = c.tool_call(name, args)
         said = [c.content(content)] if content else []
         return [c.role(), *reasoning, *said, *calls, c.finish(finish),
@@ -294,7 +327,11 @@ class FakeOpenAI:
     async def mode_answer(self, body: dict[str, Any], max_tokens: int) -> Response:
         c = Chunks(self.model)
         reasoning = [c.reasoning(w) for w in _words("Let me think about this briefly.")]
-        content = [c.content(w) for w in _words("The account is now on the business plan.")]
+        ask = asked(body)
+        said = (f"Account {ask.codes[0]}" + "".join(f", {code}" for code in ask.codes[1:])
+                + ": " if ask.codes else "")
+        content = [c.content(w) for w in _words(said + f"the account is now on the {ask.plan} "
+                                                       "plan.")]
         return self._stream([c.role(), *reasoning, *content, c.finish("stop"),
                              c.usage(200, len(reasoning) + len(content), len(reasoning)), DONE])
 

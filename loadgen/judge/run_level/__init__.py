@@ -1,0 +1,128 @@
+"""Run-level verdicts: a reply judged against the run's other replies, one mechanism.
+
+Some verdicts cannot be given when a reply completes, because they depend on the rest
+of the run: `divergent` (identical greedy bodies that disagree), `cross_talk` (a reply
+that carries another request's facts), `reference_mismatch` (a loaded reply that
+disagrees with the same body's solo reply). Each is a `Rule`: it *observes* every
+record once, in the counting pass over records.jsonl (`judge.aggregate`), and then
+says which records it revises and why (`Revision`: verdicts added, per-reply verdicts
+it explains away, findings).
+
+Storage. records.jsonl is a public contract and append-only: each line keeps the
+verdicts its reply got when it completed, and is never rewritten. What the run-level
+rules derive is written beside it, in `run_level.jsonl`: one line per record they
+changed, with its seq, phase, item id, its **final** verdict list (the one every
+report counts), the run-level names added, the per-reply names replaced, and the
+findings. A reader takes a record's verdicts from `run_level.jsonl` when it has a line
+for the seq, else from records.jsonl. The file is derived: `dsv4-qual report DIR`
+rebuilds it from records.jsonl (deterministically) whenever it rebuilds the reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import orjson
+
+from loadgen.results import atomic_writer
+from loadgen.taxonomy import INFRA_VERDICTS, RUN_LEVEL, Verdict, by_severity
+
+RUN_LEVEL_FILE = "run_level.jsonl"
+_RUN_LEVEL_NAMES = frozenset(v.value for v in RUN_LEVEL)
+#: Records no output rule judges: the reply never came, so no run-level rule judges it.
+NOT_COMPLETED = frozenset(v.value for v in (*INFRA_VERDICTS, Verdict.INTERRUPTED))
+
+
+@dataclass
+class Revision:
+    """What the run-level rules say of one record."""
+
+    add: set[Verdict] = field(default_factory=set)
+    #: Per-reply verdicts a run-level one explains (a wrong account that is another
+    #: request's is `cross_talk`, not `wrong_answer`).
+    remove: set[Verdict] = field(default_factory=set)
+    findings: dict[str, Any] = field(default_factory=dict)
+
+    def merge(self, other: Revision) -> None:
+        self.add |= other.add
+        self.remove |= other.remove
+        self.findings.update(other.findings)
+
+    def apply(self, own: Iterable[str]) -> list[str]:
+        """The record's final verdicts, most severe first (['ok'] when none is left)."""
+        names = {Verdict(v) for v in own if v in Verdict._value2member_map_}
+        names.discard(Verdict.OK)
+        names = (names - self.remove) | self.add
+        return [v.value for v in by_severity(names)] or [Verdict.OK.value]
+
+
+class Rule(Protocol):
+    """One run-level verdict's rule."""
+
+    def observe(self, record: dict[str, Any], own: list[str]) -> None:
+        """See one record (as read from records.jsonl) with its own verdicts."""
+        ...
+
+    def revisions(self) -> dict[int, Revision]:
+        """After every record was seen: seq -> what this rule changes about it."""
+        ...
+
+
+def own_verdicts(record: dict[str, Any]) -> list[str]:
+    """A record's per-reply verdicts. Records written before run-level verdicts were
+    stored apart may carry `divergent` in their own list: it is judged anew here."""
+    verdicts = [str(v) for v in (record.get("verdicts") or ["ok"])]
+    kept = [v for v in verdicts if v not in _RUN_LEVEL_NAMES]
+    return kept or [Verdict.OK.value]
+
+
+def completed(own: list[str]) -> bool:
+    """The reply came (the rules judge what a reply says, never a missing one)."""
+    return not NOT_COMPLETED.intersection(own)
+
+
+def combine(rules: Iterable[Rule]) -> dict[int, Revision]:
+    """Every rule's revisions, merged per record."""
+    out: dict[int, Revision] = {}
+    for rule in rules:
+        for seq, revision in rule.revisions().items():
+            out.setdefault(seq, Revision()).merge(revision)
+    return out
+
+
+@dataclass(frozen=True)
+class Changed:
+    """One line of run_level.jsonl."""
+
+    seq: int
+    phase: str
+    item_id: str
+    verdicts: list[str]
+    run_level: list[str]
+    replaced: list[str]
+    findings: dict[str, Any]
+
+
+def write_run_level(path: Path, changed: list[Changed]) -> None:
+    """run_level.jsonl, replaced whole (an empty file says no record was changed)."""
+    with atomic_writer(path) as out:
+        for line in sorted(changed, key=lambda c: c.seq):
+            out.write(orjson.dumps(line) + b"\n")
+
+
+def read_run_level(path: Path) -> dict[int, dict[str, Any]]:
+    """seq -> its run_level.jsonl line; {} when the file is missing."""
+    if not path.exists():
+        return {}
+    out: dict[int, dict[str, Any]] = {}
+    for raw in path.read_bytes().splitlines():
+        try:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(data, dict) and isinstance(data.get("seq"), int):
+            out[data["seq"]] = data
+    return out

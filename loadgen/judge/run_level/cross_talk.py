@@ -1,0 +1,132 @@
+"""`cross_talk`: a reply that carries facts belonging to another request of the run.
+
+Every request of a workload that knows its answers carries codes only it has (its
+account id, its document's contract number: `loadgen.expectations`). No model makes up
+another request's random code, so a reply (reasoning, content or tool-call arguments)
+that carries one read that request's context (its KV, through a misplaced metadata row
+or a stale block id) or got that request's reply. The record names the request the
+facts came from, preferring one that was in flight at the same time, and says whether
+it was.
+
+A reply whose wrong fields (`wrong_answer`, `judge.substance`) are all another
+request's facts is `cross_talk` only: that is what its wrong answer was.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from loadgen.expectations import Expectation, find_codes
+from loadgen.judge.run_level import Revision, completed
+from loadgen.taxonomy import Verdict
+
+
+@dataclass(frozen=True, slots=True)
+class _Sent:
+    seq: int
+    start: float
+    end: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Suspect:
+    """A completed reply that carries codes it was not given."""
+
+    seq: int
+    item_id: str
+    start: float
+    end: float
+    codes: dict[str, list[str]]  # code -> where in the reply
+    wrong: list[dict[str, Any]]  # its wrong_answer findings
+
+
+def _window(record: dict[str, Any]) -> tuple[float, float]:
+    t = record.get("timings") or {}
+    start = t.get("sent") if isinstance(t.get("sent"), int | float) else 0.0
+    end = t.get("end") if isinstance(t.get("end"), int | float) else 0.0
+    return float(start), float(start) + float(end)
+
+
+def reply_codes(record: dict[str, Any]) -> dict[str, list[str]]:
+    """Every code in a reply, with where it appears."""
+    found: dict[str, list[str]] = {}
+    fields = [("reasoning", record.get("reasoning") or ""),
+              ("content", record.get("content") or "")]
+    for i, call in enumerate(record.get("tool_calls") or []):
+        fn = call.get("function") if isinstance(call, dict) else None
+        if isinstance(fn, dict):
+            fields.append((f"call {i} {fn.get('name') or '?'}", str(fn.get("arguments") or "")))
+    for where, text in fields:
+        for code in find_codes(text):
+            found.setdefault(code, []).append(where)
+    return found
+
+
+class CrossTalk:
+    """The rule: who owns each code, and which replies carry someone else's."""
+
+    def __init__(self) -> None:
+        self._owners: dict[str, set[str]] = {}  # distinctive code -> item ids
+        self._facts: dict[str, dict[str, str]] = {}  # item id -> its facts
+        self._sent: dict[str, list[_Sent]] = {}  # item id -> its requests
+        self._suspects: list[_Suspect] = []
+
+    def observe(self, record: dict[str, Any], own: list[str]) -> None:
+        item = str(record.get("item_id") or "")
+        seq = int(record.get("seq", -1))
+        start, end = _window(record)
+        exp = Expectation.from_dict(record.get("expected"))
+        if exp is not None and item not in self._facts:
+            self._facts[item] = dict(exp.facts)
+            for code in exp.distinctive_values():
+                self._owners.setdefault(code, set()).add(item)
+        self._sent.setdefault(item, []).append(_Sent(seq, start, end))
+        if not completed(own):
+            return
+        codes = reply_codes(record)
+        given = set(exp.facts.values()) if exp is not None else set()
+        foreign = {c: where for c, where in codes.items() if c not in given}
+        if foreign:
+            findings = record.get("findings") or {}
+            wrong = findings.get("wrong_answer") if isinstance(findings, dict) else None
+            self._suspects.append(_Suspect(seq, item, start, end, foreign,
+                                           wrong if isinstance(wrong, list) else []))
+
+    def _source(self, suspect: _Suspect, item: str) -> tuple[int, bool]:
+        """The request of `item` the facts most likely came from, and whether it was in
+        flight together with the suspect (else the one sent closest in time)."""
+        sent = self._sent.get(item) or []
+        together = [s for s in sent if s.start <= suspect.end and suspect.start <= s.end]
+        if together:
+            return together[0].seq, True
+        closest = min(sent, key=lambda s: abs(s.start - suspect.start), default=None)
+        return (closest.seq if closest else -1), False
+
+    def revisions(self) -> dict[int, Revision]:
+        out: dict[int, Revision] = {}
+        for suspect in self._suspects:
+            sources = []
+            for code, where in sorted(suspect.codes.items()):
+                owners = sorted(self._owners.get(code, set()) - {suspect.item_id})
+                if not owners:
+                    continue
+                seq, together = self._source(suspect, owners[0])
+                sources.append({"code": code, "where": sorted(set(where)),
+                                "source_item": owners[0], "source_seq": seq,
+                                "in_flight_together": together})
+            if not sources:
+                continue
+            revision = Revision(add={Verdict.CROSS_TALK},
+                                findings={"cross_talk": {"sources": sources}})
+            if suspect.wrong and self._explains(suspect.wrong, sources):
+                revision.remove.add(Verdict.WRONG_ANSWER)
+            out[suspect.seq] = revision
+        return out
+
+    def _explains(self, wrong: list[dict[str, Any]], sources: list[dict[str, Any]]) -> bool:
+        """Every wrong field states a fact of a request whose code the reply carries."""
+        values = {str(v).casefold() for s in sources
+                  for v in (self._facts.get(s["source_item"]) or {}).values()}
+        return all(w.get("got") is not None and str(w["got"]).strip().casefold() in values
+                   for w in wrong if isinstance(w, dict))

@@ -1,0 +1,69 @@
+"""`divergent`: identical greedy requests must get the same visible answer.
+
+A reply that disagrees with the majority of its identical twins (same body hash, greedy
+sampling) is divergent. vLLM is not batch-invariant unless VLLM_BATCH_INVARIANT=1, so
+this is a forensic signal that scenarios opt into gating, not a default failure.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+
+from loadgen.judge.run_level import Revision, completed
+from loadgen.taxonomy import Verdict
+
+
+def answer_key(record: dict[str, Any]) -> bytes:
+    """What two greedy replies to the same body must agree on: the visible answer."""
+    calls = [((c.get("function") or {}).get("name"), (c.get("function") or {}).get("arguments"))
+             for c in record.get("tool_calls") or [] if isinstance(c, dict)]
+    digest = hashlib.blake2b(orjson.dumps([record.get("finish_reason"),
+                                           record.get("content") or "", calls]),
+                             digest_size=16)
+    return digest.digest()
+
+
+def greedy_entry(record: dict[str, Any], own: list[str]) -> tuple[str, int, bytes] | None:
+    """(body hash, seq, answer key) of a completed greedy request, else None."""
+    if not (record.get("greedy") and record.get("body_hash")) or not completed(own):
+        return None
+    return str(record["body_hash"]), int(record.get("seq", -1)), answer_key(record)
+
+
+def divergent_seqs(entries: Iterable[tuple[str, int, bytes]]) -> set[int]:
+    """Seqs of greedy replies that disagree with the majority of their identical bodies."""
+    groups: dict[str, list[tuple[int, bytes]]] = {}
+    for body_hash, seq, key in entries:
+        groups.setdefault(body_hash, []).append((seq, key))
+    out: set[int] = set()
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        majority, _ = Counter(k for _, k in members).most_common(1)[0]
+        out.update(seq for seq, k in members if k != majority)
+    return out
+
+
+class Divergent:
+    """The rule: greedy twins of the loaded phases (priming and measurement)."""
+
+    PHASES = frozenset({"priming", "measurement"})
+
+    def __init__(self) -> None:
+        self._entries: list[tuple[str, int, bytes]] = []
+
+    def observe(self, record: dict[str, Any], own: list[str]) -> None:
+        if record.get("phase", "measurement") not in self.PHASES:
+            return
+        entry = greedy_entry(record, own)
+        if entry is not None:
+            self._entries.append(entry)
+
+    def revisions(self) -> dict[int, Revision]:
+        return {seq: Revision(add={Verdict.DIVERGENT})
+                for seq in divergent_seqs(self._entries)}

@@ -1,0 +1,104 @@
+"""`wrong_answer`: a reply that does not state its own request's facts.
+
+Where the workload knows the answer (the record's `expected`, `loadgen.expectations`),
+a verifiable field is checked against the request's own facts:
+
+- a tool turn: every argument the expectation names (the account acted on, the plan,
+  in any call that passes that key) must equal the request's fact; and the reply must
+  call the function the request asks for, or only the lookups a correct reply may make
+  first (`steps`). A call to a function that was not offered is `bad_tool_call`'s, not
+  counted here;
+- an answer in prose that finished (`stop`): it must state each fact the expectation
+  names (a code is matched as a whole token, case-insensitively; a cut answer may not
+  have got there yet and is not held to it).
+
+A wrong value that belongs to *another* request of the run is the stronger finding,
+`cross_talk`: the run-level rule (`judge.run_level.cross_talk`) replaces this verdict
+with that one when every wrong field is another request's fact. What this rule alone
+cannot see: a fluent reply that states the right facts and gets the rest wrong.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from loadgen.expectations import Expectation
+from loadgen.records import RequestRecord
+
+
+@dataclass(frozen=True, slots=True)
+class WrongField:
+    """One verifiable field that disagrees with the request's own facts."""
+
+    field: str  # where: "call 0 change_plan.account_id", "calls", "content"
+    fact: str  # the fact it should state
+    expected: str
+    got: str | None  # None: the reply does not state it at all
+
+
+def _norm(value: Any) -> str:
+    return str(value).strip().casefold()
+
+
+def _states(text: str, value: str) -> bool:
+    """`value` appears in `text` as a whole token (a code inside a longer code does not)."""
+    return re.search(rf"(?<![0-9A-Za-z]){re.escape(value)}(?![0-9A-Za-z])", text,
+                     re.IGNORECASE) is not None
+
+
+def _arguments(call: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+    fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+    raw = fn.get("arguments") or ""
+    try:
+        args = orjson.loads(raw) if raw.strip() else {}
+    except orjson.JSONDecodeError:
+        args = None
+    return str(fn.get("name") or ""), args if isinstance(args, dict) else None
+
+
+def _call_problems(exp: Expectation, record: RequestRecord) -> list[WrongField]:
+    assert exp.call is not None
+    wrong: list[WrongField] = []
+    names: list[str] = []
+    for i, call in enumerate(record.tool_calls):
+        name, args = _arguments(call)
+        names.append(name)
+        for key, fact in exp.call.arguments.items():
+            if args is None or key not in args:
+                continue  # unparsable or missing: bad_tool_call's finding
+            expected = exp.facts[fact]
+            if _norm(args[key]) != _norm(expected):
+                got = args[key] if isinstance(args[key], str) else orjson.dumps(args[key])
+                wrong.append(WrongField(f"call {i} {name or '?'}.{key}", fact, expected,
+                                        got if isinstance(got, str) else got.decode()))
+    offered = record.params.get("tools")
+    considered = [n for n in names if n and (not isinstance(offered, dict) or n in offered)]
+    if considered and exp.call.name not in considered \
+            and not set(considered) <= set(exp.call.steps):
+        others = sorted(set(considered) - set(exp.call.steps))
+        wrong.append(WrongField("calls", "function", exp.call.name, ", ".join(others)))
+    return wrong
+
+
+def _answer_problems(exp: Expectation, record: RequestRecord) -> list[WrongField]:
+    if record.finish_reason != "stop" or record.tool_calls:
+        return []
+    content = record.content
+    return [WrongField("content", fact, exp.facts[fact], None)
+            for fact in exp.answer if not _states(content, exp.facts[fact])]
+
+
+def find_wrong(record: RequestRecord) -> list[WrongField]:
+    """The verifiable fields of a completed reply that disagree with its own facts."""
+    exp = Expectation.from_dict(record.expected)
+    if exp is None:
+        return []
+    if exp.call is not None and record.tool_calls:
+        return _call_problems(exp, record)
+    if exp.answer:
+        return _answer_problems(exp, record)
+    return []
