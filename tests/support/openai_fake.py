@@ -149,6 +149,13 @@ MODE_VERDICTS: dict[str, str] = {
     "slow_read": "ok",
 }
 
+#: Replies with the right form and the wrong substance: what they are judged once the
+#: workload knows each request's facts (`cross_talk` is judged across the run).
+SUBSTANCE_MODES: dict[str, str] = {
+    "cross_talk": "cross_talk",
+    "other_question": "wrong_answer",
+}
+
 
 def _words(text: str) -> list[str]:
     return [w + " " for w in text.split()]
@@ -182,6 +189,10 @@ class FakeOpenAI:
         self.in_flight = 0
         self.max_in_flight = 0
         self.bodies: list[dict[str, Any]] = []
+        # What the requests in flight (and the last few finished) asked: the cross-talk
+        # modes answer one request with another's facts.
+        self.live: dict[object, Asked] = {}
+        self.recent: list[Asked] = []
         self.headers: list[dict[str, str]] = []
         # A "restart": a new process start time, counters from zero, and optionally a
         # few failed readiness probes, as a restarted vLLM shows them.
@@ -543,6 +554,59 @@ class FakeOpenAI:
                     "arguments": '{"account_id": "XEHM4B", "plan": "business"}'}}]}}],
             "usage": {"prompt_tokens": 300, "completion_tokens": 40, "total_tokens": 340,
                       "completion_tokens_details": {"reasoning_tokens": 4}}})
+
+
+    # -- replies with the right form and the wrong substance ---------------------------
+
+    def _answer_for(self, body: dict[str, Any], ask: Asked, *, name: str = "change_plan",
+                    args: dict[str, Any] | None = None) -> list[bytes]:
+        """A fluent, well-formed reply to `body` built from `ask`'s facts."""
+        c = Chunks(self.model)
+        reasoning = [c.reasoning(w) for w in _words(
+            HEALTHY_REASONING.format(acc=ask.account, plan=ask.plan))]
+        if body.get("tools"):
+            calls = c.tool_call(name, orjson.dumps(
+                args if args is not None else {"account_id": ask.account,
+                                                "plan": ask.plan}).decode())
+            return [c.role(), *reasoning, *calls, c.finish("tool_calls"),
+                    c.usage(300, len(reasoning) + len(calls), len(reasoning)), DONE]
+        said = "".join(f"{code}, " for code in ask.codes)
+        text = (f"Account and contract: {said}the usage grew steadily over the year, storage "
+                "and egress dominate the invoices, and no payment is overdue.")
+        content = [c.content(w) for w in _words(text)]
+        return [c.role(), *reasoning, *content, c.finish("stop"),
+                c.usage(300, len(reasoning) + len(content), len(reasoning)), DONE]
+
+    async def mode_cross_talk(self, body: dict[str, Any], max_tokens: int) -> Response:
+        """Acts on (or answers with) another request's facts: one in flight at the same
+        time when there is one, else the last one that finished."""
+        mine = asked(body)
+        key = object()
+        self.live[key] = mine
+
+        async def parts() -> AsyncIterator[bytes]:
+            try:
+                await asyncio.sleep(float(body.get("fake_overlap_s", 0.05)))
+                others = [a for k, a in self.live.items() if k is not key
+                          and a.account != mine.account]
+                others = others or [a for a in self.recent if a.account != mine.account]
+                for part in self._answer_for(body, others[-1] if others else mine):
+                    yield part
+            finally:
+                self.live.pop(key, None)
+                self.recent = [*self.recent[-7:], mine]
+
+        return self._stream(parts())
+
+    async def mode_other_question(self, body: dict[str, Any], max_tokens: int) -> Response:
+        """Answers fluently, on the request's own account, what it did not ask: cancels
+        instead of changing the plan; summarizes without the facts it was asked for."""
+        ask = asked(body)
+        if body.get("tools"):
+            return self._stream(self._answer_for(
+                body, ask, name="cancel_subscription",
+                args={"account_id": ask.account, "effective": "immediately"}))
+        return self._stream(self._answer_for(body, Asked((), ask.plan)))
 
 
 class ServerThread:

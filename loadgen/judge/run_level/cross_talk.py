@@ -125,8 +125,16 @@ class CrossTalk:
         return out
 
     def _explains(self, wrong: list[dict[str, Any]], sources: list[dict[str, Any]]) -> bool:
-        """Every wrong field states a fact of a request whose code the reply carries."""
-        values = {str(v).casefold() for s in sources
-                  for v in (self._facts.get(s["source_item"]) or {}).values()}
-        return all(w.get("got") is not None and str(w["got"]).strip().casefold() in values
-                   for w in wrong if isinstance(w, dict))
+        """Every wrong field is the source's: it states a fact of a request whose code the
+        reply carries, or it is missing where the reply states that request's own value
+        of the same fact instead (a summary of another document)."""
+        facts = [self._facts.get(s["source_item"]) or {} for s in sources]
+        values = {str(v).casefold() for f in facts for v in f.values()}
+        carried = {s["code"] for s in sources}
+
+        def explained(w: dict[str, Any]) -> bool:
+            if w.get("got") is not None:
+                return str(w["got"]).strip().casefold() in values
+            return any(f.get(str(w.get("fact"))) in carried for f in facts)
+
+        return all(explained(w) for w in wrong if isinstance(w, dict))

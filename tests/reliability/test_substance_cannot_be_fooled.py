@@ -1,0 +1,108 @@
+"""Replies with the right form and the wrong substance fail the gate, through `dsv4-qual run`.
+
+The loopback server answers every request in a well-formed way: a short tool call, or a
+fluent answer with `stop`. What it says is wrong: another request's account (cross-talk),
+or an answer to a question nobody asked. Each run must exit 1; the same server answering
+what each request asks exits 0.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.loadgen.conftest import run_cli
+
+TOOL_TURNS = """
+[load]
+concurrency = 4
+priming = 0
+measurement = 16
+[request]
+max_tokens = 96
+[workload]
+kind = "tool-turn"
+variant = "per-request"
+accounts = 16
+[gate]
+prove_below = 0.2
+"""
+
+DOCUMENTS = """
+[load]
+concurrency = 4
+priming = 0
+measurement = 16
+[request]
+max_tokens = 96
+[workload]
+kind = "long-context"
+context_tokens = [64, 256]
+tools = {tools}
+[gate]
+prove_below = 0.2
+"""
+
+
+def run(tmp_path: Path, url: str, scenario: str) -> tuple[int, dict, list[dict], str]:
+    sc = tmp_path / "s.toml"
+    sc.write_text(scenario)
+    out = tmp_path / "out"
+    proc = run_cli("run", str(sc), "--base-url", url, "--out", str(out), "--quiet")
+    summary = json.loads((out / "summary.json").read_text())
+    derived = [json.loads(x) for x in (out / "run_level.jsonl").read_text().splitlines()]
+    return proc.returncode, summary, derived, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("scenario", [TOOL_TURNS, DOCUMENTS.format(tools="true"),
+                                      DOCUMENTS.format(tools="false")],
+                         ids=["tool-turn", "documents-with-tools", "documents-answered"])
+def test_answering_what_each_request_asks_passes(fake_server, tmp_path: Path,
+                                                 scenario: str) -> None:
+    _, srv = fake_server(("ok",))
+    code, summary, derived, output = run(tmp_path, srv.url, scenario)
+    assert code == 0, output
+    assert summary["phases"]["measurement"]["verdicts"] == {"ok": 16}
+    assert derived == []
+
+
+@pytest.mark.parametrize("scenario", [TOOL_TURNS, DOCUMENTS.format(tools="true"),
+                                      DOCUMENTS.format(tools="false")],
+                         ids=["tool-turn", "documents-with-tools", "documents-answered"])
+def test_answering_with_another_requests_facts_fails(fake_server, tmp_path: Path,
+                                                     scenario: str) -> None:
+    _, srv = fake_server(("cross_talk",))
+    code, summary, derived, output = run(tmp_path, srv.url, scenario)
+    assert code == 1, output
+    m = summary["phases"]["measurement"]
+    assert m["verdicts"].get("cross_talk") == 16, m["verdicts"]
+    assert "wrong_answer" not in m["verdicts"]  # the wrong account was another request's
+    assert summary["gate"]["failures"] == 16
+    # records.jsonl keeps what each reply got on its own; run_level.jsonl says who it read.
+    records = [json.loads(x) for x in (tmp_path / "out" / "records.jsonl").read_text()
+               .splitlines()]
+    assert all("cross_talk" not in r["verdicts"] for r in records)
+    by_seq = {r["seq"]: r for r in records}
+    for line in derived:
+        mine = set(by_seq[line["seq"]]["expected"]["facts"].values())
+        for source in line["findings"]["cross_talk"]["sources"]:
+            theirs = set(by_seq[source["source_seq"]]["expected"]["facts"].values())
+            assert source["code"] in theirs - mine
+    assert sum(s["in_flight_together"] for line in derived
+               for s in line["findings"]["cross_talk"]["sources"]) >= 8
+    assert "cross_talk" in (tmp_path / "out" / "report.md").read_text()
+
+
+@pytest.mark.parametrize("scenario,field", [
+    (TOOL_TURNS, "calls"), (DOCUMENTS.format(tools="false"), "content")],
+    ids=["tool-turn", "documents-answered"])
+def test_answering_another_question_fluently_fails(fake_server, tmp_path: Path,
+                                                   scenario: str, field: str) -> None:
+    _, srv = fake_server(("other_question",))
+    code, summary, _, output = run(tmp_path, srv.url, scenario)
+    assert code == 1, output
+    assert summary["phases"]["measurement"]["verdicts"] == {"wrong_answer": 16}
+    record = json.loads((tmp_path / "out" / "records.jsonl").read_text().splitlines()[0])
+    assert record["findings"]["wrong_answer"][0]["field"] == field
