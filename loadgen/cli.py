@@ -47,6 +47,10 @@ load_options = _options(
     click.option("--rate-limit", type=float, default=None, help="Requests per second (0: none)."),
     click.option("--ready-timeout", type=float, default=None, metavar="SECONDS",
                  help="How long to wait for the server to be ready (target.ready_timeout_s)."),
+    click.option("--accept-weaker-load", is_flag=True,
+                 help="Run even though an override above weakens the scenario's load (less "
+                      "concurrency or priming, fewer measured requests or tokens, a slower "
+                      "rate); every report then says its claim does not hold as shipped."),
     click.option("--insecure", is_flag=True, help="Do not verify TLS certificates (warns)."),
     click.option("--transport", type=click.Choice(TRANSPORTS), default="auto",
                  show_default=True, help="HTTP stack under httpx."),
@@ -110,7 +114,11 @@ def _scenario_from(ref: str, options: dict[str, Any]) -> Scenario:
     overrides["base_urls"] = list(overrides["base_urls"] or [])
     insecure = options.pop("insecure", False)
     scenario = load_scenario(ref).with_overrides(
-        verify_tls=False if insecure else None, **overrides)
+        verify_tls=False if insecure else None,
+        accept_weaker_load=options.pop("accept_weaker_load", False), **overrides)
+    claim = scenario.load_claim()
+    if claim.weakened:
+        click.echo(f"dsv4-qual: warning: {claim.sentence()}", err=True)
     if insecure:
         click.echo("dsv4-qual: warning: TLS certificate verification is OFF (--insecure)",
                    err=True)

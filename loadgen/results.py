@@ -50,6 +50,10 @@ class RunFacts:
     chars_per_token: float | None = None
     server_restarts: int = 0
     phases_done: list[str] = field(default_factory=list)
+    #: The items the reference phase sent, one request each (empty: no reference phase).
+    reference_items: list[str] = field(default_factory=list)
+    #: The load as shipped and as run (`load_claim.LoadClaim.to_dict`).
+    load: dict[str, Any] = field(default_factory=dict)
     client: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

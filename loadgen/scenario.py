@@ -17,6 +17,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
     field_validator,
     model_validator,
@@ -25,6 +26,7 @@ from pydantic import (
 from loadgen.bounds import required_measured
 from loadgen.durations import parse_duration
 from loadgen.exit_codes import BadInputError
+from loadgen.load_claim import ACCEPT_FLAG, LoadClaim
 from loadgen.taxonomy import DEFAULT_FAIL_ON, Verdict
 
 # Bounds that catch typos (an extra zero, a negative sign) without getting in the way
@@ -315,6 +317,33 @@ class QualifyConfig(_Strict):
         return verdicts
 
 
+class ReferenceConfig(_Strict):
+    """The same server alone is the oracle: a sample of the measured bodies, each sent
+    once with nothing else in flight, and every loaded reply compared with its solo one."""
+
+    requests: int = Field(
+        default=0, ge=0, le=MAX_COUNT,
+        description="Distinct measured bodies sent one at a time to the idle server "
+        "(fewer when the workload has fewer distinct bodies); 0 switches the phase off.",
+    )
+    when: Literal["before", "after"] = Field(
+        default="after",
+        description="before: ahead of priming (the server is fresh); after: once "
+        "measurement is over (the server has this run's history, nothing in flight).",
+    )
+    batch_invariant: bool = Field(
+        default=False,
+        description="The server is declared batch-invariant (e.g. VLLM_BATCH_INVARIANT=1): "
+        "a loaded reply must then match its solo reply word for word, not only in its "
+        "verifiable fields.",
+    )
+    min_acceptance_ratio: float = Field(
+        default=0.5, ge=0, le=1,
+        description="Speculative decoding's acceptance rate under load must be at least "
+        "this share of the reference phase's (when both phases drafted tokens).",
+    )
+
+
 class SoakConfig(_Strict):
     """`dsv4-qual soak` defaults; --duration/--rounds/--stop-on-breach override them."""
 
@@ -340,8 +369,39 @@ class Scenario(_Strict):
     gate: GateConfig = Field(default_factory=GateConfig)
     verdicts: VerdictConfig = Field(default_factory=VerdictConfig)
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
+    reference: ReferenceConfig = Field(default_factory=ReferenceConfig)
     qualify: QualifyConfig | None = None
     soak: SoakConfig | None = None
+    # The load as the scenario file ships it, once the command line changed it, and
+    # whether a weaker load was accepted (`load_claim`).
+    _shipped_load: dict[str, Any] | None = PrivateAttr(default=None)
+    _weaker_accepted: bool = PrivateAttr(default=False)
+
+    def load_values(self) -> dict[str, Any]:
+        """The load settings its claim rests on (`load_claim.CLAIM_KEYS`)."""
+        return {"concurrency": self.load.concurrency, "priming": self.load.priming,
+                "measurement": self.load.measurement, "max_tokens": self.request.max_tokens,
+                "rate_limit": self.load.rate_limit}
+
+    def revalidated(self, data: dict[str, Any]) -> Scenario:
+        """`data` (this scenario's dump, changed) as a scenario that keeps this one's
+        shipped load: a derived scenario (a qualify side) still states what was shipped."""
+        scenario = Scenario.model_validate(data)
+        scenario._shipped_load = self._shipped_load
+        scenario._weaker_accepted = self._weaker_accepted
+        return scenario
+
+    def primed_earlier(self) -> Scenario:
+        """A soak round on a server an earlier round already primed: no priming of its
+        own, and none owed (the server's history since its start is its priming)."""
+        scenario = self.model_copy(update={"load": self.load.model_copy(update={"priming": 0})})
+        scenario._shipped_load = {**(self._shipped_load or self.load_values()), "priming": 0}
+        return scenario
+
+    def load_claim(self) -> LoadClaim:
+        """The shipped load beside the effective one."""
+        return LoadClaim(self._shipped_load or self.load_values(), self.load_values(),
+                         self._weaker_accepted)
 
     @model_validator(mode="after")
     def _enough_to_prove(self) -> Scenario:
@@ -357,8 +417,11 @@ class Scenario(_Strict):
                 "requests")
         return self
 
-    def with_overrides(self, **overrides: Any) -> Scenario:
-        """Apply command-line overrides (None means 'not given') and validate again."""
+    def with_overrides(self, accept_weaker_load: bool = False, **overrides: Any) -> Scenario:
+        """Apply command-line overrides (None means 'not given') and validate again.
+
+        An override that weakens the scenario's load is refused (BadInputError) unless
+        `accept_weaker_load`; the shipped load travels with the result (`load_claim`)."""
         data = self.model_dump(mode="python")
         mapping = {
             "base_urls": ("target", "base_urls"),
@@ -378,9 +441,18 @@ class Scenario(_Strict):
             section, field = mapping[key]
             data[section][field] = list(value) if key == "base_urls" else value
         try:
-            return Scenario.model_validate(data)
+            scenario = Scenario.model_validate(data)
         except ValidationError as exc:
             raise BadInputError(f"command line: {_first_problem(exc)}") from None
+        scenario._shipped_load = self._shipped_load or self.load_values()
+        scenario._weaker_accepted = self._weaker_accepted or accept_weaker_load
+        claim = scenario.load_claim()
+        if claim.weakened and not scenario._weaker_accepted:
+            raise BadInputError(
+                f"command line: {'; '.join(claim.weakened)} weakens the scenario's claim; "
+                f"pass {ACCEPT_FLAG} to run it anyway (every report will say the claim "
+                "does not hold as shipped)")
+        return scenario
 
 
 def _first_problem(exc: ValidationError) -> str:

@@ -82,7 +82,7 @@ def side_scenario(scenario: Scenario, cfg: QualifyConfig, role: str) -> Scenario
         gate["require_receipts"] = bool(side.require_receipts)
     elif side.require_receipts is not None:
         gate["require_receipts"] = side.require_receipts
-    return Scenario.model_validate(data)
+    return scenario.revalidated(data)
 
 
 def qualify(scenario: Scenario, cfg: QualifyConfig, out: Path | None, *, quiet: bool = False,

@@ -294,7 +294,9 @@ class SoakSession:
             self.receipts_since = time.time() - self.scenario.telemetry.receipts_margin_s
         priming = self.scenario.load.priming if new_start else 0
         directory = round_dir(self.soak_dir, number)
-        round_scenario = self.scenario.with_overrides(priming=priming, base_urls=base_urls)
+        round_scenario = self.scenario.with_overrides(base_urls=base_urls)
+        if not new_start:
+            round_scenario = round_scenario.primed_earlier()
         if self.receipts_since is not None and self.scenario.telemetry.receipts_since is None:
             telemetry = round_scenario.telemetry.model_copy(
                 update={"receipts_since": self.receipts_since})

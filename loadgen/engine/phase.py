@@ -45,13 +45,14 @@ class Shard:
 
 
 async def run_phase(session: Session, source: SeqSource, maker: RequestMaker, phase: str,
-                    count: int, shard: Shard = Shard()) -> None:
-    """Send `count` seqs from `source` (this shard's share); RunInvalidError if the run
-    became invalid meanwhile. An interrupt ends the phase quietly (the stop reason says it)."""
+                    count: int, shard: Shard = Shard(), concurrency: int | None = None) -> None:
+    """Send `count` seqs from `source` (this shard's share) with `concurrency` in flight
+    (the scenario's by default); RunInvalidError if the run became invalid meanwhile. An
+    interrupt ends the phase quietly (the stop reason says it)."""
     if count <= 0:
         return
     end = source.next_seq + count
-    slots = min(session.scenario.load.concurrency, count)
+    slots = min(concurrency or session.scenario.load.concurrency, count)
     session.progress.start_phase(phase, count)
     try:
         await session.stopper.guarded(_slots(slots, session, source, maker, phase, end, shard))

@@ -16,6 +16,7 @@ from typing import Any
 
 from loadgen.engine.phase import SeqSource, run_phase
 from loadgen.engine.progress import Progress
+from loadgen.engine.reference import reference_items
 from loadgen.engine.requests import RequestMaker
 from loadgen.engine.session import Session
 from loadgen.exit_codes import RunInvalidError
@@ -27,6 +28,7 @@ from loadgen.workload import make_workload
 from loadgen.workload.tokens import calibrate_chars_per_token
 
 PHASES = ("priming", "measurement")
+REFERENCE = "reference"
 AFTER_SNAPSHOT_TIMEOUT_S = 15.0
 
 
@@ -36,7 +38,8 @@ class Runner:
         self.scenario = scenario
         self.out_dir = out_dir
         self.facts = RunFacts(run_id=run_id, scenario=scenario.name,
-                              base_urls=list(scenario.target.base_urls))
+                              base_urls=list(scenario.target.base_urls),
+                              load=scenario.load_claim().to_dict())
         self.transport = transport
         self.api_key = api_key
         self.workers = workers
@@ -61,10 +64,15 @@ class Runner:
                 await self.telemetry.snapshot("before")
                 self.telemetry.start()
                 session.selfmon.start()
-                for phase in PHASES:
-                    load = scenario.load
-                    count = load.priming if phase == "priming" else load.measurement
-                    await self._phase(session, source, maker, phase, count)
+                for phase in self._plan():
+                    await self.telemetry.mark(phase, "start")
+                    if phase == REFERENCE:
+                        await self._reference(session, maker)
+                    else:
+                        load = scenario.load
+                        count = load.priming if phase == "priming" else load.measurement
+                        await self._phase(session, source, maker, phase, count)
+                    await self.telemetry.mark(phase, "end")
                     if session.stopper.stopped:
                         break
                     self.facts.phases_done.append(phase)
@@ -104,6 +112,23 @@ class Runner:
             self.facts.ready.append({"base_url": url, "waited_s": round(info.waited_s, 3)})
             ready.append(info)
         return ready
+
+    def _plan(self) -> list[str]:
+        """The phases in order: the reference phase (one request at a time) before
+        priming or after measurement, when the scenario asks for one."""
+        reference = self.scenario.reference
+        if reference.requests <= 0:
+            return list(PHASES)
+        return [REFERENCE, *PHASES] if reference.when == "before" else [*PHASES, REFERENCE]
+
+    async def _reference(self, session: Session, maker: RequestMaker) -> None:
+        """Each sampled body once, nothing else in flight (its seqs follow the measured
+        ones whenever it runs, so a seq names the same request in every phase plan)."""
+        items = reference_items(self.scenario, self.facts.chars_per_token)
+        load = self.scenario.load
+        self.facts.reference_items = [item.item_id for item in items]
+        source = SeqSource(iter(items), next_seq=load.priming + load.measurement)
+        await run_phase(session, source, maker, REFERENCE, len(items), concurrency=1)
 
     async def _phase(self, session: Session, source: SeqSource, maker: RequestMaker,
                      phase: str, count: int) -> None:

@@ -185,6 +185,8 @@ class RunStats:
     run_start: float | None
     #: What the run-level rules changed: one entry per revised record (run_level.jsonl).
     changed: list[Changed] = field(default_factory=list)
+    #: What each run-level rule says beyond its revisions (the reference agreement).
+    rule_summaries: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def timeline(self) -> list[TimelinePoint]:
         """Every phase's points, in request order."""
@@ -248,7 +250,9 @@ def aggregate(out_dir: Path, fail_on: list[str], rules: list[Rule] | None = None
     if run_start is not None:
         for st in phases.values():
             st.timeline = [p._replace(sent_s=p.sent_s - run_start) for p in st.timeline]
-    return RunStats(phases, total, run_start, changed)
+    summaries = {rule.name: summary for rule in rules
+                 if (summary := rule.summary()) is not None}
+    return RunStats(phases, total, run_start, changed, summaries)
 
 
 def _apply(revisions: dict[int, Revision], seen: dict[int, tuple[str, str, list[str]]],

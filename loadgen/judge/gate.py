@@ -2,10 +2,12 @@
 
 A *candidate* passes when the gated failures stay within `allowed` over enough
 measured requests to prove the scenario's rate (`prove_below`: the exact 95% upper
-bound must fall below it, so the count it takes is derived, never left at 1), and its
-patch receipts prove what the model ran (`receipt_rules`). A *control* (the server
-with the bug left in) passes only when it reproduces, i.e. exceeds `allowed`. Before
-either, the run must be valid: not interrupted, the server ready, infrastructure
+bound must fall below it, so the count it takes is derived, never left at 1), its
+patch receipts prove what the model ran (`receipt_rules`), and speculative decoding
+accepts as much under load as alone (when a reference phase ran). A *control* (the
+server with the bug left in) passes only when it reproduces, i.e. exceeds `allowed`.
+Before either, the run must be valid: not interrupted, the server ready, the priming
+answered by the model (a warm-up that never reached it warmed nothing), infrastructure
 errors within their limit, and the receipts readable where they must be.
 """
 
@@ -20,8 +22,9 @@ from loadgen.judge.aggregate import PhaseStats
 from loadgen.judge.checks import Check
 from loadgen.judge.receipt_rules import receipts_check, stride_check
 from loadgen.judge.spread import FailureSpread, failure_spread
+from loadgen.load_claim import LoadClaim, describe
 from loadgen.results import RunFacts
-from loadgen.scenario import GateConfig
+from loadgen.scenario import GateConfig, ReferenceConfig
 from loadgen.targets.facts import ServerFacts
 
 __all__ = ["Check", "GateResult", "evaluate"]
@@ -53,10 +56,57 @@ class GateResult:
         return asdict(self)
 
 
+@dataclass
+class GateContext:
+    """What the gate weighs besides the measurement phase."""
+
+    priming: PhaseStats | None = None
+    priming_planned: int = 0
+    reference: ReferenceConfig = field(default_factory=ReferenceConfig)
+    #: Speculative decoding per phase (`telemetry_summary.phase_acceptance`).
+    acceptance: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+def priming_check(cfg: GateConfig, context: GateContext) -> Check:
+    """The warm-up must have reached the model: a gateway that answered it with errors
+    would leave a cold server to be measured, where the bug of a warm one hides."""
+    planned = context.priming_planned
+    if planned <= 0:
+        return Check("priming reached the model", True, "no priming in this scenario",
+                     kind="error")
+    st = context.priming or PhaseStats()
+    replies = st.requests - st.infra_errors - st.interrupted
+    ok = st.infra_errors <= cfg.max_infra_errors and replies >= planned - cfg.max_infra_errors
+    return Check(f"priming reached the model (infrastructure errors <= {cfg.max_infra_errors})",
+                 ok, f"{replies} of {planned} priming requests answered by the model, "
+                 f"{st.infra_errors} http_error/timeout/stream_error"
+                 + ("" if ok else ": the server was not warmed up as the scenario requires"),
+                 kind="error")
+
+
+def acceptance_check(context: GateContext) -> Check | None:
+    """Speculative decoding must not collapse under load (#51009: acceptance length 1.46
+    of 5): its acceptance rate in the measurement against the reference phase's."""
+    if context.reference.requests <= 0:
+        return None
+    ratio = context.reference.min_acceptance_ratio
+    name = f"spec-decode acceptance under load >= {ratio:g} x alone"
+    alone = context.acceptance.get("reference")
+    loaded = context.acceptance.get("measurement")
+    if alone is None or loaded is None:
+        return Check(name, True, "no speculative-decoding metrics in both the reference "
+                     "phase and the measurement: nothing to compare")
+    alone_rate, loaded_rate = alone["acceptance"], loaded["acceptance"]
+    ok = loaded_rate >= ratio * alone_rate
+    return Check(name, ok, f"acceptance {loaded_rate:.3f} under load, {alone_rate:.3f} alone "
+                 f"(ratio {loaded_rate / alone_rate if alone_rate else 0:.2f}, needs {ratio:g})")
+
+
 def evaluate(cfg: GateConfig, stats: PhaseStats | None, run: RunFacts,
-             server: ServerFacts) -> GateResult:
+             server: ServerFacts, context: GateContext | None = None) -> GateResult:
     """The gate's checks over the measurement phase, the run's facts and the server's."""
     st = stats or PhaseStats()
+    context = context or GateContext()
     failures = len(st.failing_seqs)
     measured = st.measured
     candidate = cfg.role == "candidate"
@@ -64,6 +114,7 @@ def evaluate(cfg: GateConfig, stats: PhaseStats | None, run: RunFacts,
     checks = [
         Check("run completed", run.invalid is None and run.interrupted is None,
               run.invalid or run.interrupted or "server ready, all phases ran", kind="error"),
+        priming_check(cfg, context),
         Check(f"infrastructure errors <= {cfg.max_infra_errors}",
               st.infra_errors <= cfg.max_infra_errors,
               f"{st.infra_errors} http_error/timeout/stream_error in measurement", kind="error"),
@@ -76,6 +127,9 @@ def evaluate(cfg: GateConfig, stats: PhaseStats | None, run: RunFacts,
     ]
     if cfg.fail_on_stride_violations:
         checks.append(stride_check(server.receipts, cfg.role))
+    acceptance = acceptance_check(context) if candidate else None
+    if acceptance is not None:
+        checks.append(acceptance)
     if candidate:
         checks.append(Check(f"failures <= {cfg.allowed}", failures <= cfg.allowed,
                             f"{failures} of {measured} failed (allowed {cfg.allowed})"))
@@ -110,7 +164,8 @@ def evaluate(cfg: GateConfig, stats: PhaseStats | None, run: RunFacts,
         reasons=reasons, checks=checks,
         per_verdict={str(v): st.verdicts.get(v, 0) for v in cfg.fail_on},
         spread=spread.to_dict(),
-        statement=statement(cfg, failures, measured, upper, lower, detectable, spread),
+        statement=statement(cfg, failures, measured, upper, lower, detectable, spread,
+                            LoadClaim.from_dict(run.load)),
     )
 
 
@@ -119,19 +174,25 @@ def _pct(rate: float) -> str:
 
 
 def statement(cfg: GateConfig, failures: int, measured: int, upper: float | None,
-              lower: float | None, detectable: float | None, spread: FailureSpread) -> str:
+              lower: float | None, detectable: float | None, spread: FailureSpread,
+              load: LoadClaim | None = None) -> str:
     """What the run proves, in the words a release manager reads (report, summary)."""
     if not measured:
         return "Nothing was measured: this run proves nothing."
+    under = f"under this load ({describe(load.effective)})" if load else "under this load"
+    weakened = f" {load.sentence()}" if load and load.changed else ""
     if cfg.role == "control":
-        return (f"{failures} of {measured} measured requests reproduced the bug: the "
-                f"reproduction rate is above {_pct(lower or 0.0)} at 95% confidence.")
+        return (f"{failures} of {measured} measured requests reproduced the bug {under}: the "
+                f"reproduction rate is above {_pct(lower or 0.0)} at 95% confidence."
+                + weakened)
     assert upper is not None
     proved = (f"which proves it below {_pct(cfg.prove_below)} as the scenario asks"
               if upper < cfg.prove_below else
               f"which does NOT prove it below {_pct(cfg.prove_below)} as the scenario asks")
     parts = [f"{failures} of {measured} measured requests failed the gate: the failure rate "
-             f"under this load is below {_pct(upper)} at 95% confidence, {proved}."]
+             f"{under} is below {_pct(upper)} at 95% confidence, {proved}."]
+    if weakened:
+        parts.append(weakened.strip())
     if detectable is not None:
         parts.append(f"A server failing {_pct(detectable)} of these requests would have "
                      f"been caught with 95% probability.")

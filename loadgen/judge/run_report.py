@@ -14,11 +14,12 @@ from typing import Any
 
 from loadgen.exit_codes import BadInputError
 from loadgen.judge.aggregate import PhaseStats, RunStats, aggregate, percentiles
-from loadgen.judge.gate import GateResult, evaluate
+from loadgen.judge.gate import GateContext, GateResult, evaluate
 from loadgen.judge.run_level.rules import rules_for
 from loadgen.results import RECORDS_FILE, RunFacts, is_run_dir, load_run, load_server
 from loadgen.scenario import Scenario
 from loadgen.targets.facts import ServerFacts
+from loadgen.targets.telemetry_summary import phase_acceptance
 from loadgen.taxonomy import RUN_LEVEL
 
 
@@ -83,5 +84,9 @@ def judge_run(out_dir: Path) -> RunReport:
     scenario, run = load_run(out_dir)
     server = ServerFacts.from_document(load_server(out_dir))
     stats = aggregate(out_dir, [str(v) for v in scenario.gate.fail_on], rules_for(scenario))
-    gate = evaluate(scenario.gate, stats.phases.get("measurement"), run, server)
+    context = GateContext(priming=stats.phases.get("priming"),
+                          priming_planned=scenario.load.priming,
+                          reference=scenario.reference,
+                          acceptance=phase_acceptance(server.document))
+    gate = evaluate(scenario.gate, stats.phases.get("measurement"), run, server, context)
     return RunReport(out_dir, scenario, run, server, stats, gate)

@@ -136,6 +136,16 @@ class Telemetry:
                 if layout:
                     info["c128a_layout"] = layout[0].get("layout")
 
+    async def mark(self, phase: str, edge: str) -> None:
+        """The counters at a phase's start or end (`phase_marks`), so what happened in
+        one phase (spec-decode acceptance alone vs under load) is a difference of two."""
+        for url in self.base_urls:
+            text = await fetch_metrics(self.http, url)
+            if text is not None:
+                marks = self.servers[url].setdefault("phase_marks", {})
+                marks.setdefault(phase, {})[edge] = {"t": time.time() - self._t0,
+                                                     **tracked(parse_prometheus(text))}
+
     async def _scrape_forever(self) -> None:
         # Start fast (0.5, 1, 2, 4 s ...) up to the interval: a run of seconds still gets
         # samples of the server under load, not only the idle ones before and after.

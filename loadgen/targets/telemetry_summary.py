@@ -120,3 +120,24 @@ def summarize(server_doc: dict[str, Any]) -> dict[str, Any]:
     if total.get("spec_draft_tokens"):
         total["spec_acceptance_rate"] = total["spec_accepted_tokens"] / total["spec_draft_tokens"]
     return {"servers": servers, "total": total}
+
+
+def phase_acceptance(document: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Speculative decoding per phase, summed over the servers: drafted and accepted
+    tokens between the phase's start and end marks, and their ratio (phases whose
+    servers drafted nothing, or restarted in between, are left out)."""
+    totals: dict[str, dict[str, float]] = {}
+    for info in (document.get("servers") or {}).values():
+        for phase, marks in (info.get("phase_marks") or {}).items():
+            start, end = marks.get("start"), marks.get("end")
+            if not isinstance(start, dict) or not isinstance(end, dict):
+                continue
+            drafted = _delta(start, end, "spec_draft_tokens")
+            accepted = _delta(start, end, "spec_accepted_tokens")
+            if drafted is None or accepted is None:
+                continue
+            t = totals.setdefault(phase, {"drafted": 0.0, "accepted": 0.0})
+            t["drafted"] += drafted
+            t["accepted"] += accepted
+    return {phase: {**t, "acceptance": t["accepted"] / t["drafted"]}
+            for phase, t in totals.items() if t["drafted"] > 0}

@@ -42,7 +42,7 @@ def test_stuck_candidate_fails_gate(fake_server, tmp_path: Path) -> None:
     fake, srv = fake_server(("ok", "ok", "ok", "stuck"))
     out = tmp_path / "run"
     proc = run_cli("run", SMOKE, "--base-url", srv.url, "--out", str(out), "--quiet",
-                   "--max-tokens", "64")
+                   "--max-tokens", "64", "--accept-weaker-load")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert fake.counts == {"ok": 30, "stuck": 10}
     s = _summary(out)

@@ -82,7 +82,7 @@ def test_bare_name_resolves_to_shipped_scenarios() -> None:
 
 def test_overrides_are_validated() -> None:
     sc = load_scenario("smoke")
-    assert sc.with_overrides(concurrency=3, base_urls=["http://h:1/"]).load.concurrency == 3
+    assert sc.with_overrides(concurrency=30, base_urls=["http://h:1/"]).load.concurrency == 30
     assert sc.with_overrides(base_urls=["http://h:1/"]).target.base_urls == ["http://h:1"]
     with pytest.raises(BadInputError, match=r"command line: load\.concurrency"):
         sc.with_overrides(concurrency=0)
@@ -139,7 +139,7 @@ def test_every_scenario_key_is_documented() -> None:
     models = [s.Scenario, s.TargetConfig, s.SimTarget, s.LoadConfig, s.RequestConfig,
               s.ToolTurnWorkload, s.LongContextWorkload, s.ReplayWorkload, s.GateConfig,
               s.VerdictConfig, s.TelemetryConfig, s.QualifyConfig, s.QualifySide,
-              s.SoakConfig]
+              s.SoakConfig, s.ReferenceConfig]
     missing = sorted({f"{m.__name__}.{key}" for m in models for key in m.model_fields
                       if f"`{key}`" not in page})
     assert missing == []

@@ -62,12 +62,18 @@ class Revision:
 class Rule(Protocol):
     """One run-level verdict's rule."""
 
+    name: str
+
     def observe(self, record: dict[str, Any], own: list[str]) -> None:
         """See one record (as read from records.jsonl) with its own verdicts."""
         ...
 
     def revisions(self) -> dict[int, Revision]:
         """After every record was seen: seq -> what this rule changes about it."""
+        ...
+
+    def summary(self) -> dict[str, Any] | None:
+        """What the run's reports say about this rule beyond the records it revised."""
         ...
 
 

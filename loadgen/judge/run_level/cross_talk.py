@@ -66,6 +66,8 @@ def reply_codes(record: dict[str, Any]) -> dict[str, list[str]]:
 class CrossTalk:
     """The rule: who owns each code, and which replies carry someone else's."""
 
+    name = "cross_talk"
+
     def __init__(self) -> None:
         self._owners: dict[str, set[str]] = {}  # distinctive code -> item ids
         self._facts: dict[str, dict[str, str]] = {}  # item id -> its facts
@@ -138,3 +140,6 @@ class CrossTalk:
             return any(f.get(str(w.get("fact"))) in carried for f in facts)
 
         return all(explained(w) for w in wrong if isinstance(w, dict))
+
+    def summary(self) -> dict[str, Any] | None:
+        return None

@@ -52,6 +52,8 @@ def divergent_seqs(entries: Iterable[tuple[str, int, bytes]]) -> set[int]:
 class Divergent:
     """The rule: greedy twins of the loaded phases (priming and measurement)."""
 
+    name = "divergent"
+
     PHASES = frozenset({"priming", "measurement"})
 
     def __init__(self) -> None:
@@ -67,3 +69,6 @@ class Divergent:
     def revisions(self) -> dict[int, Revision]:
         return {seq: Revision(add={Verdict.DIVERGENT})
                 for seq in divergent_seqs(self._entries)}
+
+    def summary(self) -> dict[str, Any] | None:
+        return None

@@ -1,0 +1,196 @@
+"""`reference_mismatch`: a loaded reply that disagrees with the same body's solo reply.
+
+The reference phase sends a sample of the measured bodies one at a time to the idle
+server: with nothing else in flight no decode row can read another request's, so the
+solo reply is what this server says when the bug cannot fire. Each loaded reply of a
+sampled body is compared with it:
+
+- its **verifiable fields** exactly: whether it answered with a tool call or in prose,
+  the functions called and their short scalar arguments (ids, enums, numbers: values
+  without spaces), and the codes an answer states. A difference is `reference_mismatch`,
+  gated by default: greedy decoding of one body may word things differently under load,
+  but it does not act on another account or call another function;
+- its **free text** by how far the two agree: the first character where the visible
+  answers part, and their similarity (rapidfuzz's Indel ratio over the first
+  `SIMILARITY_CHARS` characters), reported per request and as a distribution, and gated
+  on the whole text (reasoning, content and calls word for word) only where the scenario
+  declares the server batch-invariant (`reference.batch_invariant`).
+
+A solo reply that is itself broken (no reply, stuck, garbled, ...) is no oracle: its
+body is not compared, and the report says so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from rapidfuzz.distance import Indel, Prefix
+
+from loadgen.expectations import find_codes
+from loadgen.judge.run_level import Revision, completed
+from loadgen.scenario import ReferenceConfig
+from loadgen.taxonomy import DEFAULT_FAIL_ON, Verdict
+
+#: Similarity is measured on this many leading characters of each answer (the cost of an
+#: edit distance grows with the product of the lengths).
+SIMILARITY_CHARS = 8000
+#: Loaded replies per sampled body whose text is kept for the agreement distribution.
+TEXTS_PER_BODY = 8
+_SHORT_VALUE = 64
+_BROKEN = frozenset(v.value for v in DEFAULT_FAIL_ON)
+
+
+def _scalar(value: Any) -> bool:
+    if isinstance(value, bool | int | float):
+        return True
+    return isinstance(value, str) and len(value) <= _SHORT_VALUE and not any(
+        c.isspace() for c in value)
+
+
+def verifiable(record: dict[str, Any]) -> tuple[Any, ...]:
+    """What a loaded reply must share with its solo reply, exactly."""
+    calls = []
+    for call in record.get("tool_calls") or []:
+        fn = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(fn, dict):
+            continue
+        try:
+            args = orjson.loads(fn.get("arguments") or "{}")
+        except orjson.JSONDecodeError:
+            args = None
+        fields = (tuple(sorted((str(k), str(v).casefold()) for k, v in args.items()
+                               if _scalar(v)))
+                  if isinstance(args, dict) else ("<not a JSON object>",))
+        calls.append((str(fn.get("name") or ""), fields))
+    if calls:
+        return ("tool_calls", tuple(calls))
+    return ("answer", tuple(sorted(find_codes(record.get("content") or ""))))
+
+
+def answer_text(record: dict[str, Any]) -> str:
+    """The visible answer: the content, then each call as `name(arguments)`."""
+    calls = []
+    for call in record.get("tool_calls") or []:
+        fn = (call.get("function") or {}) if isinstance(call, dict) else {}
+        calls.append(f"{fn.get('name')}({fn.get('arguments')})")
+    return "\n".join([record.get("content") or "", *calls])
+
+
+def _text_key(record: dict[str, Any]) -> bytes:
+    return hashlib.blake2b(orjson.dumps([record.get("reasoning") or "", answer_text(record)]),
+                           digest_size=16).digest()
+
+
+@dataclass(frozen=True, slots=True)
+class _Reply:
+    seq: int
+    item_id: str
+    verifiable: tuple[Any, ...]
+    key: bytes
+    answer: str | None  # kept for the agreement distribution (a bounded sample)
+
+
+def _reply(record: dict[str, Any], keep_text: bool) -> _Reply:
+    return _Reply(int(record.get("seq", -1)), str(record.get("item_id") or ""),
+                  verifiable(record), _text_key(record),
+                  answer_text(record) if keep_text else None)
+
+
+def agreement(loaded: str, solo: str) -> dict[str, Any]:
+    """How far two answers agree: where they first part, and how similar they are."""
+    first = Prefix.similarity(loaded, solo)
+    return {"first_divergence": None if loaded == solo else first,
+            "similarity": round(Indel.normalized_similarity(loaded[:SIMILARITY_CHARS],
+                                                            solo[:SIMILARITY_CHARS]), 4)}
+
+
+class ReferenceAgreement:
+    """The rule: measured replies of sampled bodies against their solo replies."""
+
+    name = "reference"
+
+    def __init__(self, cfg: ReferenceConfig) -> None:
+        self.cfg = cfg
+        self._solo: dict[str, _Reply] = {}  # body hash -> its solo reply
+        self._unusable: dict[str, str] = {}  # body hash -> why its solo reply is no oracle
+        self._loaded: dict[str, list[_Reply]] = {}  # body hash -> its measured replies
+        self._texts: dict[str, int] = {}
+
+    def observe(self, record: dict[str, Any], own: list[str]) -> None:
+        body = str(record.get("body_hash") or "")
+        if not body:
+            return
+        phase = record.get("phase")
+        if phase == "reference":
+            broken = sorted(_BROKEN.intersection(own))
+            if not completed(own) or broken:
+                self._unusable[body] = ", ".join(broken or own)
+            else:
+                self._solo[body] = _reply(record, keep_text=True)
+        elif phase == "measurement" and completed(own):
+            keep = self._texts.get(body, 0) < TEXTS_PER_BODY
+            self._texts[body] = self._texts.get(body, 0) + keep
+            self._loaded.setdefault(body, []).append(_reply(record, keep_text=keep))
+
+    def revisions(self) -> dict[int, Revision]:
+        out: dict[int, Revision] = {}
+        for body, solo in self._solo.items():
+            for reply in self._loaded.get(body, []):
+                differs = self._difference(reply, solo)
+                if differs is not None:
+                    out[reply.seq] = Revision(add={Verdict.REFERENCE_MISMATCH}, findings={
+                        "reference_mismatch": {"reference_seq": solo.seq, **differs}})
+        return out
+
+    def _difference(self, reply: _Reply, solo: _Reply) -> dict[str, Any] | None:
+        if reply.verifiable != solo.verifiable:
+            return {"field": "verifiable", "loaded": _shown(reply.verifiable),
+                    "reference": _shown(solo.verifiable)}
+        if self.cfg.batch_invariant and reply.key != solo.key:
+            return {"field": "text", "detail": "the server is declared batch-invariant: the "
+                    "whole reply must match its solo reply word for word"}
+        return None
+
+    def summary(self) -> dict[str, Any]:
+        """Per request and as a distribution: how loaded replies agree with solo ones."""
+        rows = []
+        compared = mismatched = 0
+        for body, solo in self._solo.items():
+            for reply in self._loaded.get(body, []):
+                compared += 1
+                same = reply.verifiable == solo.verifiable
+                mismatched += not same
+                if reply.answer is not None and solo.answer is not None:
+                    rows.append({"seq": reply.seq, "reference_seq": solo.seq,
+                                 "item_id": reply.item_id, "verifiable_equal": same,
+                                 "identical": reply.key == solo.key,
+                                 **agreement(reply.answer, solo.answer)})
+        sims = sorted(r["similarity"] for r in rows)
+        return {
+            "solo_replies": len(self._solo),
+            "unusable": dict(sorted(self._unusable.items())),
+            "compared": compared,
+            "verifiable_mismatches": mismatched,
+            "identical": sum(r["identical"] for r in rows),
+            "texts_compared": len(rows),
+            "similarity": _quantiles(sims),
+            "batch_invariant": self.cfg.batch_invariant,
+            "per_request": sorted(rows, key=lambda r: (r["similarity"], r["seq"]))[:200],
+        }
+
+
+def _shown(fields: tuple[Any, ...]) -> str:
+    return orjson.dumps(fields).decode()[:300]
+
+
+def _quantiles(values: list[float]) -> dict[str, float | None]:
+    if not values:
+        return {"min": None, "p10": None, "p50": None, "max": None}
+
+    def q(p: float) -> float:
+        return values[min(len(values) - 1, int(p * (len(values) - 1) + 0.5))]
+
+    return {"min": values[0], "p10": q(0.10), "p50": q(0.50), "max": values[-1]}
