@@ -15,6 +15,7 @@ from loadgen.judge.qualification import decide
 from loadgen.judge.run_level import RUN_LEVEL_FILE, write_run_level
 from loadgen.judge.run_report import RunReport, judge_run
 from loadgen.report import write_qualify_reports, write_run_reports
+from loadgen.report.run_text import load_text
 from loadgen.results import RUN_FILE, is_run_dir
 
 
@@ -81,4 +82,4 @@ def one_line(report: RunReport) -> str:
     reasons = "; ".join(gate.reasons)
     return (f"{report.scenario.name} [{gate.role}]: {EXIT_WORDS.get(gate.exit_code, '?')} "
             f"(exit {gate.exit_code}): {counted}{' — ' + reasons if reasons else ''}; "
-            f"results in {report.out_dir}")
+            f"load: {load_text(report)}; results in {report.out_dir}")

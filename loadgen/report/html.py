@@ -22,6 +22,7 @@ from loadgen.report.facts_text import (
 )
 from loadgen.report.figures import png_data_uri, pyplot
 from loadgen.report.markdown import findings_lines
+from loadgen.report.run_text import load_text, reference_lines, run_level_text
 from loadgen.report.telemetry_plots import telemetry_plots
 
 _TEMPLATE = """<!doctype html>
@@ -49,11 +50,13 @@ the bug; it must exceed {{ g.allowed }}.
 {% if g.upper_bound_95 is not none %} Failure rate &lt;
 {{ '%.2f' % (100 * g.upper_bound_95) }}% at 95% confidence.{% endif %}{% endif %}</p>
 <p id="proves"><b>What this run proves:</b> {{ g.statement }}</p>
+{% if derived %}<p id="run-level">{{ derived }}</p>{% endif %}
 {% if g.reasons %}<ul>{% for reason in g.reasons %}<li>{{ reason }}</li>{% endfor %}</ul>{% endif %}
 <table class="facts">
 <tr><th>run id</th><td>{{ r.run.run_id }}</td></tr>
 <tr><th>server(s)</th><td>{{ r.run.base_urls | join(', ') }}</td></tr>
 <tr><th>model</th><td>{{ r.run.model }}</td></tr>
+<tr><th>load</th><td id="load">{{ load }}</td></tr>
 <tr><th>C128A layout the server ran</th><td id="layout">{{ layout }}</td></tr>
 <tr><th>vLLM</th><td>{{ r.server.vllm_versions | join(', ') or '-' }}</td></tr>
 {% if receipts %}<tr><th>patch receipts</th><td id="receipts">{{ receipts }}</td></tr>{% endif %}
@@ -72,6 +75,8 @@ loop lag p99 {{ r.run.client.loop_lag_ms_p99 }} ms {% if r.run.client.saturated 
 <td>{{ '%.1f' % (100 * ph.rates[v]) if ph.rates[v] is not none else '-' }}%</td></tr>{% endfor %}
 </table>
 {% endfor %}
+{% if reference %}<h2>Reference phase: the same server alone</h2>
+<div id="reference">{% for line in reference %}<p>{{ line }}</p>{% endfor %}</div>{% endif %}
 {% if telemetry or telemetry_note %}
 <h2>Server telemetry (/metrics)</h2>{% endif %}
 {% if telemetry %}
@@ -171,5 +176,6 @@ def render_html(report: RunReport) -> str:
         telemetry=telemetry_rows(report.server), telemetry_columns=TELEMETRY_COLUMNS,
         telemetry_note=telemetry_note(report.server),
         forensics=[(n, st.failures) for n, st in report.stats.phases.items() if st.failures],
-        findings=findings_lines,
+        findings=findings_lines, load=load_text(report), derived=run_level_text(report),
+        reference=reference_lines(report.stats.rule_summaries.get("reference")),
     )

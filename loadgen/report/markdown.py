@@ -13,6 +13,7 @@ from loadgen.report.facts_text import (
     telemetry_note,
     telemetry_rows,
 )
+from loadgen.report.run_text import load_text, reference_lines, run_level_text
 
 
 def _fmt(value: float | None, scale: float = 1.0, digits: int = 3) -> str:
@@ -34,6 +35,27 @@ def findings_lines(findings: dict[str, object]) -> list[str]:
         lines.append(f"tool call: {problem}")
     if findings.get("finish"):
         lines.append(f"finish_reason: {findings['finish']}")
+    for wrong in findings.get("wrong_answer") or []:  # type: ignore[union-attr]
+        if isinstance(wrong, dict):
+            got = "nothing" if wrong.get("got") is None else repr(wrong.get("got"))
+            lines.append(f"wrong answer: {wrong.get('field')} states {got}, the request's "
+                         f"{wrong.get('fact')} is {wrong.get('expected')!r}")
+    cross = findings.get("cross_talk")
+    if isinstance(cross, dict):
+        for src in cross.get("sources") or []:
+            lines.append(f"cross-talk: {src.get('code')} (in {', '.join(src.get('where') or [])})"
+                         f" belongs to seq {src.get('source_seq')} ({src.get('source_item')}), "
+                         + ("in flight at the same time" if src.get("in_flight_together")
+                            else "not in flight at the same time"))
+    garble = findings.get("garbled")
+    if isinstance(garble, dict):
+        lines.append(f"garbled {garble.get('field')}: {garble.get('kind')}: "
+                     f"{garble.get('detail')}")
+    mismatch = findings.get("reference_mismatch")
+    if isinstance(mismatch, dict):
+        lines.append(f"unlike its solo reply (seq {mismatch.get('reference_seq')}): "
+                     f"{mismatch.get('field')}: loaded {mismatch.get('loaded', '')} vs alone "
+                     f"{mismatch.get('reference', '')}{mismatch.get('detail', '')}")
     return lines
 
 
@@ -60,6 +82,9 @@ def render_markdown(report: RunReport) -> str:
         lines.append(f"Control reproduction rate: {gate.failures}/{gate.measured}"
                      f" (> {_fmt(gate.lower_bound_95, 100, 2)}% at 95% confidence).")
     lines += ["", f"What this run proves: {gate.statement}", ""]
+    derived = run_level_text(report)
+    if derived:
+        lines += [derived, ""]
     for reason in gate.reasons:
         lines.append(f"- {reason}")
     lines += [
@@ -69,6 +94,7 @@ def render_markdown(report: RunReport) -> str:
         f"| run id | {run.run_id} |",
         f"| server(s) | {', '.join(run.base_urls)} |",
         f"| model | {run.model or '-'} |",
+        f"| load | {load_text(report)} |",
         f"| C128A layout | {layout_text(server)} |",
         f"| vLLM | {', '.join(server.vllm_versions) or '-'} |",
     ]
@@ -77,6 +103,9 @@ def render_markdown(report: RunReport) -> str:
     receipts_line = receipts_text(server)
     if receipts_line:
         lines += ["", receipts_line]
+    reference = reference_lines(report.stats.rule_summaries.get("reference"))
+    if reference:
+        lines += ["", "## Reference phase: the same server alone", "", *reference]
     rows, note = telemetry_rows(server), telemetry_note(server)
     if rows or note:
         lines += ["", "## Server telemetry (/metrics)", ""]

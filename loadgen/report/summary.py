@@ -29,6 +29,8 @@ def summary_document(report: RunReport) -> dict[str, Any]:
         "phases": report.phase_summaries,
         "divergent_seqs": report.stats.seqs_with(Verdict.DIVERGENT)[:1000],
         "run_level": run_level_summary(report),
+        "reference": report.stats.rule_summaries.get("reference"),
+        "load": report.run.load or None,
         "gate": report.gate.to_dict(),
         "client": report.run.client,
     }

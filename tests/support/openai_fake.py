@@ -16,7 +16,7 @@ import socket
 import threading
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -193,6 +193,11 @@ class FakeOpenAI:
         # modes answer one request with another's facts.
         self.live: dict[object, Asked] = {}
         self.recent: list[Asked] = []
+        # Speculative decoding as /metrics reports it (#51009: acceptance collapses under
+        # load when `accepted_under_load` is set below 5).
+        self.drafted = 0
+        self.accepted = 0
+        self.accepted_under_load = 5
         self.headers: list[dict[str, str]] = []
         # A "restart": a new process start time, counters from zero, and optionally a
         # few failed readiness probes, as a restarted vLLM shows them.
@@ -219,6 +224,7 @@ class FakeOpenAI:
         self.restarts += 1
         self._down_probes = down_probes
         self._served_at_start = sum(self.counts.values())
+        self.drafted = self.accepted = 0
 
     async def health(self, request: Request) -> Response:
         if self._down_probes > 0:
@@ -247,9 +253,10 @@ class FakeOpenAI:
             f"vllm:num_preemptions_total{label} {served // 8}",
             f"vllm:prompt_tokens_total{label} {served * 300}",
             f"vllm:generation_tokens_total{label} {served * 10}",
-            # 7 drafted tokens a request, 5 accepted: an acceptance rate of 5/7.
-            f"vllm:spec_decode_num_draft_tokens_total{label} {served * 7}",
-            f"vllm:spec_decode_num_accepted_tokens_total{label} {served * 5}",
+            # 7 drafted tokens a request, 5 accepted alone: an acceptance rate of 5/7
+            # (`accepted_under_load` of 7 while another request is in flight).
+            f"vllm:spec_decode_num_draft_tokens_total{label} {self.drafted}",
+            f"vllm:spec_decode_num_accepted_tokens_total{label} {self.accepted}",
         ]
         if self.expose_start_time:
             lines.append(f"process_start_time_seconds {self.start_time}")
@@ -271,6 +278,8 @@ class FakeOpenAI:
         self.headers.append(dict(request.headers))
         mode = body.get("fake_mode") or self._mode_for(raw) or next(self._next)
         self.counts[mode] += 1
+        self.drafted += 7
+        self.accepted += 5 if self.in_flight == 0 else self.accepted_under_load
         if self.restart_at is not None and sum(self.counts.values()) == self.restart_at:
             self.restart(self.restart_down_probes)
         if body.get("model") != self.model:
@@ -608,6 +617,49 @@ class FakeOpenAI:
                 args={"account_id": ask.account, "effective": "immediately"}))
         return self._stream(self._answer_for(body, Asked((), ask.plan)))
 
+
+    def _not_alone(self, body: dict[str, Any],
+                   reply: Callable[[bool], list[bytes]]) -> StreamingResponse:
+        """Stream `reply(busy)`, where busy says whether another request was in flight
+        while this one waited a moment (`fake_overlap_s`) before answering."""
+        key = object()
+        self.live[key] = asked(body)
+
+        async def parts() -> AsyncIterator[bytes]:
+            try:
+                await asyncio.sleep(float(body.get("fake_overlap_s", 0.05)))
+                for part in reply(len(self.live) > 1):
+                    yield part
+            finally:
+                self.live.pop(key, None)
+
+        return self._stream(parts())
+
+    async def mode_drift_under_load(self, body: dict[str, Any], max_tokens: int) -> Response:
+        """Alone, the right call; with another request in flight, the same call on another
+        plan (what a workload that knows no answers cannot see, but the server alone can)."""
+        ask = asked(body)
+        other = Asked(ask.codes, next(p for p in _PLANS if p != ask.plan))
+        return self._not_alone(body, lambda busy: self._answer_for(body, other if busy
+                                                                   else ask))
+
+    async def mode_reword_under_load(self, body: dict[str, Any], max_tokens: int) -> Response:
+        """The same call always; the reasoning worded differently when not alone (a server
+        that is not batch-invariant)."""
+        ask = asked(body)
+
+        def reply(busy: bool) -> list[bytes]:
+            c = Chunks(self.model)
+            text = HEALTHY_REASONING.format(acc=ask.account, plan=ask.plan)
+            if busy:
+                text = "So: " + text.replace("I should", "I will")
+            reasoning = [c.reasoning(w) for w in _words(text)]
+            calls = c.tool_call("change_plan", orjson.dumps(
+                {"account_id": ask.account, "plan": ask.plan}).decode())
+            return [c.role(), *reasoning, *calls, c.finish("tool_calls"),
+                    c.usage(300, len(reasoning) + len(calls), len(reasoning)), DONE]
+
+        return self._not_alone(body, reply)
 
 class ServerThread:
     """uvicorn on 127.0.0.1 with an ephemeral port, in a daemon thread."""

@@ -1,0 +1,70 @@
+"""Sentences about the run itself (its load, its run-level verdicts, its reference phase),
+shared by every human-readable report."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loadgen.judge.run_report import RunReport
+from loadgen.load_claim import LoadClaim, describe
+
+
+def load_claim(report: RunReport) -> LoadClaim | None:
+    return LoadClaim.from_dict(report.run.load)
+
+
+def load_text(report: RunReport) -> str:
+    """'concurrency 64, priming 256, ...' and, when the command line changed it, the
+    shipped load beside it."""
+    claim = load_claim(report)
+    if claim is None:
+        return describe(report.scenario.load_values())
+    text = describe(claim.effective)
+    if claim.changed:
+        text += f" (shipped: {describe(claim.shipped)})"
+    return text
+
+
+def run_level_text(report: RunReport) -> str:
+    """What the run-level rules changed, in one sentence (empty when nothing)."""
+    added: dict[str, int] = {}
+    replaced: dict[str, int] = {}
+    for c in report.stats.changed:
+        for v in c.run_level:
+            added[v] = added.get(v, 0) + 1
+        for v in c.replaced:
+            replaced[v] = replaced.get(v, 0) + 1
+    if not added:
+        return ""
+    text = ("Judged across the run (run_level.jsonl): "
+            + ", ".join(f"{v} {n}" for v, n in sorted(added.items())))
+    if replaced:
+        text += " (in place of " + ", ".join(f"{v} {n}" for v, n in sorted(replaced.items())) \
+            + ": the wrong facts were another request's)"
+    return text + "."
+
+
+def reference_lines(summary: dict[str, Any] | None) -> list[str]:
+    """The reference phase in a few sentences (empty when it did not run)."""
+    if not summary:
+        return []
+    sim = summary.get("similarity") or {}
+    lines = [
+        f"{summary.get('solo_replies', 0)} body(ies) answered alone; "
+        f"{summary.get('compared', 0)} loaded replies compared with them: "
+        f"{summary.get('verifiable_mismatches', 0)} disagree in their verifiable fields "
+        f"(tool call or prose, functions, ids and enums, the codes stated).",
+    ]
+    if summary.get("texts_compared"):
+        lines.append(
+            f"Free text of {summary['texts_compared']} of them: {summary.get('identical', 0)} "
+            f"identical; similarity min {sim.get('min')}, p10 {sim.get('p10')}, "
+            f"median {sim.get('p50')} ("
+            + ("gated: the server is declared batch-invariant)" if summary.get("batch_invariant")
+               else "reported, not gated: the server is not declared batch-invariant)"))
+    unusable = summary.get("unusable") or {}
+    if unusable:
+        lines.append(f"{len(unusable)} solo reply(ies) were no oracle (broken alone: "
+                     + "; ".join(sorted(set(unusable.values())))[:200] + "), so their bodies "
+                     "were not compared.")
+    return lines

@@ -1,0 +1,132 @@
+"""The reference phase: the same server alone is the oracle (through `dsv4-qual run`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.loadgen.conftest import run_cli
+
+SC = """
+[load]
+concurrency = 4
+priming = 0
+measurement = 12
+[request]
+max_tokens = 96
+[workload]
+kind = "{kind}"
+{workload}
+[gate]
+prove_below = 0.3
+[reference]
+requests = 3
+{reference}
+"""
+PER_REQUEST = 'variant = "per-request"\naccounts = 6'
+
+
+def replay_file(tmp_path: Path, mode: str) -> str:
+    """Tool turns a workload knows no answer of: only the server alone can say."""
+    lines = [orjson.dumps({"messages": [{"role": "user", "content": f"Hi, account Q{i}RST{i}."},
+                                        {"role": "user", "content": "Move it to the pro plan."}],
+                           "tools": [{"type": "function", "function": {
+                               "name": "change_plan", "parameters": {
+                                   "type": "object", "required": ["account_id", "plan"]}}}],
+                           "fake_mode": mode}) for i in range(4)]
+    path = tmp_path / "bodies.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return f'path = "{path}"'
+
+
+def run(tmp_path: Path, url: str, *, kind: str = "tool-turn", workload: str = PER_REQUEST,
+        reference: str = "") -> tuple[int, dict, list[dict], str]:
+    sc = tmp_path / "s.toml"
+    sc.write_text(SC.format(kind=kind, workload=workload, reference=reference))
+    out = tmp_path / "out"
+    proc = run_cli("run", str(sc), "--base-url", url, "--out", str(out), "--quiet")
+    summary = json.loads((out / "summary.json").read_text())
+    records = [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines()]
+    return proc.returncode, summary, records, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_a_healthy_server_agrees_with_itself(fake_server, tmp_path: Path, when: str) -> None:
+    _, srv = fake_server(("ok",))
+    code, summary, records, output = run(tmp_path, srv.url, reference=f'when = "{when}"')
+    assert code == 0, output
+    reference = [r for r in records if r["phase"] == "reference"]
+    assert len(reference) == 3
+    assert [r["seq"] for r in reference] == [12, 13, 14]  # after the measured seqs, always
+    order = [r["phase"] for r in records]
+    assert (order[0] == "reference") == (when == "before")
+    measured_items = {r["item_id"] for r in records if r["phase"] == "measurement"}
+    assert {r["item_id"] for r in reference} <= measured_items
+    ref = summary["reference"]
+    assert ref["solo_replies"] == 3 and ref["verifiable_mismatches"] == 0
+    assert ref["compared"] == 6  # 6 accounts over 12 measured: each sampled body twice
+    assert ref["identical"] == ref["texts_compared"] == 6
+    assert ref["similarity"]["min"] == 1.0
+    assert "reference_mismatch" not in summary["phases"]["measurement"]["verdicts"]
+    checks = {c["name"]: c for c in summary["gate"]["checks"]}
+    acceptance = checks["spec-decode acceptance under load >= 0.5 x alone"]
+    assert acceptance["passed"] and "ratio 1.00" in acceptance["message"]
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "## Reference phase: the same server alone" in report
+
+
+def test_a_loaded_reply_unlike_its_solo_reply_fails(fake_server, tmp_path: Path) -> None:
+    _, srv = fake_server()
+    code, summary, _, output = run(tmp_path, srv.url, kind="replay",
+                                   workload=replay_file(tmp_path, "drift_under_load"))
+    assert code == 1, output
+    m = summary["phases"]["measurement"]
+    assert m["verdicts"].get("reference_mismatch", 0) >= 3, m["verdicts"]
+    assert "wrong_answer" not in m["verdicts"]  # the workload knew no answer
+    derived = [json.loads(x) for x in (tmp_path / "out" / "run_level.jsonl").read_text()
+               .splitlines()]
+    finding = derived[0]["findings"]["reference_mismatch"]
+    assert finding["field"] == "verifiable" and '"pro"' in finding["reference"]
+
+
+def test_rewording_is_reported_and_gated_only_where_declared_batch_invariant(
+        fake_server, tmp_path: Path) -> None:
+    _, srv = fake_server(("reword_under_load",))
+    code, summary, _, output = run(tmp_path, srv.url)
+    assert code == 0, output
+    ref = summary["reference"]
+    assert ref["verifiable_mismatches"] == 0 and ref["identical"] < ref["texts_compared"]
+    assert ref["similarity"]["min"] == 1.0  # the answer (the call) is the same...
+    (tmp_path / "out").rename(tmp_path / "first")
+    code, summary, _, output = run(tmp_path, srv.url, reference="batch_invariant = true")
+    assert code == 1, output  # ...but not word for word, which a batch-invariant server owes
+    assert summary["phases"]["measurement"]["verdicts"].get("reference_mismatch", 0) >= 1
+
+
+def test_spec_decode_acceptance_that_collapses_under_load_fails(fake_server,
+                                                                tmp_path: Path) -> None:
+    # Tokens a few ms apart, so the measured requests overlap as on a real server.
+    fake, srv = fake_server(("ok",), token_delay_s=0.004)
+    fake.accepted_under_load = 1  # 1 of 7 drafted tokens accepted with others in flight
+    code, summary, _, output = run(tmp_path, srv.url)
+    assert code == 1, output
+    (check,) = [c for c in summary["gate"]["checks"] if c["name"].startswith("spec-decode")]
+    assert not check["passed"] and "0.714 alone" in check["message"]
+    assert summary["phases"]["measurement"]["verdicts"] == {"ok": 12}
+
+
+def test_without_a_reference_phase_there_is_no_acceptance_check(fake_server,
+                                                                tmp_path: Path) -> None:
+    _, srv = fake_server(("ok",))
+    sc = tmp_path / "s.toml"
+    sc.write_text(SC.format(kind="tool-turn", workload=PER_REQUEST, reference="")
+                  .replace("requests = 3", "requests = 0"))
+    proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(tmp_path / "o"),
+                   "--quiet")
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert proc.returncode == 0
+    assert not any(c["name"].startswith("spec-decode") for c in summary["gate"]["checks"])
+    assert summary["reference"] is None
