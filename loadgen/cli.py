@@ -103,9 +103,12 @@ def validate(scenario_ref: str) -> None:
     """
     scenario = load_scenario(scenario_ref)
     load = scenario.load
+    reference = scenario.reference
     click.echo(f"{scenario.name}: ok ({scenario.workload.kind}, concurrency {load.concurrency}, "
                f"priming {load.priming}, measurement {load.measurement}, "
-               f"gate {scenario.gate.role})")
+               + (f"reference {reference.requests} {reference.when}, "
+                  if reference.requests else "")
+               + f"gate {scenario.gate.role})")
 
 
 def _scenario_from(ref: str, options: dict[str, Any]) -> Scenario:

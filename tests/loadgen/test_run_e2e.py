@@ -32,7 +32,9 @@ def test_clean_candidate_passes_with_every_report(fake_server, tmp_path: Path) -
     assert len(lines) == 40
     rec = json.loads(lines[-1])
     assert rec["tool_calls"][0]["function"]["name"] == "change_plan"
-    assert json.loads(rec["tool_calls"][0]["function"]["arguments"])["plan"] == "business"
+    # The smoke turn asks each request for its own account and plan: the fake reads them.
+    args = json.loads(rec["tool_calls"][0]["function"]["arguments"])
+    assert args == {key: rec["expected"]["facts"][key] for key in ("account_id", "plan")}
     assert rec["finish_reason"] == "tool_calls"
     assert rec["usage"]["reasoning_tokens"] > 0
     assert fake.counts["ok"] == 40
