@@ -80,9 +80,7 @@ def run_scenario(
     # The run is over: a signal from here on is held, so the reports are written whole and
     # the exit code printed is the one returned (a caller that goes on resumes them).
     interrupts.hold()
-    write_json(out_dir / SERVER_FILE, select_receipts(
-        runner.server_document(), margin_s=scenario.telemetry.receipts_margin_s,
-        since=scenario.telemetry.receipts_since, run_started=facts.started))
+    write_json(out_dir / SERVER_FILE, select_receipts(runner.server_document()))
     write_run(out_dir, scenario, facts)
     outcome = rebuild_reports(out_dir, html=html)
     outcome.interrupted_after = interrupts.HELD.signal

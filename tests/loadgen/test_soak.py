@@ -92,13 +92,24 @@ def test_priming_once_per_server_start(fake_server, tmp_path: Path,
 
 def test_restart_detection_rules() -> None:
     url = "http://s"
-    assert detect_restart(None, [Observation(url, True, 100.0)]).restarted
-    assert not detect_restart({url: 100.0}, [Observation(url, True, 100.4)]).restarted
-    moved = detect_restart({url: 100.0}, [Observation(url, True, 200.0)])
+
+    def seen(start: float | None, server_id: str | None = None, ready: bool = True):
+        return Observation(url, ready, start, server_id)
+
+    assert detect_restart(None, [seen(100.0)]).restarted
+    assert not detect_restart({url: seen(100.0)}, [seen(100.4)]).restarted
+    moved = detect_restart({url: seen(100.0)}, [seen(200.0)])
     assert moved.restarted and "process start time changed" in moved.reasons[0]
-    assert detect_restart({url: None}, [Observation(url, False, None)]).restarted
-    assert not detect_restart({url: None}, [Observation(url, True, None)]).restarted
-    assert detect_restart({url: 100.0}, [Observation(url, True, None)]).restarted
+    assert detect_restart({url: seen(None)}, [seen(None, ready=False)]).restarted
+    assert not detect_restart({url: seen(None)}, [seen(None)]).restarted
+    assert detect_restart({url: seen(100.0)}, [seen(None)]).restarted
+    # The server id decides where both looks have one, whatever the start time says.
+    new_id = detect_restart({url: seen(None, "a")}, [seen(None, "b")])
+    assert new_id.restarted and "server id changed (a -> b)" in new_id.reasons[0]
+    assert not detect_restart({url: seen(100.0, "a")}, [seen(300.0, "a")]).restarted
+    assert detect_restart({url: seen(100.0, "a")}, [seen(100.0, "b")]).restarted
+    gone = detect_restart({url: seen(100.0, "a")}, [seen(100.0)])
+    assert gone.restarted and "no longer exports its server id" in gone.reasons[0]
 
 
 @pytest.mark.slow
