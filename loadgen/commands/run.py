@@ -62,7 +62,9 @@ def run_scenario(
     out_dir = prepare_out_dir(out or default_out_dir("", scenario.name, run_id))
     embedded: EmbeddedTarget | None = None
     if scenario.target.sim is not None and not scenario.target.base_urls:
-        embedded = start_embedded("sim", scenario.target.sim.model_dump())
+        # The sim writes its receipt where the run reads them.
+        embedded = start_embedded("sim", {**scenario.target.sim.model_dump(),
+                                          "receipts_dir": scenario.target.receipts_dir})
         scenario = scenario.with_overrides(
             base_urls=[embedded.base_url],
             receipts_dir=scenario.target.receipts_dir or embedded.receipts_dir)

@@ -379,7 +379,9 @@ def soak(scenario: Scenario, plan: SoakPlan, out: Path | None, history_path: Pat
             try:
                 if not base_urls and scenario.target.sim is not None:
                     # One server for the whole soak: uptime is what a soak measures.
-                    embedded = start_embedded("sim", scenario.target.sim.model_dump())
+                    # The sim writes its receipt where the run reads them.
+                    embedded = start_embedded("sim", {**scenario.target.sim.model_dump(),
+                                                      "receipts_dir": scenario.target.receipts_dir})
                     base_urls = [embedded.base_url]
                     session.scenario = session.scenario.with_overrides(
                         base_urls=base_urls,

@@ -52,7 +52,7 @@ def receipt(pid: int, server_id: str | None, *, layout: str = "capacity",
                           "made_here": not runs_model}
     if runs_model:
         ratios = compress_ratios if compress_ratios is not None else (
-            [0, 4, 128] if "deepseek_v4" == model_type else None)
+            [0, 4, 128] if model_type == "deepseek_v4" else None)
         data["model"].update(architectures=list(architectures), model_type=model_type,
                              model=model, revision=revision, compress_ratios=ratios,
                              parallel=place or parallel())
