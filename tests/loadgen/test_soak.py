@@ -61,15 +61,18 @@ def records(directory: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
 
-@pytest.mark.parametrize("exposes_start_time", [True, False],
-                         ids=["process-start-time", "readiness-loss"])
-def test_priming_once_per_server_start(fake_server, tmp_path: Path,
-                                       exposes_start_time: bool) -> None:
-    fake, srv = fake_server(("ok",), expose_start_time=exposes_start_time)
+@pytest.mark.parametrize("exposes_start_time,exposes_id,down_probes", [
+    (True, False, 1), (False, False, 1), (False, True, 0)],
+    ids=["process-start-time", "readiness-loss", "server-id"])
+def test_priming_once_per_server_start(fake_server, tmp_path: Path, exposes_start_time: bool,
+                                       exposes_id: bool, down_probes: int) -> None:
+    fake, srv = fake_server(("ok",), expose_start_time=exposes_start_time,
+                            expose_server_id=exposes_id)
     # The server restarts when round 2's last request (the 10th) arrives: with the
-    # metric the run sees its start time move; without it, the next /health fails once.
+    # metrics the run sees its start time or its server id change; without them, the
+    # next /health fails once. With the id, nothing else needs to show it.
     fake.restart_at = 10
-    fake.restart_down_probes = 1
+    fake.restart_down_probes = down_probes
     out = tmp_path / "soak"
     proc = run_cli("soak", str(scenario(tmp_path)), "--base-url", srv.url, "--rounds", "3",
                    "--out", str(out), "--quiet")
@@ -86,7 +89,9 @@ def test_priming_once_per_server_start(fake_server, tmp_path: Path,
         assert rows[0]["server_start"] < rows[2]["server_start"]
     else:
         assert rows[2]["server_start"] is None
-        assert "not ready" in proc.stdout
+        # The id moved between round 2's first and last look: round 3 primes.
+        assert ("restarted during the previous round" if exposes_id else "not ready") in \
+            proc.stdout
     assert (soak_dir(out) / "trend.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
