@@ -97,8 +97,8 @@ class Parallel:
     @property
     def ranks_served(self) -> int:
         """Data-parallel ranks behind the endpoint of this process's start."""
-        return self.data_parallel_size_local if self.local_engines_only \
-            else self.data_parallel_size
+        return max(1, self.data_parallel_size_local if self.local_engines_only
+                   else self.data_parallel_size)
 
 
 @dataclass(frozen=True)
