@@ -182,6 +182,7 @@ def test_the_worker_module_global_is_ours(vllm_server: VllmServer) -> None:
     assert str(installed["module"]) in _named(receipt["installed"])
 
 
+@pytest.mark.changes_the_session_server  # the worker's guard has seen a builder call since
 def test_first_call_in_the_worker_runs_ours_and_fills_its_receipt(
         vllm_server: VllmServer) -> None:
     worker_pid = int(_worker_probe(vllm_server)["pid"])  # type: ignore[call-overload]
