@@ -204,9 +204,10 @@ class GateConfig(_Strict):
     )
     fail_on_stride_violations: bool = Field(
         default=False,
-        description="Fail the gate when the plugin's stride guard saw any violation, "
-        "even if no request failed (receipts must be readable: target.receipts_dir). "
-        "A guard that reported no builder calls makes the run invalid (exit 2).",
+        description="Demand that the plugin's stride guard saw C128A builder calls: a "
+        "guard that reported none makes the run invalid (exit 2), even for a model "
+        "without C128A layers. Violations fail every candidate whose receipts are counted "
+        "whatever this says; on, they are also their own check.",
     )
 
     @field_validator("fail_on")
@@ -262,19 +263,10 @@ class VerdictConfig(_Strict):
 
 
 class TelemetryConfig(_Strict):
+    """The server's side. Which patch receipts count is no setting: a receipt counts when
+    it names the server start a measured endpoint exports on /metrics (targets.epochs)."""
+
     scrape_interval_s: float = Field(default=10.0, ge=0, le=MAX_TIMEOUT_S)
-    receipts_margin_s: float = Field(
-        default=600.0, ge=0, le=MAX_TIMEOUT_S,
-        description="A receipt counts when written at most this long before the server's "
-        "process start (engine processes may start before the API server), or, when "
-        "/metrics has no process start time, before the run's start.",
-    )
-    receipts_since: float | None = Field(
-        default=None, ge=0,
-        description="Epoch seconds: receipts written before this belong to an earlier "
-        "server start. Overrides the process start time (soak sets it when /metrics "
-        "has none).",
-    )
 
 
 class QualifySide(_Strict):
@@ -306,6 +298,13 @@ class QualifyConfig(_Strict):
     )
     control_allowed: Count = Field(
         default=0, description="The control reproduces when more than this many fail.")
+    allow_different_models: bool = Field(
+        default=False,
+        description="Qualify even when the control and the candidate do not serve the same "
+        "model (name, /v1/models root, the model and revision the receipts name). Off, a "
+        "control of another model makes the qualification invalid: its reproduction says "
+        "nothing about the candidate's model.",
+    )
 
     @field_validator("control_fail_on")
     @classmethod

@@ -7,8 +7,14 @@ only) from a C128A builder that was never reached. Two hooks, installed by the
 plugin in every process, write what they see into that process's receipt:
 
 - ``loaded``: this process loaded the model. vLLM's model loaders (0.26 - 0.33) go
-  through ``BaseModelLoader.load_model``; the hook records the architectures, the
-  model type and the model's name once it returns.
+  through ``BaseModelLoader.load_model``; the hook records each load once it returns
+  (``loads``: the target model, then a speculative drafter in the same process, e.g.
+  DeepSeek-V4's ``DeepSeekV4MTPModel``). The section's ``architectures`` are every
+  load's, ``compress_ratios`` the attention compress ratios their configs declare
+  (DeepSeek-V4's C128A layers have ratio 128, V4.1's have 1 and 2 only, None: no such
+  key), and ``model``, ``revision``, ``model_type`` and ``parallel`` (this process's
+  data-parallel rank and size, worker rank and world size, so that the gate can tell
+  whether every rank of a server start wrote a receipt) are the target model's.
 - ``c128a_builders``: how many DeepSeek-V4 sparse-MLA metadata builders with
   compress ratio 128 this process made (one per C128A KV-cache group), and their
   capacity widths. The hook wraps ``__init__`` of the target module's classes that
@@ -56,7 +62,7 @@ class _Seen:
         self.reset()
 
     def reset(self) -> None:
-        self.loaded: dict[str, Any] | None = None
+        self.loads: list[dict[str, Any]] = []
         self.c128a_builders = 0
         self.c128a_widths: list[int] = []
         self.hooks: dict[str, str] = {}
@@ -67,13 +73,32 @@ _report: Report | None = None
 os.register_at_fork(after_in_child=_SEEN.reset)
 
 
+def _merged(loads: list[dict[str, Any]]) -> dict[str, Any]:
+    """The target model's facts (the first load), with every load's architectures and
+    compress ratios."""
+    if not loads:
+        return {}
+    first = loads[0]
+    architectures = list(dict.fromkeys(a for load in loads for a in load["architectures"]))
+    ratios = [load["compress_ratios"] for load in loads if load["compress_ratios"] is not None]
+    return {
+        "architectures": architectures,
+        "model_type": first["model_type"],
+        "model": first["model"],
+        "revision": first["revision"],
+        "compress_ratios": sorted({r for found in ratios for r in found}) if ratios else None,
+        "parallel": first["parallel"],
+        "loaded_at": first["loaded_at"],
+        "loads": [{k: v for k, v in load.items() if k != "parallel"} for load in loads],
+    }
+
+
 def section() -> dict[str, Any]:
     """What the receipt's `model` section holds now."""
     with _SEEN.lock:
-        loaded = _SEEN.loaded
         return {
-            "loaded": loaded is not None,
-            **(loaded or {}),
+            "loaded": bool(_SEEN.loads),
+            **_merged(_SEEN.loads),
             "c128a_builders": _SEEN.c128a_builders,
             "c128a_widths": sorted(set(_SEEN.c128a_widths)),
             "hooks": dict(_SEEN.hooks),
@@ -90,16 +115,53 @@ def _publish() -> None:
         logger.warning("dsv4-qual: could not write the receipt's model section", exc_info=True)
 
 
+#: What the receipt keeps of vLLM's ParallelConfig (0.26 - 0.33 names).
+PARALLEL_FIELDS = ("data_parallel_size", "data_parallel_size_local", "data_parallel_rank",
+                   "data_parallel_index", "data_parallel_external_lb",
+                   "data_parallel_hybrid_lb", "world_size", "rank", "tensor_parallel_size",
+                   "pipeline_parallel_size", "nnodes", "node_rank")
+
+
+def _parallel(vllm_config: Any) -> dict[str, Any] | None:
+    """This process's place in the server: its data-parallel rank and its worker rank.
+
+    ``data_parallel_index`` is the engine's rank even where vLLM runs a dense model's
+    ranks as independent servers of size 1; None where vLLM has no such field.
+    """
+    config = getattr(vllm_config, "parallel_config", None)
+    if config is None:
+        return None
+    found = {}
+    for name in PARALLEL_FIELDS:
+        value = getattr(config, name, None)
+        found[name] = value if isinstance(value, bool | int) else None
+    return found
+
+
+def _compress_ratios(model_config: Any) -> list[int] | None:
+    """The attention compress ratios the model's config declares (None: no such key)."""
+    for config in (getattr(model_config, "hf_text_config", None),
+                   getattr(model_config, "hf_config", None)):
+        ratios = getattr(config, "compress_ratios", None)
+        if isinstance(ratios, list | tuple):
+            return sorted({int(r) for r in ratios if isinstance(r, int | float)})
+    return None
+
+
 def _describe_model(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
     vllm_config = kwargs.get("vllm_config", args[0] if args else None)
     model_config = kwargs.get("model_config", args[1] if len(args) > 1 else None)
     if model_config is None and vllm_config is not None:
         model_config = getattr(vllm_config, "model_config", None)
     hf_config = getattr(model_config, "hf_config", None)
+    revision = getattr(model_config, "revision", None)
     return {
-        "architectures": list(getattr(hf_config, "architectures", None) or []),
+        "architectures": [str(a) for a in getattr(hf_config, "architectures", None) or []],
         "model_type": getattr(hf_config, "model_type", None),
         "model": str(getattr(model_config, "model", "") or ""),
+        "revision": revision if isinstance(revision, str) else None,
+        "compress_ratios": _compress_ratios(model_config),
+        "parallel": _parallel(vllm_config),
         "loaded_at": utc_now(),
     }
 
@@ -120,7 +182,7 @@ def _hook_model_loader() -> str:
         try:
             described = _describe_model(args, kwargs)
             with _SEEN.lock:
-                _SEEN.loaded = described
+                _SEEN.loads.append(described)
             _publish()
         except Exception:
             logger.warning("dsv4-qual: could not record the model load", exc_info=True)

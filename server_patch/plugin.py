@@ -7,7 +7,9 @@ exist. We replace the module global
 looks up by name on every metadata build, with our builder for the chosen
 layout, arm the compile of our kernel for when the process starts CUDA
 (``c128a.warmup``, as vLLM 0.30+ warms its own up), watch for the model's load
-and its C128A metadata builders (``model_watch``), and leave a receipt.
+and its C128A metadata builders (``model_watch``), and leave a receipt that names the
+server start it belongs to (``server_start``: an id the first process of a start makes
+and hands down, which the API server also exports on /metrics).
 Under every layout, ``off`` included, the stride guard (``server_patch.guard``,
 ``DSV4_QUAL_GUARD``, counting by default) wraps whatever is in place, so even
 upstream's own builder is watched and the receipt's ``guard`` section says what it saw.
@@ -36,7 +38,7 @@ from types import ModuleType
 from typing import Any, NoReturn
 
 from server_patch import guard as guard_mod
-from server_patch import model_watch, vllm_compat
+from server_patch import model_watch, server_start, vllm_compat
 from server_patch import settings as settings_mod
 from server_patch.c128a import builder, observe_first_call, qualified_name
 from server_patch.c128a.layouts import expected_violations
@@ -262,7 +264,12 @@ def _leave_upstream(target: _Target, upstream_variant: str, guard: StrideGuard) 
 def _register() -> None:
     strict = settings_mod.strict_from_env()
     receipt_dir = os.environ.get(settings_mod.ENV_RECEIPT_DIR, "").strip() or None
+    # First, before anything can stop the process: which start this is, on /metrics too,
+    # so that even a refusal's receipt says whose it is.
+    start = server_start.current()
+    server_start.export_metric(start, logger)
     fields: dict[str, Any] = {
+        server_start.SECTION: start.section(),
         "layout": os.environ.get(settings_mod.ENV_LAYOUT, settings_mod.DEFAULT_LAYOUT),
         "patched": False,
         "strict": strict,

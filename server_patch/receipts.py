@@ -30,6 +30,8 @@ from typing import Any
 
 SCHEMA = 1
 TOOL = "dsv4-qual"
+#: The section naming the server start (``server_patch.server_start``).
+SERVER_SECTION = "server"
 DISTRIBUTION = "dsv4-qual"
 
 
@@ -108,7 +110,8 @@ class Receipt:
 
     If the process forks after the receipt was made, the child's first update
     moves to the child's own ``<hostname>-<pid>.json`` (recording
-    ``forked_from``) instead of overwriting the parent's file.
+    ``forked_from``, and the server start as the child sees it) instead of
+    overwriting the parent's file.
     """
 
     def __init__(self, directory: str | os.PathLike[str], fields: Mapping[str, Any]) -> None:
@@ -147,6 +150,10 @@ class Receipt:
             self._data["pid"] = pid
             self._data["process"] = process_title()
             self._data["process_name"] = multiprocessing.current_process().name
+            if SERVER_SECTION in self._data:  # the same start, seen from the child
+                from server_patch.server_start import current
+
+                self._data[SERVER_SECTION] = current().section()
 
     def update(self, **fields: Any) -> Path:
         """Set top-level keys (a whole section, e.g. ``first_call=...``) and rewrite the file."""

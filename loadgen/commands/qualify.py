@@ -6,7 +6,8 @@ passes only by reproducing #52448's signature). If it does not reproduce, the
 qualification is invalid (exit 2) and the candidate is NOT run: a clean candidate
 would prove nothing, and a release engineer must not read a green candidate next
 to a red control as a pass. Otherwise the candidate runs with the scenario's own
-gate, and its exit code is the qualification's.
+gate, and its exit code is the qualification's, provided both sides served the same
+model (`judge.qualification`: else invalid, unless `qualify.allow_different_models`).
 
 Each side is an ordinary run (`run_scenario`) with its own results directory under
 the qualification's; the side-by-side reports are written next to them.
@@ -112,5 +113,6 @@ def qualify(scenario: Scenario, cfg: QualifyConfig, out: Path | None, *, quiet: 
         except KeyboardInterrupt:  # between the two runs: report what the control showed
             candidate = None
     interrupts.hold()  # the side-by-side reports are written whole, whatever comes
-    qualification = decide(out_dir, scenario.name, control, candidate)
+    qualification = decide(out_dir, scenario.name, control, candidate,
+                           allow_different_models=cfg.allow_different_models)
     return QualifyOutcome(qualification, write_qualify_reports(qualification))

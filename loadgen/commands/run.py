@@ -62,7 +62,9 @@ def run_scenario(
     out_dir = prepare_out_dir(out or default_out_dir("", scenario.name, run_id))
     embedded: EmbeddedTarget | None = None
     if scenario.target.sim is not None and not scenario.target.base_urls:
-        embedded = start_embedded("sim", scenario.target.sim.model_dump())
+        # The sim writes its receipt where the run reads them.
+        embedded = start_embedded("sim", {**scenario.target.sim.model_dump(),
+                                          "receipts_dir": scenario.target.receipts_dir})
         scenario = scenario.with_overrides(
             base_urls=[embedded.base_url],
             receipts_dir=scenario.target.receipts_dir or embedded.receipts_dir)
@@ -80,9 +82,7 @@ def run_scenario(
     # The run is over: a signal from here on is held, so the reports are written whole and
     # the exit code printed is the one returned (a caller that goes on resumes them).
     interrupts.hold()
-    write_json(out_dir / SERVER_FILE, select_receipts(
-        runner.server_document(), margin_s=scenario.telemetry.receipts_margin_s,
-        since=scenario.telemetry.receipts_since, run_started=facts.started))
+    write_json(out_dir / SERVER_FILE, select_receipts(runner.server_document()))
     write_run(out_dir, scenario, facts)
     outcome = rebuild_reports(out_dir, html=html)
     outcome.interrupted_after = interrupts.HELD.signal

@@ -4,10 +4,10 @@
 clean), so a soak primes once per server start, not once per round: priming a
 server that has been busy for hours would only waste time, and not priming a fresh
 one would measure its clean cold start. A server start is read from the server
-(`process_start_time_seconds` in /metrics; without it, a readiness loss between
-rounds or a restart the run saw). Each round is one ordinary run (`run_scenario`)
-in `<out>/<soak id>/round-NNNN`, written to the history when it starts and when it
-ends.
+(the dsv4-qual server id in /metrics, else `process_start_time_seconds`; without
+either, a readiness loss between rounds or a restart the run saw). Each round is one
+ordinary run (`run_scenario`) in `<out>/<soak id>/round-NNNN`, written to the history
+when it starts and when it ends.
 
 Resuming: the unfinished soak of a scenario in an out dir is found again in the
 history, and a restarted command continues its round count. A round whose process
@@ -49,6 +49,7 @@ from loadgen.results import (
     RECORDS_FILE,
     is_run_dir,
     load_run,
+    load_server,
     new_run_id,
     results_root,
     write_json,
@@ -56,7 +57,13 @@ from loadgen.results import (
 )
 from loadgen.scenario import Scenario
 from loadgen.targets.embedded import EmbeddedTarget, start_embedded
-from loadgen.targets.epochs import detect_restart, observe
+from loadgen.targets.epochs import (
+    Observation,
+    detect_restart,
+    last_seen,
+    observe,
+    restarted_during,
+)
 
 SOAK_FILE = "soak.json"
 LOCK_FILE = ".soak.lock"
@@ -172,14 +179,7 @@ def _mtime(directory: Path) -> float | None:
 
 def _restarted_during(report: RunReport) -> bool:
     """Did the server restart while the round ran (the runner saw it go, or its start moved)?"""
-    if report.run.server_restarts:
-        return True
-    for info in (report.server.document.get("servers") or {}).values():
-        before = (info.get("tracked_before") or {}).get("process_start_time")
-        after = (info.get("tracked_after") or {}).get("process_start_time")
-        if before is not None and after is not None and abs(before - after) > 1.0:
-            return True
-    return False
+    return bool(report.run.server_restarts) or restarted_during(report.server.document)
 
 
 class SoakSession:
@@ -195,9 +195,8 @@ class SoakSession:
         self.transport = transport
         self.echo = echo
         self.soak: Soak | None = None
-        self.previous_starts: dict[str, float | None] | None = None
+        self.previous_starts: dict[str, Observation] | None = None
         self.force_priming = False
-        self.receipts_since: float | None = None
 
     # -- the soak's identity ----------------------------------------------------------
 
@@ -254,8 +253,14 @@ class SoakSession:
         rounds = self.history.rounds(soak.soak_id)
         if rounds:
             starts = orjson.loads(rounds[-1]["server_starts"] or "{}")
-            # Without a recorded start we cannot tell whether it restarted meanwhile.
-            self.previous_starts = starts if any(v is not None for v in starts.values()) else None
+            server_doc: dict[str, Any] = {}
+            with contextlib.suppress(BadInputError, OSError, ValueError):
+                server_doc = load_server(Path(rounds[-1]["results_dir"]))
+            seen = last_seen(server_doc, {url: Observation(url, True, start)
+                                          for url, start in starts.items()})
+            # Without a recorded start or id we cannot tell whether it restarted meanwhile.
+            known = any(o.start_time is not None or o.server_id for o in seen.values())
+            self.previous_starts = seen if known else None
         done = sum(1 for r in rounds if r["status"] == "complete")
         self.echo(f"soak {soak.soak_id}: resuming after round "
                   f"{rounds[-1]['round'] if rounds else 0} ({done} complete)")
@@ -289,18 +294,11 @@ class SoakSession:
             reasons.append("the server restarted during the previous round")
         new_start = bool(reasons)
         starts = {o.base_url: o.start_time for o in observations}
-        if new_start and all(s is None for s in starts.values()):
-            # No process start time: a receipt counts if written since just before this.
-            self.receipts_since = time.time() - self.scenario.telemetry.receipts_margin_s
         priming = self.scenario.load.priming if new_start else 0
         directory = round_dir(self.soak_dir, number)
         round_scenario = self.scenario.with_overrides(base_urls=base_urls)
         if not new_start:
             round_scenario = round_scenario.primed_earlier()
-        if self.receipts_since is not None and self.scenario.telemetry.receipts_since is None:
-            telemetry = round_scenario.telemetry.model_copy(
-                update={"receipts_since": self.receipts_since})
-            round_scenario = round_scenario.model_copy(update={"telemetry": telemetry})
         self.echo(f"round {number}: " + (f"priming {priming} ({'; '.join(reasons)})"
                                           if new_start else "no priming (same server start)"))
         self.history.start_round(self.soak.soak_id, number, started=time.time(),
@@ -323,10 +321,8 @@ class SoakSession:
             note=report.run.interrupted if interrupted else None,
             ended=time.time(), results=results, verdicts=verdicts)
         self.force_priming = _restarted_during(report)
-        after = {url: (info.get("tracked_after") or {}).get("process_start_time")
-                 for url, info in (report.server.document.get("servers") or {}).items()}
-        self.previous_starts = {u: after.get(u) if after.get(u) is not None else s
-                                for u, s in starts.items()}
+        self.previous_starts = last_seen(report.server.document,
+                                         {o.base_url: o for o in observations})
         # A signal held since the round finished: the round is complete and recorded, and
         # the soak stops after it.
         return {"round": number, "exit_code": outcome.exit_code,
@@ -385,7 +381,9 @@ def soak(scenario: Scenario, plan: SoakPlan, out: Path | None, history_path: Pat
             try:
                 if not base_urls and scenario.target.sim is not None:
                     # One server for the whole soak: uptime is what a soak measures.
-                    embedded = start_embedded("sim", scenario.target.sim.model_dump())
+                    # The sim writes its receipt where the run reads them.
+                    embedded = start_embedded("sim", {**scenario.target.sim.model_dump(),
+                                                      "receipts_dir": scenario.target.receipts_dir})
                     base_urls = [embedded.base_url]
                     session.scenario = session.scenario.with_overrides(
                         base_urls=base_urls,

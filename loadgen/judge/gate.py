@@ -20,7 +20,7 @@ from loadgen.bounds import detectable_rate, lower_bound, upper_bound
 from loadgen.exit_codes import ExitCode
 from loadgen.judge.aggregate import PhaseStats
 from loadgen.judge.checks import Check
-from loadgen.judge.receipt_rules import receipts_check, stride_check
+from loadgen.judge.receipt_rules import receipts_check, receipts_statement, stride_check
 from loadgen.judge.spread import FailureSpread, failure_spread
 from loadgen.load_claim import LoadClaim, describe
 from loadgen.results import RunFacts
@@ -164,8 +164,10 @@ def evaluate(cfg: GateConfig, stats: PhaseStats | None, run: RunFacts,
         reasons=reasons, checks=checks,
         per_verdict={str(v): st.verdicts.get(v, 0) for v in cfg.fail_on},
         spread=spread.to_dict(),
-        statement=statement(cfg, failures, measured, upper, lower, detectable, spread,
-                            LoadClaim.from_dict(run.load)),
+        statement=" ".join(filter(None, (
+            statement(cfg, failures, measured, upper, lower, detectable, spread,
+                      LoadClaim.from_dict(run.load)),
+            receipts_statement(cfg, server.receipts)))),
     )
 
 

@@ -3,21 +3,77 @@
 A clean candidate means something only if the same harness, load and scenario made
 a server with the bug fail. A control that did not reproduce makes the whole
 qualification invalid (exit 2), whatever the candidate did: the candidate is then
-not even run.
+not even run. And the control must serve the candidate's model: a control of another
+model (one that is stuck whatever its attention does) reproduces nothing about the
+candidate's, so different models make the qualification invalid too, unless the
+scenario says they may differ (`qualify.allow_different_models`). The vLLM release of
+each side is stated, not compared: a qualification of a release usually sets the fix's
+release against the bug's.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from loadgen.exit_codes import ExitCode
 from loadgen.judge.run_report import RunReport
+from loadgen.targets.facts import ModelIdentity, model_identity
 
 NOT_REPRODUCED = ("the positive control did not reproduce the bug ({detail}): the harness "
                   "cannot see the bug in this setup, so a clean candidate would prove "
                   "nothing; the candidate was not run")
+OTHER_MODEL = ("the control and the candidate do not serve the same model ({detail}): a "
+               "control of another model proves nothing about the candidate's; set "
+               "qualify.allow_different_models = true to qualify them anyway")
 VERDICT_WORDS = {0: "QUALIFIED", 1: "NOT QUALIFIED", 2: "INVALID", 130: "INTERRUPTED"}
+
+
+def release_text(report: RunReport) -> str:
+    """The vLLM release a side ran, and where we learnt it."""
+    server = report.server
+    if server.receipts.vllm_versions:
+        return f"vLLM {', '.join(server.receipts.vllm_versions)} (patch receipts)"
+    if server.versions:
+        return f"{', '.join(server.versions)} (/version)"
+    return "release unknown (no receipt, no /version)"
+
+
+@dataclass
+class ModelCheck:
+    """Whether both sides served the same model, and what each said of it."""
+
+    control: ModelIdentity
+    candidate: ModelIdentity | None
+    differences: list[str] = field(default_factory=list)
+    allowed: bool = False  # the scenario lets them differ
+
+    @property
+    def same(self) -> bool:
+        return not self.differences
+
+    def statement(self) -> str:
+        if self.candidate is None:
+            return f"control model: {self.control.describe()}"
+        if self.same:
+            return f"both sides served {self.control.describe()}"
+        return (f"the sides served different models ({'; '.join(self.differences)}), "
+                "allowed by qualify.allow_different_models")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"same": self.same, "allowed": self.allowed, "differences": self.differences,
+                "control": self.control.to_dict(),
+                "candidate": self.candidate.to_dict() if self.candidate else None}
+
+
+def check_models(control: RunReport, candidate: RunReport | None,
+                 allow_different: bool) -> ModelCheck:
+    mine = model_identity(control.run.model, control.server)
+    if candidate is None:
+        return ModelCheck(mine, None, allowed=allow_different)
+    theirs = model_identity(candidate.run.model, candidate.server)
+    return ModelCheck(mine, theirs, mine.differences(theirs), allow_different)
 
 
 @dataclass
@@ -29,6 +85,8 @@ class Qualification:
     reasons: list[str]
     control: RunReport
     candidate: RunReport | None
+    models: ModelCheck | None = None
+    statements: list[str] = field(default_factory=list)  # what each side served and ran
 
     @property
     def passed(self) -> bool:
@@ -36,10 +94,16 @@ class Qualification:
 
 
 def decide(out_dir: Path, scenario: str, control: RunReport,
-           candidate: RunReport | None) -> Qualification:
+           candidate: RunReport | None, *, allow_different_models: bool = False
+           ) -> Qualification:
+    models = check_models(control, candidate, allow_different_models)
+    statements = [models.statement(), f"control: {release_text(control)}"]
+    if candidate is not None:
+        statements.append(f"candidate: {release_text(candidate)}")
+
     def verdict(code: int, reasons: list[str]) -> Qualification:
         return Qualification(out_dir, scenario, code, VERDICT_WORDS.get(code, "INVALID"),
-                             reasons, control, candidate)
+                             reasons, control, candidate, models, statements)
 
     gate = control.gate
     if gate.exit_code == ExitCode.INTERRUPTED:
@@ -53,5 +117,10 @@ def decide(out_dir: Path, scenario: str, control: RunReport,
     if candidate is None:  # the control reproduced, then a stop came before the candidate
         return verdict(int(ExitCode.INTERRUPTED), ["interrupted before the candidate ran"])
     cgate = candidate.gate
-    return verdict(cgate.exit_code, [f"candidate: {r}" for r in cgate.reasons])
-
+    reasons = [f"candidate: {r}" for r in cgate.reasons]
+    if cgate.exit_code == ExitCode.INTERRUPTED:
+        return verdict(cgate.exit_code, reasons)
+    if not models.same and not models.allowed:
+        detail = "; ".join(models.differences)
+        return verdict(int(ExitCode.RUN_INVALID), [OTHER_MODEL.format(detail=detail), *reasons])
+    return verdict(cgate.exit_code, reasons)

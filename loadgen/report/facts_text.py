@@ -23,11 +23,15 @@ def receipts_text(server: ServerFacts) -> str:
     if not selection.get("kept") and not ignored:
         directory = selection.get("receipts_dir")
         return f"No patch receipt found in {directory}." if directory else ""
-    text = (f"Patch receipts counted: {selection.get('kept', 0)}, those written since "
-            f"{selection.get('basis')}")
+    text = (f"Patch receipts counted: {selection.get('kept', 0)}, those of the measured "
+            f"endpoints' current server starts (by {selection.get('basis')})")
+    untied = [e["problem"] for e in selection.get("endpoints") or [] if e.get("problem")]
+    if untied:
+        text += "; " + "; ".join(untied)
     if ignored:
-        text += (f"; {ignored} older receipt(s) ignored (an earlier server start: "
-                 f"{', '.join(selection.get('ignored_files') or [])[:300]})")
+        listed = "; ".join(f"{a['file']}: {a['reason']}"
+                           for a in (selection.get("set_aside") or [])[:5])
+        text += f"; {ignored} receipt(s) set aside ({listed[:600]})"
     return text + "."
 
 

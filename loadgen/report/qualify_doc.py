@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.bounds import describe_bound
-from loadgen.judge.qualification import Qualification
+from loadgen.judge.qualification import Qualification, release_text
 from loadgen.judge.run_report import RunReport
 from loadgen.report.facts_text import layout_text
+from loadgen.targets.facts import model_identity
 
 
 def side_facts(report: RunReport | None, base: Path) -> dict[str, Any] | None:
@@ -34,6 +35,8 @@ def side_facts(report: RunReport | None, base: Path) -> dict[str, Any] | None:
         "c128a_layout": report.server.layout,
         "layout": layout_text(report.server),
         "vllm_versions": report.server.vllm_versions,
+        "vllm_release": release_text(report),
+        "model": model_identity(report.run.model, report.server).describe(),
         "receipts": len(report.server.receipts.processes),
         "fail_on": gate.fail_on,
         "allowed": gate.allowed,
@@ -64,6 +67,11 @@ def headline(doc: dict[str, Any]) -> str:
         parts.append(f"candidate: {describe_bound(candidate['failures'], candidate['measured'])}")
     elif candidate is None:
         parts.append("candidate: not run")
+    model = doc.get("model") or {}
+    if model and not model["same"] and model["allowed"]:
+        parts.append(doc["statements"][0])
+    parts.append(f"control on {control['vllm_release']}"
+                 + (f", candidate on {candidate['vllm_release']}" if candidate else ""))
     return "; ".join(parts)
 
 
@@ -75,6 +83,8 @@ def qualify_document(q: Qualification) -> dict[str, Any]:
         "exit_code": q.exit_code,
         "passed": q.passed,
         "reasons": q.reasons,
+        "statements": q.statements,
+        "model": q.models.to_dict() if q.models else None,
         "control": side_facts(q.control, q.out_dir),
         "candidate": side_facts(q.candidate, q.out_dir),
     }
@@ -112,7 +122,8 @@ def comparison_rows(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
                          + (" (passed)" if s["passed"] else " (" + "; ".join(s["reasons"]) + ")"))),
         ("server(s)", *both(lambda s: ", ".join(s["base_urls"]) or "-")),
         ("C128A layout", *both(lambda s: s["layout"])),
-        ("vLLM", *both(lambda s: ", ".join(s["vllm_versions"]) or "-")),
+        ("model", *both(lambda s: s["model"])),
+        ("vLLM", *both(lambda s: s["vllm_release"])),
         ("measured requests", *both(lambda s: str(s["measured"]))),
         ("gated failures", *both(lambda s: str(s["failures"]))),
         ("failure rate", *both(lambda s: _pct(s["failure_rate"], 1))),

@@ -31,6 +31,8 @@ text-align:left;vertical-align:top} th{background:#f3f3f3}
 <h1>dsv4-qual qualify: {{ d.scenario }}</h1>
 <p id="verdict" class="{{ 'pass' if d.passed else 'fail' }}"><b>{{ d.headline }}</b></p>
 {% if d.reasons %}<ul>{% for r in d.reasons %}<li>{{ r }}</li>{% endfor %}</ul>{% endif %}
+{% if d.statements %}<ul id="statements">{% for r in d.statements %}<li>{{ r }}</li>
+{% endfor %}</ul>{% endif %}
 <table id="sides"><tr><th></th><th>control (must reproduce)</th><th>candidate</th></tr>
 {% for label, a, b in rows %}<tr><th>{{ label }}</th><td>{{ a }}</td><td>{{ b }}</td></tr>
 {% endfor %}</table>

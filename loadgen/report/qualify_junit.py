@@ -28,6 +28,14 @@ def render_qualify_junit(q: Qualification, doc: dict[str, Any]) -> bytes:
          f"{control['failures']} of {control['measured']} measured requests failed with "
          f"{', '.join(control['fail_on'])}" + ("" if reproduced else
                                                 ": " + "; ".join(doc["reasons"])))
+    model = doc.get("model") or {}
+    if doc["candidate"] is not None and model:
+        same = model["same"]
+        case("control and candidate serve the same model",
+             "passed" if same or model["allowed"] else "error",
+             "; ".join(doc.get("statements") or []) if same else
+             "; ".join(model["differences"]) + (" (allowed by qualify.allow_different_models)"
+                                                if model["allowed"] else ""))
     candidate = doc["candidate"]
     if candidate is None:
         case("candidate stays within its gate", "skipped",

@@ -10,6 +10,7 @@ from loadgen.report.qualify_doc import comparison_rows, verdict_rows
 def render_qualify_markdown(doc: dict[str, Any]) -> str:
     lines = [f"# dsv4-qual qualify: {doc['scenario']}", "", f"**{doc['headline']}**", ""]
     lines += [f"- {r}" for r in doc["reasons"]]
+    lines += [f"- {r}" for r in doc.get("statements") or []]
     lines += ["", "| | control | candidate |", "|---|---|---|"]
     lines += [f"| {a} | {b} | {c} |" for a, b, c in comparison_rows(doc)]
     lines += ["", "| verdict (measured) | control | candidate |", "|---|---:|---:|"]

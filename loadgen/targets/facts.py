@@ -1,8 +1,10 @@
 """What we know about the server a run talked to, read back from server.json.
 
 The gate and every report state the same facts (the C128A layout the server ran,
-its vLLM version, which patch receipts counted, how loaded it was), so they are
-read once, here, into one typed object.
+its vLLM version, which patch receipts counted, which model it served, how loaded it
+was), so they are read once, here, into one typed object. Which receipts count is
+worked out again from what the run recorded (`epochs.select_receipts`), so a results
+directory written by an older dsv4-qual is judged by today's rules.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from loadgen.targets.epochs import receipt_facts, select_receipts
 from loadgen.targets.receipts import ReceiptFacts
 from loadgen.targets.telemetry_summary import summarize
 
@@ -36,15 +39,15 @@ class ServerFacts:
 
     @classmethod
     def from_document(cls, document: dict[str, Any]) -> ServerFacts:
+        selected = select_receipts(document) if document else {}
         return cls(
-            document=document,
-            layout=document.get("c128a_layout"),
-            layout_source=document.get("c128a_layout_source"),
-            receipts=ReceiptFacts.from_dicts(
-                [r for r in document.get("receipts") or [] if r.get("counted", True)]),
-            selection=document.get("receipts_selection") or {},
-            versions=server_versions(document),
-            telemetry=summarize(document),
+            document=selected,
+            layout=selected.get("c128a_layout"),
+            layout_source=selected.get("c128a_layout_source"),
+            receipts=receipt_facts(selected),
+            selection=selected.get("receipts_selection") or {},
+            versions=server_versions(selected),
+            telemetry=summarize(selected),
         )
 
     @property
@@ -55,3 +58,74 @@ class ServerFacts:
     @property
     def samples(self) -> list[dict[str, Any]]:
         return list(self.document.get("samples") or [])
+
+
+def checkpoint_name(path: str) -> str:
+    """A Hugging Face cache path as its repository id (`.../models--org--name/snapshots/x`
+    is `org/name`), so a server that resolved the id offline names the same checkpoint."""
+    parts = path.rstrip("/").split("/")
+    for part in parts:
+        if part.startswith("models--"):
+            return part.removeprefix("models--").replace("--", "/")
+    return path
+
+
+@dataclass(frozen=True)
+class ModelIdentity:
+    """Which model a run was served: what the server said of it, on every channel it has.
+
+    `name` is the model the run asked for; `roots` what /v1/models gave as that name's
+    `root` (vLLM: the path or repository on its command line); `models` and `revisions`
+    what the receipts of the processes that run it say they loaded (a cache path read as
+    its repository id). A channel a server does not offer stays empty.
+    """
+
+    name: str
+    roots: tuple[str, ...] = ()
+    models: tuple[str, ...] = ()
+    revisions: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "roots": list(self.roots), "models": list(self.models),
+                "revisions": list(self.revisions)}
+
+    def differences(self, other: ModelIdentity) -> list[str]:
+        """Where the two differ, on the channels both offer (one phrase each)."""
+        found = []
+        for label, mine, theirs in (
+                ("served name", (self.name,) if self.name else (),
+                 (other.name,) if other.name else ()),
+                ("/v1/models root", self.roots, other.roots),
+                ("model loaded (receipts)", self.models, other.models),
+                ("revision (receipts)", self.revisions, other.revisions)):
+            if mine and theirs and set(mine) != set(theirs):
+                found.append(f"{label} {', '.join(mine)} vs {', '.join(theirs)}")
+        return found
+
+    def describe(self) -> str:
+        details = []
+        if self.roots and self.roots != (self.name,):
+            details.append(f"root {', '.join(self.roots)}")
+        if self.models and self.models != self.roots:
+            details.append(f"loaded from {', '.join(self.models)}")
+        if self.revisions:
+            details.append(f"revision {', '.join(self.revisions)}")
+        return (self.name or "?") + (f" ({'; '.join(details)})" if details else "")
+
+
+def model_identity(name: str, server: ServerFacts) -> ModelIdentity:
+    """What the server said of the model `name` the run was served."""
+    roots = set()
+    for info in (server.document.get("servers") or {}).values():
+        models = info.get("models")
+        listed = models.get("data") if isinstance(models, dict) else None
+        for entry in listed if isinstance(listed, list) else []:
+            if isinstance(entry, dict) and entry.get("id") == name and entry.get("root"):
+                roots.add(checkpoint_name(str(entry["root"])))
+    model = server.receipts.model_processes
+    return ModelIdentity(
+        name=name,
+        roots=tuple(sorted(roots)),
+        models=tuple(sorted({checkpoint_name(p.model_name) for p in model if p.model_name})),
+        revisions=tuple(sorted({p.revision for p in model if p.revision})),
+    )

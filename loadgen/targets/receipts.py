@@ -2,10 +2,13 @@
 
 Each process that loads the dsv4-qual plugin (API server, engine core, each worker)
 writes `<host>-<pid>.json`: the C128A layout it installed, the vLLM release and what
-upstream's own builder writes there, the stride guard's counts, and (the `model`
-section) whether that process loaded the model and how many C128A metadata builders
-it made. Only the processes that run the model build C128A metadata, so those are the
-receipts a gate weighs; the API server's receipt proves nothing about the builder.
+upstream's own builder writes there, the stride guard's counts, the server start it
+belongs to (the `server` section: an id every process of one start shares, which the
+API server exports on /metrics), and (the `model` section) whether that process loaded
+the model, which model, its data-parallel and worker rank, and how many C128A metadata
+builders it made. Only the processes that run the model build C128A metadata, so those
+are the receipts a gate weighs; the API server's receipt proves nothing about the
+builder.
 """
 
 from __future__ import annotations
@@ -19,6 +22,14 @@ import orjson
 
 #: The layout a process effectively ran when our builder is not in place.
 UPSTREAM = "off"
+#: The compress ratio of DeepSeek-V4's C128A attention layers.
+C128A_RATIO = 128
+#: DeepSeek-V4 and its MTP drafter: both have C128A layers.
+DEEPSEEK_V4_ARCHITECTURES = frozenset({"DeepseekV4ForCausalLM", "DeepSeekV4MTPModel"})
+DEEPSEEK_V4_MODEL_TYPES = frozenset({"deepseek_v4"})
+#: DeepSeek-V4.1: compress ratios 1 and 2 only, no C128A layer.
+DEEPSEEK_V41_ARCHITECTURES = frozenset({"DeepseekV41ForCausalLM"})
+DEEPSEEK_V41_MODEL_TYPES = frozenset({"deepseek_v41"})
 
 
 def read_receipts(directory: str | Path | None) -> list[dict[str, Any]]:
@@ -39,8 +50,55 @@ def read_receipts(directory: str | Path | None) -> list[dict[str, Any]]:
     return receipts
 
 
+def receipt_server_id(receipt: dict[str, Any]) -> str | None:
+    """The server start a receipt names (its `server.id`), None when it names none."""
+    server = receipt.get("server")
+    value = server.get("id") if isinstance(server, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
 def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _opt_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@dataclass(frozen=True)
+class Parallel:
+    """Where a model process sits in its server: data-parallel rank, worker rank."""
+
+    data_parallel_size: int
+    data_parallel_size_local: int
+    data_parallel_index: int
+    local_engines_only: bool  # hybrid or external load balancing: the endpoint fronts its own
+    world_size: int  # workers per data-parallel rank (tensor x pipeline x context parallel)
+    rank: int  # this worker's rank among them
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Parallel | None:
+        """None unless every number the coverage rule needs is there."""
+        if not isinstance(data, dict):
+            return None
+        dp = _opt_int(data.get("data_parallel_size"))
+        local = _opt_int(data.get("data_parallel_size_local"))
+        index = _opt_int(data.get("data_parallel_index"))
+        if index is None:
+            index = _opt_int(data.get("data_parallel_rank"))
+        world, rank = _opt_int(data.get("world_size")), _opt_int(data.get("rank"))
+        if None in (dp, local, index, world, rank):
+            return None
+        assert dp is not None and local is not None and index is not None
+        assert world is not None and rank is not None
+        return cls(dp, local, index, data.get("data_parallel_external_lb") is True
+                   or data.get("data_parallel_hybrid_lb") is True, world, rank)
+
+    @property
+    def ranks_served(self) -> int:
+        """Data-parallel ranks behind the endpoint of this process's start."""
+        return max(1, self.data_parallel_size_local if self.local_engines_only
+                   else self.data_parallel_size)
 
 
 @dataclass(frozen=True)
@@ -63,12 +121,27 @@ class ProcessReceipt:
     architectures: list[str]
     c128a_builders: int
     hooks: dict[str, str]
+    server_id: str | None = None  # the server start it belongs to
+    server_address: str | None = None
+    model_type: str | None = None
+    model_types: tuple[str, ...] = ()  # every load's (target model, drafter)
+    model_name: str | None = None  # the path or repository the model was loaded from
+    revision: str | None = None
+    ratios_known: bool = False  # the receipt states the config's compress ratios
+    compress_ratios: tuple[int, ...] | None = None  # None: the config has no such key
+    parallel: Parallel | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ProcessReceipt:
         guard = data.get("guard") if isinstance(data.get("guard"), dict) else {}
         model = data.get("model") if isinstance(data.get("model"), dict) else None
+        section = model or {}
+        server = data.get("server") if isinstance(data.get("server"), dict) else {}
         pid = data.get("pid")
+        loads = [x for x in section.get("loads") or [] if isinstance(x, dict)]
+        types = [str(t) for t in [section.get("model_type"), *(x.get("model_type")
+                                                              for x in loads)] if t]
+        ratios = section.get("compress_ratios")
         return cls(
             file=str(data.get("file") or ""),
             pid=pid if isinstance(pid, int) else None,
@@ -83,9 +156,22 @@ class ProcessReceipt:
             first_violation=guard.get("first_violation") or None,
             model_known=model is not None,
             runs_model=bool(model and model.get("loaded") is True),
-            architectures=[str(a) for a in (model or {}).get("architectures") or []],
-            c128a_builders=_int((model or {}).get("c128a_builders")),
-            hooks=dict((model or {}).get("hooks") or {}),
+            architectures=[str(a) for a in section.get("architectures") or []],
+            c128a_builders=_int(section.get("c128a_builders")),
+            hooks=dict(section.get("hooks") or {}),
+            server_id=receipt_server_id(data),
+            server_address=server.get("address") if isinstance(server.get("address"), str)
+            else None,
+            model_type=section.get("model_type") if isinstance(section.get("model_type"), str)
+            else None,
+            model_types=tuple(dict.fromkeys(types)),
+            model_name=str(section["model"]) if section.get("model") else None,
+            revision=section.get("revision") if isinstance(section.get("revision"), str)
+            else None,
+            ratios_known="compress_ratios" in section,
+            compress_ratios=tuple(int(r) for r in ratios if isinstance(r, int))
+            if isinstance(ratios, list) else None,
+            parallel=Parallel.from_dict(section.get("parallel")),
         )
 
     @property
@@ -101,16 +187,80 @@ class ProcessReceipt:
     def name(self) -> str:
         return f"{self.process} (pid {self.pid})" if self.pid is not None else self.process
 
+    @property
+    def has_c128a_by_design(self) -> bool:
+        """Its model has C128A layers: a DeepSeek-V4 architecture or model type, or a
+        config that declares compress ratio 128."""
+        return bool(set(self.architectures) & DEEPSEEK_V4_ARCHITECTURES
+                    or set(self.model_types) & DEEPSEEK_V4_MODEL_TYPES
+                    or C128A_RATIO in (self.compress_ratios or ()))
+
+    @property
+    def claims_deepseek_v41(self) -> bool:
+        return bool(set(self.architectures) & DEEPSEEK_V41_ARCHITECTURES
+                    or set(self.model_types) & DEEPSEEK_V41_MODEL_TYPES)
+
+    @property
+    def is_deepseek_v41(self) -> bool:
+        """DeepSeek-V4.1 by its architecture, its model type and its config's compress
+        ratios (stated, and none of them 128): a model without C128A layers by design."""
+        return (bool(set(self.architectures) & DEEPSEEK_V41_ARCHITECTURES)
+                and bool(set(self.model_types) & DEEPSEEK_V41_MODEL_TYPES)
+                and self.ratios_known and C128A_RATIO not in (self.compress_ratios or ())
+                and not self.has_c128a_by_design)
+
+
+@dataclass(frozen=True)
+class EndpointStart:
+    """What one measured endpoint said about its server start, at the run's start and end."""
+
+    base_url: str
+    server_ids: tuple[str, ...]  # usually one; two when it restarted during the run
+    problem: str | None = None  # why no receipt can be tied to it
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EndpointStart:
+        return cls(str(data.get("base_url") or ""),
+                   tuple(str(i) for i in data.get("server_ids") or []), data.get("problem"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"base_url": self.base_url, "server_ids": list(self.server_ids),
+                "problem": self.problem}
+
+
+@dataclass(frozen=True)
+class SetAside:
+    """A receipt of the directory that belongs to no measured endpoint's current start."""
+
+    file: str
+    reason: str
+
 
 @dataclass
 class ReceiptFacts:
-    """The receipts of the current server start."""
+    """The receipts of the measured endpoints' current server starts, and what was not."""
 
     processes: list[ProcessReceipt] = field(default_factory=list)
+    endpoints: list[EndpointStart] = field(default_factory=list)
+    set_aside: list[SetAside] = field(default_factory=list)
+    set_aside_count: int | None = None  # when `set_aside` lists only the first of them
 
     @classmethod
-    def from_dicts(cls, receipts: list[dict[str, Any]]) -> ReceiptFacts:
-        return cls([ProcessReceipt.from_dict(r) for r in receipts])
+    def from_dicts(cls, receipts: list[dict[str, Any]], *,
+                   endpoints: list[EndpointStart] | None = None,
+                   set_aside: list[SetAside] | None = None,
+                   set_aside_count: int | None = None) -> ReceiptFacts:
+        return cls([ProcessReceipt.from_dict(r) for r in receipts], list(endpoints or []),
+                   list(set_aside or []), set_aside_count)
+
+    @property
+    def ignored(self) -> int:
+        return self.set_aside_count if self.set_aside_count is not None else len(self.set_aside)
+
+    @property
+    def found(self) -> int:
+        """Receipts in the directory, counted or not."""
+        return len(self.processes) + self.ignored
 
     @property
     def model_processes(self) -> list[ProcessReceipt]:
@@ -121,6 +271,9 @@ class ReceiptFacts:
         """Model processes with C128A layers: they made a C128A builder, or their guard
         saw builder calls (then the layers exist whatever the count says)."""
         return [p for p in self.model_processes if p.c128a_builders > 0 or p.guard_calls > 0]
+
+    def of_start(self, server_id: str) -> list[ProcessReceipt]:
+        return [p for p in self.processes if p.server_id == server_id]
 
     @property
     def layouts(self) -> list[str]:
@@ -139,6 +292,10 @@ class ReceiptFacts:
         return sum(p.violations for p in self.processes)
 
     @property
+    def violating(self) -> list[ProcessReceipt]:
+        return [p for p in self.processes if p.violations]
+
+    @property
     def first_violation(self) -> dict[str, Any] | None:
         return next((p.first_violation for p in self.processes if p.first_violation), None)
 
@@ -154,10 +311,13 @@ class ReceiptFacts:
             "first_violation": self.first_violation,
             "model_processes": len(self.model_processes),
             "c128a_model_processes": len(self.c128a_processes),
+            "server_ids": sorted({p.server_id for p in self.processes if p.server_id}),
+            "set_aside": self.ignored,
             "processes": [{
                 "process": p.name, "file": p.file, "layout": p.layout,
                 "effective_layout": p.effective_layout, "upstream_variant": p.upstream_variant,
-                "runs_model": p.runs_model, "architectures": p.architectures,
+                "server_id": p.server_id, "runs_model": p.runs_model,
+                "architectures": p.architectures, "model_types": list(p.model_types),
                 "c128a_builders": p.c128a_builders, "guard_mode": p.guard_mode,
                 "guard_calls": p.guard_calls, "violations": p.violations,
             } for p in self.processes],

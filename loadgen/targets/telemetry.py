@@ -1,7 +1,9 @@
 """Server facts for server.json: models, version, /metrics over time, patch receipts.
 
 A verdict about a server is only as good as what we know it ran: which vLLM, which
-C128A layout (from the plugin's receipts), and how loaded it was while we measured.
+C128A layout (from the plugin's receipts), which server start answered (the id the
+plugin exports on /metrics, read at the run's start and end: `epochs` ties receipts to
+it), and how loaded it was while we measured.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ TRACKED_METRICS: dict[str, tuple[str, ...]] = {
 
 
 FIRST_SCRAPE_S = 0.5
+#: The gauge the dsv4-qual plugin (and the sim) export: which server start this is.
+SERVER_INFO_METRIC = "dsv4_qual_server_info"
 
 
 def parse_prometheus(text: str) -> dict[str, float]:
@@ -75,6 +79,15 @@ def labelled(text: str, name: str) -> list[dict[str, str]]:
                     labels[key.strip()] = value.strip().strip('"')
             out.append(labels)
     return out
+
+
+def server_ids(text: str | None) -> list[str]:
+    """The server ids a /metrics text names (`dsv4_qual_server_info{server_id=...}`),
+    distinct, in order; one for a server start, none without the plugin."""
+    if not text:
+        return []
+    found = (labels.get("server_id") for labels in labelled(text, SERVER_INFO_METRIC))
+    return list(dict.fromkeys(i for i in found if i))
 
 
 def tracked(sums: dict[str, float]) -> dict[str, float]:
@@ -135,6 +148,7 @@ class Telemetry:
                 layout = labelled(text, "dsv4_qual_c128a_layout_info")
                 if layout:
                     info["c128a_layout"] = layout[0].get("layout")
+            info[f"server_ids_{label}"] = server_ids(text)
 
     async def mark(self, phase: str, edge: str) -> None:
         """The counters at a phase's start or end (`phase_marks`), so what happened in

@@ -40,6 +40,7 @@ class SimApp:
         self.engine = engine
         self.guard_snapshot = guard_snapshot
         self.on_shutdown: Any = None  # e.g. the guard's last flush into the receipt
+        self.server_start: dict[str, Any] | None = None  # the start /metrics names
         self._engine_task: asyncio.Task[None] | None = None
         self.app = Starlette(
             routes=[
@@ -81,8 +82,8 @@ class SimApp:
 
     async def metrics(self, request: Request) -> Response:
         guard = self.guard_snapshot() if self.guard_snapshot else None
-        return PlainTextResponse(render_metrics(self.cfg, self.engine, guard),
-                                 media_type="text/plain; version=0.0.4")
+        text = render_metrics(self.cfg, self.engine, guard, self.server_start)
+        return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
     async def tokenize(self, request: Request) -> Response:
         try:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from server_patch.server_start import metric_lines
+
 if TYPE_CHECKING:
     from server_patch.sim.config import SimConfig
     from server_patch.sim.engine import Engine
 
 
-def render_metrics(cfg: SimConfig, engine: Engine, guard: dict[str, Any] | None) -> str:
+def render_metrics(cfg: SimConfig, engine: Engine, guard: dict[str, Any] | None,
+                   server_start: dict[str, Any] | None = None) -> str:
     st = engine.stats
     m = f'model_name="{cfg.model}"'
     lines = [
@@ -73,4 +76,6 @@ def render_metrics(cfg: SimConfig, engine: Engine, guard: dict[str, Any] | None)
             "# TYPE dsv4_qual_c128a_stride_violations_total counter",
             f"dsv4_qual_c128a_stride_violations_total {guard.get('violations', 0)}",
         ]
+    if server_start is not None:  # the start its receipt names, as the plugin exports it
+        lines += metric_lines(server_start)
     return "\n".join(lines) + "\n"

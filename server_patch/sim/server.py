@@ -6,6 +6,7 @@ import os
 import socket
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,7 @@ from server_patch.c128a.layouts import expected_violations
 from server_patch.guard import COUNT, OFF, StrideGuard
 from server_patch.guard_sinks import RECEIPT_SECTION, receipt_sink
 from server_patch.receipts import Receipt, tool_version
+from server_patch.server_start import ServerStart
 from server_patch.sim.api import SimApp
 from server_patch.sim.config import SimConfig
 from server_patch.sim.engine import Engine
@@ -23,24 +25,42 @@ from server_patch.sim.engine import Engine
 SIM_ARCHITECTURE = "dsv4-qual-sim"
 
 
-def make_app(cfg: SimConfig) -> SimApp:
+#: The sim is one process: one data-parallel rank, one worker (the model watch's names).
+SIM_PARALLEL = {"data_parallel_size": 1, "data_parallel_size_local": 1,
+                "data_parallel_rank": 0, "data_parallel_index": 0,
+                "data_parallel_external_lb": False, "data_parallel_hybrid_lb": False,
+                "world_size": 1, "rank": 0, "tensor_parallel_size": 1,
+                "pipeline_parallel_size": 1, "nnodes": 1, "node_rank": 0}
+
+
+def new_start(address: str | None) -> ServerStart:
+    """Each app is a server start of its own: a fresh id, as the plugin makes per start."""
+    return ServerStart(uuid.uuid4().hex, address, os.getpid(), made_here=True)
+
+
+def make_app(cfg: SimConfig, address: str | None = None) -> SimApp:
     """The sim's ASGI app; the engine starts with the app's lifespan.
 
     The builder is wrapped as the plugin wraps vLLM's: a receipt records the first
     call, and (unless `guard` is off) the stride guard counts every call, into the
-    receipt and the sim's /metrics.
+    receipt and the sim's /metrics. The receipt and /metrics name the same server
+    start (`server_start`), as the plugin's do, so the load generator ties the one to
+    the other.
     """
     build = builder(cfg.layout)
+    start = new_start(address)
     receipt = None
     if cfg.receipts_dir:
         receipt = Receipt(cfg.receipts_dir, {
             "layout": cfg.layout, "patched": True, "strict": True,
-            "vllm_version": None, "server": "dsv4-qual-sim", "upstream_variant": None,
+            "vllm_version": None, "server_kind": "dsv4-qual-sim", "upstream_variant": None,
             "target": "dsv4-qual-sim C128A builder", "installed": qualified_name(build),
             "tool_version": tool_version(), "device": cfg.device,
+            "server": start.section(),
             # One process loads the toy model and builds its one C128A group's metadata.
             "model": {"loaded": True, "architectures": [SIM_ARCHITECTURE],
-                      "model_type": "dsv4_qual_sim", "model": SIM_ARCHITECTURE,
+                      "model_type": "dsv4_qual_sim", "model": cfg.model, "revision": None,
+                      "compress_ratios": None, "parallel": SIM_PARALLEL,
                       "c128a_builders": 1, "c128a_widths": [cfg.capacity],
                       "hooks": {"model_loader": "ok", "c128a_builders": "ok"}},
         })
@@ -54,6 +74,7 @@ def make_app(cfg: SimConfig) -> SimApp:
         receipt.merge_section(RECEIPT_SECTION, guard.snapshot())
     app = SimApp(cfg, Engine(cfg, build), guard.snapshot if guard.enabled else None)
     app.on_shutdown = guard.flush
+    app.server_start = start.section()
     return app
 
 
@@ -64,9 +85,14 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def address_of(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"{host}:{port}"
+
+
 def serve(cfg: SimConfig, sock: socket.socket) -> None:
     """Serve on a bound socket in the foreground until interrupted (`dsv4-qual sim`)."""
-    sim = make_app(cfg)
+    sim = make_app(cfg, address_of(sock))
     uvicorn.Server(uvicorn.Config(sim.app, log_level="warning")).run(sockets=[sock])
 
 
@@ -89,8 +115,8 @@ class RunningSim:
 
 def start_in_thread(cfg: SimConfig, host: str = "127.0.0.1", port: int = 0,
                     timeout_s: float = 60.0) -> RunningSim:
-    sim = make_app(cfg)
     sock = bind(host, port)
+    sim = make_app(cfg, address_of(sock))
     server = uvicorn.Server(uvicorn.Config(sim.app, log_level="critical",
                                            timeout_keep_alive=60))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},

@@ -22,7 +22,19 @@ from loadgen.judge.gate import GateResult
 from loadgen.results import RunFacts
 from loadgen.scenario import GateConfig, Scenario
 from loadgen.targets.facts import ServerFacts
-from loadgen.targets.receipts import ReceiptFacts
+from loadgen.targets.receipts import EndpointStart, ReceiptFacts
+from tests.support.receipts import parallel
+
+START = "start-1"  # the server start the measured endpoint names
+
+
+def tied(data: dict[str, Any]) -> dict[str, Any]:
+    """A receipt of the measured endpoint's start; a model process's, at rank 0 of 1."""
+    data = {**data, "server": {"id": START}}
+    model = data.get("model")
+    if isinstance(model, dict) and model.get("loaded") and "parallel" not in model:
+        data["model"] = {**model, "parallel": parallel()}
+    return data
 
 
 def test_zero_of_256_is_about_1_16_percent() -> None:
@@ -89,8 +101,9 @@ def evaluate(cfg: GateConfig, st: PhaseStats | None, *, invalid: str | None = No
              ) -> GateResult:
     run = RunFacts(run_id="r", scenario="s", base_urls=["http://x"], invalid=invalid,
                    interrupted=interrupted)
-    server = ServerFacts(receipts=ReceiptFacts.from_dicts(receipts or []),
-                         selection={"receipts_dir": "/receipts"})
+    server = ServerFacts(receipts=ReceiptFacts.from_dicts(
+        [tied(r) for r in receipts or []], endpoints=[EndpointStart("http://x", (START,))]),
+        selection={"receipts_dir": "/receipts"})
     return gate_mod.evaluate(cfg, st, run, server)
 
 
@@ -145,13 +158,14 @@ def test_infra_limit_is_settable() -> None:
 
 def receipt(pid: int, *, layout: str = "capacity", patched: bool = True, model: bool = True,
             c128a: int = 1, calls: int = 500, violations: int = 0, mode: str = "1",
-            upstream: str = "prefix", hooks: dict | None = None) -> dict[str, Any]:
+            upstream: str = "prefix", hooks: dict | None = None,
+            architectures: tuple[str, ...] = ("DeepseekV4ForCausalLM",)) -> dict[str, Any]:
     data: dict[str, Any] = {
         "file": f"h-{pid}.json", "pid": pid, "process": f"VLLM::proc{pid}", "layout": layout,
         "patched": patched, "upstream_variant": upstream, "vllm_version": "0.32.0",
         "guard": {"mode": mode, "calls": calls if model else 0,
                   "violations": violations if model else 0},
-        "model": {"loaded": model, "architectures": ["DeepseekV4ForCausalLM"] if model else [],
+        "model": {"loaded": model, "architectures": list(architectures) if model else [],
                   "c128a_builders": c128a if model else 0,
                   "hooks": hooks or {"model_loader": "ok", "c128a_builders": "ok"}},
     }
@@ -235,10 +249,12 @@ def test_receipts_that_cannot_prove_it_make_the_run_invalid(receipts, words) -> 
 
 
 def test_a_model_without_c128a_layers_rests_on_the_replies() -> None:
-    gate = receipts_gate([API, receipt(2, c128a=0, calls=0)])
+    gate = receipts_gate([API, receipt(2, c128a=0, calls=0, architectures=("Qwen3ForCausalLM",))])
     assert gate.exit_code == 0
     message = receipts_message(gate)
     assert "has no C128A layers" in message and "rests on the replies alone" in message
+    # DeepSeek-V4 has C128A layers: none counted means they were missed, not absent.
+    assert receipts_gate([API, receipt(2, c128a=0, calls=0)]).exit_code == 2
 
 
 def test_without_receipts_and_not_required_the_gate_says_what_it_rests_on() -> None:
@@ -260,7 +276,8 @@ def test_stride_violations_fail_a_clean_candidate() -> None:
                     receipts=receipts)
     assert gate.exit_code == 1
     assert any("4 violation" in r for r in gate.reasons)
-    assert evaluate(GateConfig(), stats(100, 0), receipts=receipts).exit_code == 0
+    # Whatever the key says: violations in a candidate's model process fail it.
+    assert evaluate(GateConfig(), stats(100, 0), receipts=receipts).exit_code == 1
 
 
 def test_zero_stride_violations_pass_only_when_the_guard_saw_calls() -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from tests.loadgen.conftest import run_cli
 from tests.loadgen.test_server_telemetry import iso
 from tests.support.browser import headless_chromium, images_of, require_browser
+from tests.support.receipts import parallel
 
 SC = """
 [load]
@@ -35,10 +36,10 @@ def test_qualify_and_run_reports_render_with_every_plot(fake_server, tmp_path: P
     receipts.mkdir()
     (receipts / "gpu-0-7.json").write_text(json.dumps({
         "layout": "capacity", "vllm_version": "0.28.0", "patched": True,
-        "time": iso(candidate.start_time + 1),
+        "time": iso(candidate.start_time + 1), "server": {"id": candidate.server_id},
         "guard": {"mode": "1", "calls": 40, "violations": 0},
         "model": {"loaded": True, "architectures": ["DeepseekV4ForCausalLM"],
-                  "c128a_builders": 1}}))
+                  "c128a_builders": 1, "parallel": parallel()}}))
     sc = tmp_path / "q.toml"
     sc.write_text(SC)
     out = tmp_path / "qual"

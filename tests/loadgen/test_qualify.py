@@ -167,3 +167,49 @@ receipts_dir = "/receipts"
     cfg = with_sides(sc, control_urls=["http://ctl:8000"], candidate_urls=[],
                      control_receipts=None, candidate_receipts=None)
     assert side_scenario(sc, cfg, "control").target.sim is None
+
+
+def test_a_control_of_another_model_makes_the_qualification_invalid(fake_server,
+                                                                     tmp_path: Path) -> None:
+    # Another model, always stuck, on a release the candidate does not share.
+    _, c = fake_server(("stuck",), model="always-stuck", version="0.26.0")
+    _, k = fake_server(("ok",), version="0.28.0")
+    proc, out, doc = qualify(tmp_path, scenario(tmp_path), "--control", c.url,
+                             "--candidate", k.url)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert doc["verdict"] == "INVALID"
+    assert doc["control"]["exit_code"] == 0 and doc["candidate"]["exit_code"] == 0
+    assert "do not serve the same model (served name always-stuck vs fake-dsv4)" in \
+        doc["reasons"][0]
+    assert "qualify.allow_different_models" in proc.stdout
+    assert doc["model"]["same"] is False and doc["model"]["allowed"] is False
+    suite = ET.parse(out / "junit.xml").getroot().find("testsuite")
+    cases = {c.get("name"): c for c in suite.iter("testcase")}
+    assert cases["control and candidate serve the same model"].find("error") is not None
+
+
+def test_the_same_name_from_another_checkout_is_another_model(fake_server,
+                                                             tmp_path: Path) -> None:
+    _, c = fake_server(("ok", "stuck"), root="org/other-checkpoint")
+    _, k = fake_server(("ok",), root="org/the-checkpoint")
+    proc, _, doc = qualify(tmp_path, scenario(tmp_path), "--control", c.url,
+                           "--candidate", k.url)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "/v1/models root org/other-checkpoint vs org/the-checkpoint" in doc["reasons"][0]
+
+
+def test_different_models_qualify_only_when_the_scenario_allows_it(fake_server,
+                                                                   tmp_path: Path) -> None:
+    _, c = fake_server(("stuck",), model="always-stuck", version="0.27.1")
+    _, k = fake_server(("ok",), version="0.28.0")
+    sc = scenario(tmp_path, "[qualify]\nallow_different_models = true\n")
+    proc, out, doc = qualify(tmp_path, sc, "--control", c.url, "--candidate", k.url)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert doc["verdict"] == "QUALIFIED" and doc["model"]["allowed"] is True
+    # Both releases are stated, on the page and on the command line.
+    assert "control on 0.27.1 (/version), candidate on 0.28.0 (/version)" in doc["headline"]
+    assert "allowed by qualify.allow_different_models" in doc["headline"]
+    assert "control on 0.27.1 (/version)" in proc.stdout
+    md = (out / "report.md").read_text()
+    assert "| vLLM | 0.27.1 (/version) | 0.28.0 (/version) |" in md
+    assert "| model | always-stuck | fake-dsv4 |" in md

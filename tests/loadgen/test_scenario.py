@@ -45,7 +45,7 @@ def write(tmp_path: Path, text: str, name: str = "s.toml") -> Path:
     ("[qualify.control.sim]\nlayout = 'off'\n", "qualify.control.sim.layout", "Input should be"),
     ("[soak]\nduration = '8hr'\n", "soak.duration", "is not a duration"),
     ("[soak]\nrounds = 0\n", "soak.rounds", "greater than or equal to 1"),
-    ("[telemetry]\nreceipts_margin_s = -1\n", "telemetry.receipts_margin_s",
+    ("[telemetry]\nscrape_interval_s = -1\n", "telemetry.scrape_interval_s",
      "greater than or equal to 0"),
 ])
 def test_bad_values_name_key_and_problem(tmp_path: Path, text: str, key: str, problem: str):

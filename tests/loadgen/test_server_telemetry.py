@@ -12,6 +12,7 @@ import pytest
 from loadgen.targets.epochs import select_receipts
 from loadgen.targets.telemetry_summary import intervals, summarize
 from tests.loadgen.conftest import run_cli
+from tests.support.receipts import parallel
 
 
 def iso(t: float) -> str:
@@ -49,45 +50,76 @@ def test_rates_come_from_counter_deltas_and_a_reset_is_not_a_rate() -> None:
     assert block["generation_tokens_per_s"] == pytest.approx(350 / 4)
 
 
-def _server_doc(start: float | None, receipts: list[dict]) -> dict:
-    metrics = "vllm:num_requests_running 0\n"
+def _metrics(server_id: str | None, start: float | None = None) -> str:
+    text = "vllm:num_requests_running 0\n"
     if start is not None:
-        metrics += f"process_start_time_seconds {start}\n"
-    return {"servers": {"http://s": {"metrics_before": metrics, "metrics_after": metrics}},
+        text += f"process_start_time_seconds {start}\n"
+    if server_id is not None:
+        text += f'dsv4_qual_server_info{{server_id="{server_id}",address="0.0.0.0:8000"}} 1\n'
+    return text
+
+
+def _server_doc(ids: dict[str, tuple[str | None, str | None]], receipts: list[dict]) -> dict:
+    """server.json as a run leaves it: each endpoint's /metrics before and after."""
+    return {"servers": {url: {"metrics_before": None if before is False else _metrics(before),
+                              "metrics_after": _metrics(after)}
+                        for url, (before, after) in ids.items()},
             "receipts": receipts, "receipts_dir": "/r"}
 
 
-def test_only_receipts_of_the_current_server_start_count() -> None:
+def test_receipts_count_by_the_server_id_each_endpoint_exports() -> None:
     now = time.time()
-    start = now - 7200  # up for two hours
     old = {"file": "host-11.json", "layout": "packed", "vllm_version": "0.27.1",
-           "patched": True, "time": iso(start - 86400)}
+           "patched": True, "server": {"id": "yesterday"}, "time": iso(now - 60)}
     engine = {"file": "host-12.json", "layout": "capacity", "vllm_version": "0.28.0",
-              "patched": True, "time": iso(start - 30)}  # engine started just before the API
-    worker = {"file": "host-13.json", "layout": "capacity", "vllm_version": "0.28.0",
-              "patched": True, "time": iso(start + 90)}
-    doc = select_receipts(_server_doc(start, [old, engine, worker]), margin_s=600,
-                          since=None, run_started=now)
+              "patched": True, "server": {"id": "today"}, "time": iso(now - 7200)}
+    no_id = {"file": "host-13.json", "layout": "capacity", "patched": True,
+             "time": iso(now)}
+    doc = select_receipts(_server_doc({"http://s": ("today", "today")}, [old, engine, no_id]))
     sel = doc["receipts_selection"]
-    assert sel["process_start_time"] == start and "process start time" in sel["basis"]
-    assert (sel["kept"], sel["ignored"], sel["ignored_files"]) == (2, 1, ["host-11.json"])
+    # No clock: the receipt two hours old counts, the one a minute old does not.
+    assert (sel["kept"], sel["ignored"]) == (1, 2)
+    assert sel["endpoints"] == [{"base_url": "http://s", "server_ids": ["today"],
+                                 "problem": None}]
+    reasons = {a["file"]: a["reason"] for a in sel["set_aside"]}
+    assert "server id yesterday is no measured endpoint's current start" in reasons[
+        "host-11.json"]
+    assert "names no server start" in reasons["host-13.json"]
+    assert [r["endpoints"] for r in doc["receipts"] if r["counted"]] == [["http://s"]]
     assert doc["receipts_summary"]["layouts"] == ["capacity"]
-    assert doc["receipts_summary"]["vllm_versions"] == ["0.28.0"]
     assert doc["c128a_layout"] == "capacity" and doc["c128a_layout_source"] == "patch receipts"
     assert len(doc["receipts"]) == 3  # all kept for forensics
+    assert select_receipts(doc)["receipts_selection"] == sel  # idempotent
 
-    # No process start time: the run's start minus the margin (the server's own
-    # two-hour-old receipts no longer count: the safe side for a candidate gate).
-    doc = select_receipts(_server_doc(None, [old, engine, worker]), margin_s=600,
-                          since=None, run_started=now)
-    assert "the run's start minus 600 s" in doc["receipts_selection"]["basis"]
-    assert doc["receipts_selection"]["kept"] == 0 and doc["c128a_layout"] is None
+    # Two endpoints, each its own start: each one's receipts count, for it alone.
+    doc = select_receipts(_server_doc({"http://a": ("today", "today"),
+                                       "http://b": ("yesterday", "yesterday")},
+                                      [old, engine]))
+    assert doc["receipts_selection"]["kept"] == 2
+    assert sorted(r["endpoints"][0] for r in doc["receipts"]) == ["http://a", "http://b"]
 
-    # An explicit bound (what a soak passes for a server without the metric).
-    doc = select_receipts(_server_doc(None, [old, engine, worker]), margin_s=600,
-                          since=start - 60, run_started=now)
-    assert doc["receipts_selection"]["basis"] == "telemetry.receipts_since"
-    assert doc["receipts_summary"]["count"] == 2
+    # A restart during the run: both starts measured, both starts' receipts count.
+    doc = select_receipts(_server_doc({"http://s": ("yesterday", "today")}, [old, engine]))
+    assert doc["receipts_selection"]["kept"] == 2
+
+
+@pytest.mark.parametrize("ids,words", [
+    ((None, None), "exports no server id (dsv4_qual_server_info in /metrics)"),
+    ((False, None), "exports no server id"),
+    ((None, "today"), "exported no server id at the run's start"),
+    (("today,yesterday", "today"), "exports several server ids at once"),
+])
+def test_an_endpoint_that_does_not_name_one_start_ties_no_receipt(ids, words) -> None:
+    before, after = ids
+    doc = _server_doc({"http://s": (before, after)}, [
+        {"file": "host-12.json", "layout": "capacity", "server": {"id": "today"}}])
+    if before == "today,yesterday":  # a multiprocess directory kept across restarts
+        info = doc["servers"]["http://s"]
+        info["metrics_before"] = _metrics("today") + _metrics("yesterday")
+    doc = select_receipts(doc)
+    (endpoint,) = doc["receipts_selection"]["endpoints"]
+    assert words in endpoint["problem"]
+    assert doc["receipts_selection"]["kept"] == 0
 
 
 def test_run_reports_telemetry_layout_and_which_receipts_counted(fake_server,
@@ -97,12 +129,12 @@ def test_run_reports_telemetry_layout_and_which_receipts_counted(fake_server,
     receipts.mkdir()
     (receipts / "gpu-1-100.json").write_text(json.dumps({
         "layout": "packed", "vllm_version": "0.27.1", "patched": True, "pid": 100,
-        "time": iso(fake.start_time - 3 * 86400)}))
+        "server": {"id": "an-earlier-start"}}))
     (receipts / "gpu-1-200.json").write_text(json.dumps({
         "layout": "capacity", "vllm_version": "0.27.1", "patched": True, "pid": 200,
-        "time": iso(fake.start_time + 5), "guard": {"mode": "1", "calls": 90, "violations": 0},
+        "server": {"id": fake.server_id}, "guard": {"mode": "1", "calls": 90, "violations": 0},
         "model": {"loaded": True, "architectures": ["DeepseekV4ForCausalLM"],
-                  "c128a_builders": 1}}))
+                  "c128a_builders": 1, "parallel": parallel()}}))
     sc = tmp_path / "t.toml"
     sc.write_text("[load]\nconcurrency = 4\npriming = 0\nmeasurement = 24\n"
                   "[request]\nmax_tokens = 64\n[telemetry]\nscrape_interval_s = 0.05\n"
@@ -125,7 +157,7 @@ def test_run_reports_telemetry_layout_and_which_receipts_counted(fake_server,
     assert total["generation_tokens"] == 10 * 24
     md = (out / "report.md").read_text()
     assert "| C128A layout | capacity (from patch receipts) |" in md
-    assert "1 older receipt(s) ignored" in md and "process start time" in md
+    assert "1 receipt(s) set aside" in md and "no measured endpoint's current start" in md
     assert "## Server telemetry (/metrics)" in md and "71.4% (120 of 168 drafted)" in md
     html = (out / "report.html").read_text()
     for title in ("Server load over time", "KV-cache usage over time", "Throughput over time",

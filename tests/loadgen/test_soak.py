@@ -61,15 +61,18 @@ def records(directory: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
 
-@pytest.mark.parametrize("exposes_start_time", [True, False],
-                         ids=["process-start-time", "readiness-loss"])
-def test_priming_once_per_server_start(fake_server, tmp_path: Path,
-                                       exposes_start_time: bool) -> None:
-    fake, srv = fake_server(("ok",), expose_start_time=exposes_start_time)
+@pytest.mark.parametrize("exposes_start_time,exposes_id,down_probes", [
+    (True, False, 1), (False, False, 1), (False, True, 0)],
+    ids=["process-start-time", "readiness-loss", "server-id"])
+def test_priming_once_per_server_start(fake_server, tmp_path: Path, exposes_start_time: bool,
+                                       exposes_id: bool, down_probes: int) -> None:
+    fake, srv = fake_server(("ok",), expose_start_time=exposes_start_time,
+                            expose_server_id=exposes_id)
     # The server restarts when round 2's last request (the 10th) arrives: with the
-    # metric the run sees its start time move; without it, the next /health fails once.
+    # metrics the run sees its start time or its server id change; without them, the
+    # next /health fails once. With the id, nothing else needs to show it.
     fake.restart_at = 10
-    fake.restart_down_probes = 1
+    fake.restart_down_probes = down_probes
     out = tmp_path / "soak"
     proc = run_cli("soak", str(scenario(tmp_path)), "--base-url", srv.url, "--rounds", "3",
                    "--out", str(out), "--quiet")
@@ -86,19 +89,32 @@ def test_priming_once_per_server_start(fake_server, tmp_path: Path,
         assert rows[0]["server_start"] < rows[2]["server_start"]
     else:
         assert rows[2]["server_start"] is None
-        assert "not ready" in proc.stdout
+        # The id moved between round 2's first and last look: round 3 primes.
+        assert ("restarted during the previous round" if exposes_id else "not ready") in \
+            proc.stdout
     assert (soak_dir(out) / "trend.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_restart_detection_rules() -> None:
     url = "http://s"
-    assert detect_restart(None, [Observation(url, True, 100.0)]).restarted
-    assert not detect_restart({url: 100.0}, [Observation(url, True, 100.4)]).restarted
-    moved = detect_restart({url: 100.0}, [Observation(url, True, 200.0)])
+
+    def seen(start: float | None, server_id: str | None = None, ready: bool = True):
+        return Observation(url, ready, start, server_id)
+
+    assert detect_restart(None, [seen(100.0)]).restarted
+    assert not detect_restart({url: seen(100.0)}, [seen(100.4)]).restarted
+    moved = detect_restart({url: seen(100.0)}, [seen(200.0)])
     assert moved.restarted and "process start time changed" in moved.reasons[0]
-    assert detect_restart({url: None}, [Observation(url, False, None)]).restarted
-    assert not detect_restart({url: None}, [Observation(url, True, None)]).restarted
-    assert detect_restart({url: 100.0}, [Observation(url, True, None)]).restarted
+    assert detect_restart({url: seen(None)}, [seen(None, ready=False)]).restarted
+    assert not detect_restart({url: seen(None)}, [seen(None)]).restarted
+    assert detect_restart({url: seen(100.0)}, [seen(None)]).restarted
+    # The server id decides where both looks have one, whatever the start time says.
+    new_id = detect_restart({url: seen(None, "a")}, [seen(None, "b")])
+    assert new_id.restarted and "server id changed (a -> b)" in new_id.reasons[0]
+    assert not detect_restart({url: seen(100.0, "a")}, [seen(300.0, "a")]).restarted
+    assert detect_restart({url: seen(100.0, "a")}, [seen(100.0, "b")]).restarted
+    gone = detect_restart({url: seen(100.0, "a")}, [seen(100.0)])
+    assert gone.restarted and "no longer exports its server id" in gone.reasons[0]
 
 
 @pytest.mark.slow

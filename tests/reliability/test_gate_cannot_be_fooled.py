@@ -17,6 +17,7 @@ import pytest
 from tests.loadgen.conftest import run_cli
 from tests.support.legit_corpus import CORPUS, OFFERED
 from tests.support.openai_fake import MODE_VERDICTS
+from tests.support.receipts import parallel
 
 TOOL_TURNS = """
 [load]
@@ -101,7 +102,7 @@ def model_receipt(pid: int, layout: str, *, calls: int = 40, c128a: int = 1,
             "vllm_version": "0.28.0",
             "guard": {"mode": "1", "calls": calls if runs_model else 0, "violations": 0},
             "model": {"loaded": runs_model, "architectures": ["DeepseekV4ForCausalLM"],
-                      "c128a_builders": c128a if runs_model else 0,
+                      "c128a_builders": c128a if runs_model else 0, "parallel": parallel(),
                       "hooks": {"model_loader": "ok", "c128a_builders": "ok"}}}
 
 
@@ -130,7 +131,7 @@ def test_receipts_decide_a_clean_candidate(fake_server, tmp_path: Path, receipts
     directory = tmp_path / "receipts"
     directory.mkdir()
     for receipt in receipts:
-        receipt["time"] = fake.start_time + 1  # written by the current server start
+        receipt["server"] = {"id": fake.server_id}  # written by the current server start
         (directory / f"host-{receipt['pid']}.json").write_text(json.dumps(receipt))
     result, summary, output = run(tmp_path, srv.url, gate="require_receipts = true",
                                   extra=("--receipts-dir", str(directory)))

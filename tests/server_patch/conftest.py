@@ -348,11 +348,14 @@ def _forget_vllm() -> None:
 @pytest.fixture
 def fake_vllm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Path]]:
     """Install a fake vLLM for this test (in sys.path, fresh modules, clean plugin state)."""
-    from server_patch import model_watch, plugin
+    from server_patch import model_watch, plugin, server_start
 
     monkeypatch.setattr(plugin, "_STATE", plugin._State())
     model_watch._SEEN.reset()
     monkeypatch.setattr(model_watch, "_report", None)
+    # Each test is a server start of its own: the id register() makes (and puts in the
+    # environment for its children) goes away with the test.
+    monkeypatch.setattr(server_start, "_CURRENT", {})
     for var in (
         "DSV4_QUAL_C128A_LAYOUT",
         "DSV4_QUAL_STRICT",
@@ -360,8 +363,12 @@ def fake_vllm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Calla
         "DSV4_QUAL_SUPPORTED_VLLM",
         "DSV4_QUAL_GUARD",
         "DSV4_QUAL_GUARD_FLUSH_S",
+        server_start.ENV_SERVER_ID,
+        server_start.ENV_SERVER_MAKER,
+        server_start.ENV_SERVER_ADDRESS,
     ):
-        monkeypatch.delenv(var, raising=False)
+        monkeypatch.setenv(var, "")  # so that teardown removes what the test sets
+        monkeypatch.delenv(var)
     _forget_vllm()
 
     def install(**kwargs: object) -> Path:

@@ -12,11 +12,16 @@ from server_patch import model_watch, plugin
 from server_patch.receipts import load_receipts
 
 
-def _load_model(architectures: list[str], model_type: str) -> None:
+def _load_model(architectures: list[str], model_type: str, *, ratios: list[int] | None = None,
+                parallel: SimpleNamespace | None = None) -> None:
     loader = importlib.import_module("vllm.model_executor.model_loader.base_loader")
-    model_config = SimpleNamespace(model="deepseek-ai/some-model", hf_config=SimpleNamespace(
-        architectures=architectures, model_type=model_type))
-    loader.BaseModelLoader().load_model(vllm_config=SimpleNamespace(), model_config=model_config)
+    hf_config = SimpleNamespace(architectures=architectures, model_type=model_type)
+    if ratios is not None:
+        hf_config.compress_ratios = ratios
+    model_config = SimpleNamespace(model="deepseek-ai/some-model", revision="abc123",
+                                   hf_config=hf_config)
+    loader.BaseModelLoader().load_model(
+        vllm_config=SimpleNamespace(parallel_config=parallel), model_config=model_config)
 
 
 def _builder(compress_ratio: int) -> object:
@@ -94,3 +99,30 @@ def test_only_classes_that_build_c128a_metadata_themselves_are_hooked(fake_vllm)
     module = importlib.import_module("vllm.models.deepseek_v4.sparse_mla")
     assert [c.__name__ for c in model_watch.c128a_builder_classes(module)] == [
         "DeepseekV4SparseMLAMetadataBuilder"]
+
+
+def test_a_drafter_loaded_after_the_model_adds_to_what_the_receipt_says(receipts) -> None:
+    # DeepSeek-V4 with its MTP drafter in the same worker: vLLM rewrites the drafter's
+    # architectures and model type, and loads it second. The target model stays named.
+    plugin.register()
+    place = SimpleNamespace(data_parallel_size=4, data_parallel_size_local=2,
+                            data_parallel_rank=3, data_parallel_index=3,
+                            data_parallel_external_lb=False, data_parallel_hybrid_lb=False,
+                            world_size=2, rank=1, tensor_parallel_size=2,
+                            pipeline_parallel_size=1, nnodes=1, node_rank=0)
+    _load_model(["DeepseekV4ForCausalLM"], "deepseek_v4", ratios=[0, 4, 128, 4], parallel=place)
+    _load_model(["DeepSeekV4MTPModel"], "deepseek_mtp", parallel=SimpleNamespace(world_size=1))
+    section = receipts()
+    assert section["architectures"] == ["DeepseekV4ForCausalLM", "DeepSeekV4MTPModel"]
+    assert section["model_type"] == "deepseek_v4" and section["revision"] == "abc123"
+    assert section["compress_ratios"] == [0, 4, 128]
+    assert [load["model_type"] for load in section["loads"]] == ["deepseek_v4", "deepseek_mtp"]
+    assert section["parallel"]["data_parallel_index"] == 3
+    assert (section["parallel"]["world_size"], section["parallel"]["rank"]) == (2, 1)
+
+
+def test_a_config_without_compress_ratios_says_so(receipts) -> None:
+    plugin.register()
+    _load_model(["Qwen3ForCausalLM"], "qwen3")
+    section = receipts()
+    assert section["compress_ratios"] is None and section["parallel"] is None

@@ -15,6 +15,7 @@ import re
 import socket
 import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
@@ -176,12 +177,15 @@ class FakeOpenAI:
     def __init__(self, plan: Iterable[str] = ("ok",), model: str = MODEL,
                  max_model_len: int = 4096, token_delay_s: float = 0.0,
                  mode_by_text: dict[str, str] | None = None,
-                 expose_start_time: bool = True) -> None:
+                 expose_start_time: bool = True, expose_server_id: bool = True,
+                 version: str = "0.0.0-fake", root: str | None = None) -> None:
         self.plan = list(plan)
         # A mode chosen by the request's own text: the same body, the same reply.
         self.mode_by_text = mode_by_text or {}
         self._next = itertools.cycle(self.plan)
         self.model = model
+        self.release = version  # what /version answers
+        self.root = root  # /v1/models' `root` of the model, as vLLM gives it
         self.max_model_len = max_model_len
         self.token_delay_s = token_delay_s
         self.counts: Counter[str] = Counter()
@@ -199,9 +203,12 @@ class FakeOpenAI:
         self.accepted = 0
         self.accepted_under_load = 5
         self.headers: list[dict[str, str]] = []
-        # A "restart": a new process start time, counters from zero, and optionally a
-        # few failed readiness probes, as a restarted vLLM shows them.
+        # A "restart": a new process start time and server id, counters from zero, and
+        # optionally a few failed readiness probes, as a restarted vLLM shows them.
         self.expose_start_time = expose_start_time
+        # The dsv4-qual plugin's `dsv4_qual_server_info{server_id=...}`: which start this is.
+        self.expose_server_id = expose_server_id
+        self.server_id = uuid.uuid4().hex
         self.start_time = time.time()
         self.restarts = 0
         self.restart_at: int | None = None  # restart when this many chats have arrived
@@ -221,6 +228,7 @@ class FakeOpenAI:
 
     def restart(self, down_probes: int = 0) -> None:
         self.start_time = max(time.time(), self.start_time + 2.0)
+        self.server_id = uuid.uuid4().hex
         self.restarts += 1
         self._down_probes = down_probes
         self._served_at_start = sum(self.counts.values())
@@ -233,14 +241,15 @@ class FakeOpenAI:
         return Response(status_code=200 if self.healthy else 503)
 
     async def version(self, request: Request) -> Response:
-        return JSONResponse({"version": "0.0.0-fake"})
+        return JSONResponse({"version": self.release})
 
     async def models(self, request: Request) -> Response:
         if not self.healthy:
             return Response(status_code=503)
         return JSONResponse({"object": "list", "data": [
             {"id": self.model, "object": "model", "owned_by": "fake",
-             "max_model_len": self.max_model_len}]})
+             "max_model_len": self.max_model_len,
+             **({"root": self.root} if self.root else {})}]})
 
     async def metrics(self, request: Request) -> Response:
         served = sum(self.counts.values()) - self._served_at_start
@@ -260,6 +269,9 @@ class FakeOpenAI:
         ]
         if self.expose_start_time:
             lines.append(f"process_start_time_seconds {self.start_time}")
+        if self.expose_server_id:
+            lines.append(f'dsv4_qual_server_info{{server_id="{self.server_id}",'
+                         f'address="127.0.0.1"}} 1')
         return PlainTextResponse("\n".join(lines) + "\n")
 
     async def tokenize(self, request: Request) -> Response:

@@ -29,12 +29,23 @@ _STARTED: list[vh.VllmServer] = []
 _TIMINGS: list[tuple[str, float]] = []
 
 
+#: A test that leaves the shared server changed (e.g. calls the C128A builder in its
+#: worker, which its receipt then shows) runs after every other user of that server.
+CHANGES_THE_SERVER = "changes_the_session_server"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{CHANGES_THE_SERVER}: runs after the session "
+                            "server's other tests (it leaves the server changed)")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests with a server of their own first: they finish before the shared one starts."""
+    """Tests with a server of their own first: they finish before the shared one starts.
+    Tests that change the shared server last, whatever order the files were given in."""
     own = [i for i in items if "vllm_server_factory" in getattr(i, "fixturenames", ())]
-    if own:
-        rest = [i for i in items if i not in own]
-        items[:] = own + rest
+    last = [i for i in items if i not in own and i.get_closest_marker(CHANGES_THE_SERVER)]
+    rest = [i for i in items if i not in own and i not in last]
+    items[:] = own + rest + last
 
 
 @pytest.hookimpl(hookwrapper=True)

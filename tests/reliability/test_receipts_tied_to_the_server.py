@@ -1,0 +1,240 @@
+"""Receipts count for the server start that answered, and prove what they say, through `run`.
+
+Each test plays a server (the loopback fake, which exports its server id on /metrics as
+the plugin does, or the embedded sim) with a receipt directory laid out the way a
+server that tries to pass a candidate gate would leave it: receipts of another start, of
+one endpoint out of two, of half the ranks, of a DeepSeek-V4 model that made no C128A
+builder, with stride violations. None of them exits 0; an honest server does.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.loadgen.conftest import run_cli
+from tests.support.receipts import api_server, parallel, receipt, write_receipts
+
+SCENARIO = """
+[load]
+concurrency = 4
+priming = 0
+measurement = 8
+[request]
+max_tokens = 64
+[workload]
+kind = "tool-turn"
+[gate]
+prove_below = 0.5
+{gate}
+"""
+REQUIRED = "require_receipts = true"
+
+
+def run(tmp_path: Path, urls: list[str], receipts: Path, gate: str = REQUIRED
+        ) -> tuple[int, dict, str]:
+    sc = tmp_path / "s.toml"
+    sc.write_text(SCENARIO.format(gate=gate))
+    out = tmp_path / "out"
+    args = [a for url in urls for a in ("--base-url", url)]
+    proc = run_cli("run", str(sc), *args, "--receipts-dir", str(receipts), "--out", str(out),
+                   "--quiet")
+    summary = json.loads((out / "summary.json").read_text())
+    return proc.returncode, summary, proc.stdout + proc.stderr
+
+
+def receipts_check(summary: dict) -> dict:
+    (check,) = [c for c in summary["gate"]["checks"] if c["name"].startswith("patch receipts")]
+    return check
+
+
+def test_an_honest_server_passes_on_the_receipts_of_its_start(fake_server,
+                                                               tmp_path: Path) -> None:
+    fake, srv = fake_server(("ok",))
+    receipts = write_receipts(tmp_path / "r", [
+        api_server(1, fake.server_id), receipt(2, fake.server_id),
+        receipt(3, "an-earlier-start", layout="packed")])  # yesterday's, on the volume
+    code, summary, output = run(tmp_path, [srv.url], receipts)
+    assert code == 0, output
+    assert "1 model process(es) ran capacity" in receipts_check(summary)["message"]
+    selection = summary["target"]["receipts_selection"]
+    assert (selection["kept"], selection["ignored"]) == (2, 1)
+    assert selection["set_aside"][0]["file"] == "host-3.json"
+
+
+def test_two_endpoints_with_receipts_from_one_are_invalid(fake_server,
+                                                         tmp_path: Path) -> None:
+    first, a = fake_server(("ok",))
+    _, b = fake_server(("ok",))  # a replica whose processes wrote no receipt here
+    receipts = write_receipts(tmp_path / "r", [api_server(1, first.server_id),
+                                               receipt(2, first.server_id)])
+    code, summary, output = run(tmp_path, [a.url, b.url], receipts)
+    assert code == 2, output
+    message = receipts_check(summary)["message"]
+    assert "no receipt from a process that runs the model for " + b.url in message
+    assert message in output
+
+
+@pytest.mark.parametrize("plugin_after_restart", [False, True],
+                         ids=["restart-without-plugin", "restart-without-receipts"])
+def test_a_restart_never_passes_on_the_previous_starts_receipts(
+        fake_server, tmp_path: Path, plugin_after_restart: bool) -> None:
+    fake, srv = fake_server(("ok",), expose_server_id=plugin_after_restart)
+    earlier = fake.server_id
+    fake.restart()  # a new start, whose processes wrote nothing where the run reads
+    receipts = write_receipts(tmp_path / "r", [
+        # Written a second ago: a clock with any margin would count them.
+        {**api_server(1, earlier), "time": time.time() - 1},
+        {**receipt(2, earlier), "time": time.time() - 1}])
+    code, summary, output = run(tmp_path, [srv.url], receipts)
+    assert code == 2, output
+    message = receipts_check(summary)["message"]
+    if plugin_after_restart:
+        assert "no patch receipt in" in message and "no measured endpoint's current start" \
+            in message
+    else:
+        assert "exports no server id (dsv4_qual_server_info in /metrics)" in message
+    # Not even when the scenario does not require receipts: found, they cannot be tied.
+    if not plugin_after_restart:
+        (tmp_path / "out").rename(tmp_path / "required")
+        code, _, output = run(tmp_path, [srv.url], receipts, gate="")
+        assert code == 2, output
+
+
+def test_a_server_up_for_hours_without_a_start_time_passes_on_its_own_receipts(
+        fake_server, tmp_path: Path) -> None:
+    fake, srv = fake_server(("ok",), expose_start_time=False)
+    hours_ago = time.time() - 5 * 3600
+    fake.start_time = hours_ago
+    receipts = write_receipts(tmp_path / "r", [
+        {**api_server(1, fake.server_id), "time": hours_ago},
+        {**receipt(2, fake.server_id), "time": hours_ago + 60}])
+    code, summary, output = run(tmp_path, [srv.url], receipts)
+    assert code == 0, output
+    assert summary["target"]["receipts_selection"]["kept"] == 2
+
+
+def test_a_deepseek_v4_process_that_made_no_c128a_builder_is_invalid(fake_server,
+                                                                     tmp_path: Path) -> None:
+    fake, srv = fake_server(("ok",))
+    receipts = write_receipts(tmp_path / "r", [
+        api_server(1, fake.server_id), receipt(2, fake.server_id, c128a=0, calls=0)])
+    code, summary, output = run(tmp_path, [srv.url], receipts)
+    assert code == 2, output
+    assert "loaded a DeepSeek-V4 model (DeepseekV4ForCausalLM), which has C128A layers" in \
+        receipts_check(summary)["message"]
+    # Its drafter alone says so too.
+    receipts = write_receipts(tmp_path / "r2", [receipt(
+        2, fake.server_id, c128a=0, calls=0, architectures=["DeepSeekV4MTPModel"],
+        model_type="deepseek_mtp", compress_ratios=[])])
+    (tmp_path / "out").rename(tmp_path / "first")
+    assert run(tmp_path, [srv.url], receipts)[0] == 2
+
+
+def test_deepseek_v41_is_recognised_by_its_architecture_and_config(fake_server,
+                                                                  tmp_path: Path) -> None:
+    fake, srv = fake_server(("ok",))
+    v41 = {"architectures": ["DeepseekV41ForCausalLM"], "model_type": "deepseek_v41",
+           "c128a": 0, "calls": 0}
+    receipts = write_receipts(tmp_path / "r", [
+        api_server(1, fake.server_id), receipt(2, fake.server_id, compress_ratios=[0, 1, 2],
+                                               **v41)])
+    code, summary, output = run(tmp_path, [srv.url], receipts)
+    assert code == 0, output
+    assert "DeepSeek-V4.1: compress ratios 0, 1, 2) has no C128A layers" in \
+        receipts_check(summary)["message"]
+    assert "the gate rests on the replies alone" in summary["gate"]["statement"]
+    # The name without the config: a V4.1 that cannot be told from a missed builder.
+    receipts = write_receipts(tmp_path / "r2", [receipt(2, fake.server_id,
+                                                        compress_ratios=[128], **v41)])
+    (tmp_path / "out").rename(tmp_path / "first")
+    assert run(tmp_path, [srv.url], receipts)[0] == 2
+
+
+def test_stride_violations_fail_a_candidate_and_the_statement_names_them(
+        fake_server, tmp_path: Path) -> None:
+    fake, srv = fake_server(("ok",))
+    # The scenario leaves gate.fail_on_stride_violations off, as release-gate does.
+    receipts = write_receipts(tmp_path / "r", [
+        api_server(1, fake.server_id), receipt(2, fake.server_id, violations=3)])
+    code, summary, output = run(tmp_path, [srv.url], receipts)
+    assert code == 1, output
+    assert summary["phases"]["measurement"]["verdicts"] == {"ok": 8}  # every reply clean
+    statement = summary["gate"]["statement"]
+    assert "stride guard counted 3 C128A stride violation(s) in VLLM::Worker (pid 2)" in \
+        statement
+    assert "the first at builder call 2: decode rows at stride 64, buffer row stride 640" in \
+        statement
+    assert "left rows off the capacity stride" in receipts_check(summary)["message"]
+
+
+def test_a_headless_nodes_ranks_never_pass_for_the_heads(fake_server, tmp_path: Path) -> None:
+    # vLLM multi-node data parallel, internal load balancing: the head's endpoint serves
+    # ranks 0-3; ranks 2-3 run on a --headless node whose receipts name its own start.
+    fake, srv = fake_server(("ok",))
+    head = [receipt(10 + r, fake.server_id, place=parallel(dp_size=4, local=2, dp_index=r))
+            for r in (0, 1)]
+    headless = [receipt(20 + r, "the-headless-node", layout="packed",
+                        place=parallel(dp_size=4, local=2, dp_index=r)) for r in (2, 3)]
+    receipts = write_receipts(tmp_path / "r", [api_server(1, fake.server_id), *head,
+                                               *headless])
+    code, summary, output = run(tmp_path, [srv.url], receipts)
+    assert code == 2, output
+    message = receipts_check(summary)["message"]
+    assert "serves 4 data-parallel rank(s), but only rank(s) 0, 1 wrote a receipt" in message
+    assert "--headless" in message
+    # Hybrid load balancing: each node's API fronts its own ranks, and says so.
+    hybrid = [receipt(10 + r, fake.server_id,
+                      place=parallel(dp_size=4, local=2, dp_index=r, hybrid=True))
+              for r in (0, 1)]
+    receipts = write_receipts(tmp_path / "r2", [api_server(1, fake.server_id), *hybrid])
+    (tmp_path / "out").rename(tmp_path / "first")
+    assert run(tmp_path, [srv.url], receipts)[0] == 0
+    # A tensor-parallel group missing a worker is short too.
+    tp = [receipt(30, fake.server_id, place=parallel(world=2, rank=0))]
+    receipts = write_receipts(tmp_path / "r3", [api_server(1, fake.server_id), *tp])
+    (tmp_path / "out").rename(tmp_path / "second")
+    code, summary, _ = run(tmp_path, [srv.url], receipts)
+    assert code == 2 and "worker(s) 0 of its 2" in receipts_check(summary)["message"]
+
+
+SIM = """
+[target]
+receipts_dir = "{receipts}"
+[target.sim]
+layout = "capacity"
+max_model_len = 1024
+[load]
+concurrency = 4
+priming = 0
+measurement = 8
+[request]
+max_tokens = 160
+[workload]
+kind = "long-context"
+context_tokens = [96, 256]
+[gate]
+prove_below = 0.5
+require_receipts = true
+"""
+
+
+def test_the_sim_ties_its_own_receipt_and_sets_an_earlier_starts_aside(tmp_path: Path) -> None:
+    # A packed receipt of an earlier sim in the same directory: not this start's.
+    receipts = write_receipts(tmp_path / "r", [receipt(1, "an-earlier-sim", layout="packed",
+                                                       violations=5)])
+    sc = tmp_path / "sim.toml"
+    sc.write_text(SIM.format(receipts=receipts))
+    out = tmp_path / "out"
+    proc = run_cli("run", str(sc), "--out", str(out), "--quiet")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    server = json.loads((out / "server.json").read_text())
+    (endpoint,) = server["receipts_selection"]["endpoints"]
+    (counted,) = [r for r in server["receipts"] if r["counted"]]
+    assert endpoint["problem"] is None and endpoint["server_ids"] == [counted["server"]["id"]]
+    assert server["receipts_selection"]["set_aside"][0]["file"] == "host-1.json"
+    assert "stride violation" not in json.loads((out / "summary.json").read_text())[
+        "gate"]["statement"]
