@@ -1,20 +1,52 @@
-"""Loops: text that ends by going round in circles (`reasoning_loop`, `tool_args_loop`).
+"""Loops: text that goes round in circles (`reasoning_loop`, `tool_args_loop`).
 
-Two detectors over the tail of a text: an exact repeating period of characters (a unit
-of `loop_min_period_chars`..`loop_max_period_chars` repeated at least `loop_min_repeats`
-times over at least `loop_min_chars`), and a word n-gram (`ngram_words` words) seen at
-least `ngram_min_repeats` times in the last `ngram_tail_words` words. A period of one
-token ("0000...") is caught too: it also repeats with any multiple of its length.
+A *repetition* is looked for over the tail of a text three ways:
+
+- period: the tail repeats one unit of characters exactly, a unit of
+  `loop_min_period_chars`..`loop_max_period_chars` at least `loop_min_repeats` times
+  over at least `loop_min_chars` ("0000..." too: it repeats with any multiple of 1);
+- counted period: the same once the numbering of the repeats is seen through: a bare
+  number ("Attempt 5:", "Step 6.", "#7", "(8)", "9th") is one placeholder, so a loop
+  that counts its own repeats is still a period;
+- n-gram: a word n-gram (`ngram_words`) seen at least `ngram_min_repeats` times in the
+  last `ngram_tail_words` words, the words case folded and their numbering (numbers,
+  number words, Roman numerals, single letters used as labels) seen through.
+
+A repetition is a loop by what it does, not by being there:
+
+- A *template* walks through values where a loop returns to the same ones. Novelty
+  measures it: the share of a repeat's words that the repetition has not shown before
+  (a new account, amount, date, name). Numbering is never new; a number that
+  neither steps evenly nor returns to earlier values is. A novelty of at least
+  `template_min_novelty` (content, tool-call arguments) or
+  `reasoning_template_min_novelty` (reasoning, which restates where an answer lists)
+  makes a template.
+- *Cut*: the text was being written when the reply stopped by `length` (or by any
+  finish but stop and tool_calls). #52448's loops run to max_tokens: any repetition
+  that is not a template and reaches the thresholds above is a loop.
+- *Ended*: the text was finished. Structured data that ends (a grid, a matrix,
+  identical records, a table) is not a loop by itself; prose (sentences) repeated at
+  least `loop_ended_min_repeats` times is, like a reasoning that restates one sentence a
+  dozen times and then answers.
 """
 
 from __future__ import annotations
 
 import itertools
+import re
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
+from loadgen.judge.visible import is_blank, without_hidden
 from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig
+
+FINISHED = frozenset({"stop", "tool_calls"})
+
+# Where numbering stood in a word or text: a character no reply writes.
+PLACEHOLDER = "\x00"
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,9 +54,130 @@ class Loop:
     """Where a loop was found, for the report's forensics."""
 
     field: str
-    kind: str  # "period" or "ngram"
+    kind: str  # "period", "counted period" or "ngram"
     unit: str
     repeats: int
+
+
+@dataclass(frozen=True, slots=True)
+class Repetition:
+    """A unit the tail of a text repeats: a loop or a template, to be judged."""
+
+    kind: str
+    unit: str
+    repeats: int
+    novelty: float  # share of a repeat's words that are new (see the module doc)
+
+
+# ------------------------------------------------------------------------- numbering
+
+_EDGE = "\"'`“”‘’«»()[]{}<>#№:;.,!?*_~/\\|-–—"
+_ORDINAL = ("st", "nd", "rd", "th")
+_CARDINALS = ("zero one two three four five six seven eight nine ten eleven twelve "
+              "thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty").split()
+_ORDINALS = ("zeroth first second third fourth fifth sixth seventh eighth ninth tenth "
+             "eleventh twelfth thirteenth fourteenth fifteenth sixteenth seventeenth "
+             "eighteenth nineteenth twentieth").split()
+_TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+_NUMBER_WORDS: dict[str, int] = {
+    **{w: i for i, w in enumerate(_CARDINALS)},
+    **{w: i for i, w in enumerate(_ORDINALS)},
+    **{w: 20 + 10 * i for i, w in enumerate(_TENS)},
+    **{w[:-1] + "ieth": 20 + 10 * i for i, w in enumerate(_TENS)},
+    "hundred": 100, "hundredth": 100, "thousand": 1000, "thousandth": 1000,
+    # Letters spelled out label repeats too: the Greek alphabet, the NATO one.
+    **{w: i for i, w in enumerate(
+        "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron "
+        "pi rho sigma tau upsilon phi chi psi omega".split(), start=1)},
+    **{w: i for i, w in enumerate(
+        "alfa bravo charlie delta echo foxtrot golf hotel india juliett kilo lima mike "
+        "november oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee "
+        "zulu".split(), start=1)},
+}
+_ROMAN = re.compile(r"M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})")
+_ROMAN_VALUE = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100, "D": 500, "M": 1000}
+
+
+def _roman(numeral: str) -> int:
+    total = peak = 0
+    for ch in reversed(numeral):
+        value = _ROMAN_VALUE[ch]
+        total += value if value >= peak else -value
+        peak = max(peak, value)
+    return total
+
+
+def numbering_value(core: str) -> int | None:
+    """The number a token counts with (it labels a repeat), or None.
+
+    Bare integers ("5", "5th", "0x1f"), number words ("five", "fifth", "twenty-one"),
+    Roman numerals ("XIV") and single letters ("b") number things. Amounts, dates and
+    ids ("120.50", "2026-01-05", "INV-1001", "A00005") are values, not numbering.
+    """
+    if not core:
+        return None
+    if core.isascii():
+        if core.isdigit():
+            return int(core) if len(core) <= 9 else None
+        if core[0].isdigit():
+            if core[-2:].lower() in _ORDINAL and core[:-2].isdigit() and len(core) <= 11:
+                return int(core[:-2])
+            if core[:2].lower() == "0x" and len(core) <= 10:
+                try:
+                    return int(core, 16)
+                except ValueError:
+                    return None
+            return None
+        if len(core) == 1:
+            return ord(core.lower()) - 96 if core.isalpha() else None
+        if core.isupper() and _ROMAN.fullmatch(core):
+            return _roman(core)
+    low = core.lower()
+    value = _NUMBER_WORDS.get(low)
+    if value is None and "-" in low:
+        parts = [_NUMBER_WORDS.get(p) for p in low.split("-")]
+        if all(p is not None for p in parts):
+            value = sum(parts)  # type: ignore[arg-type]
+    return value
+
+
+@lru_cache(maxsize=1 << 16)
+def word_key(word: str) -> tuple[str, str, int | None]:
+    """A word as the loop rules compare it: (shape, value, number).
+
+    `value`: case folded, numbering a placeholder ("Step" "5:" -> "step" "\\0:", number
+    5), so "Attempt 5: re-read" and "Attempt 6: re-read" are the same words. `shape`:
+    also every other word with a digit a placeholder (an id, an amount, a date), so a
+    repeat that carries a new id each time is found as a repetition, then judged by its
+    values.
+    """
+    core = word.strip(_EDGE)
+    number = numbering_value(core)
+    i = word.find(core)
+    if number is not None:
+        value = (word[:i] + PLACEHOLDER + word[i + len(core):]).lower()
+        return value, value, number
+    value = word.lower()
+    if core and any(c.isdigit() for c in core):
+        return (word[:i] + PLACEHOLDER + word[i + len(core):]).lower(), value, None
+    return value, value, None
+
+
+# A bare number in running text: not part of an amount, a date, a time or an id.
+_BARE_NUMBER = re.compile(
+    r"(?<![A-Za-z0-9.,:/-])([0-9]{1,9})(?:st|nd|rd|th)?(?![A-Za-z0-9]|[.,:/-][0-9])")
+
+
+def _walks(values: list[int]) -> bool:
+    """Numbers that neither step evenly (a counter) nor return to earlier ones (a loop's
+    few values): a template's data, e.g. a row's count."""
+    if len(set(values)) * 2 <= len(values):
+        return False
+    steps = Counter(b - a for a, b in itertools.pairwise(values))
+    return steps.most_common(1)[0][1] * 2 < len(values) - 1
+
+
+# ---------------------------------------------------------------------- detectors
 
 
 def tail_period_loop(
@@ -60,55 +213,182 @@ def tail_period_loop(
             return unit, repeats
 
 
-def ngram_loop(text: str, n: int, min_repeats: int, tail_words: int,
-               templates: bool = False) -> tuple[str, int] | None:
-    """The most repeated word n-gram in the tail, if it repeats at least min_repeats.
-
-    `templates`: the text may legitimately fill one template many times (an answer's
-    list, table, code or JSON). What lies between consecutive occurrences then tells a
-    loop from a template: a loop returns through the same few words, a template gets a
-    new value each time (an account id, a row's numbers), so at most half of those
-    in-between spans may be distinct. Reasoning is not held to that: a reasoning that
-    keeps restating itself with a counter that grows is a loop.
-    """
-    words = text.split()
-    if len(words) < n * min_repeats:
-        return None
-    words = words[-tail_words:]
-    counts = Counter(tuple(words[i:i + n]) for i in range(len(words) - n + 1))
-    gram, repeats = counts.most_common(1)[0]
-    if repeats < min_repeats:
-        return None
-    if not templates:
-        return " ".join(gram), repeats
-    starts = [i for i in range(len(words) - n + 1) if tuple(words[i:i + n]) == gram]
-    spans = [tuple(words[a + n:b]) for a, b in itertools.pairwise(starts)]
-    if len(set(spans)) > len(spans) // 2:
-        return None
-    return " ".join(gram), repeats
-
-
-def text_loop(text: str, cfg: VerdictConfig, templates: bool) -> tuple[str, str, int] | None:
-    """(kind, unit, repeats) when the text ends in a loop: a repeated period of
-    characters, else a repeated word n-gram (`templates`: see `ngram_loop`)."""
+def _exact_period(text: str, cfg: VerdictConfig) -> Repetition | None:
     hit = tail_period_loop(text, cfg.loop_min_period_chars, cfg.loop_max_period_chars,
                            cfg.loop_min_repeats, cfg.loop_min_chars)
-    if hit:
-        return "period", hit[0], hit[1]
-    hit = ngram_loop(text, cfg.ngram_words, cfg.ngram_min_repeats, cfg.ngram_tail_words,
-                     templates=templates)
-    if hit:
-        return "ngram", hit[0], hit[1]
+    return Repetition("period", hit[0], hit[1], 0.0) if hit else None
+
+
+def _counted_period(text: str, cfg: VerdictConfig, repeats_wanted: int) -> Repetition | None:
+    """A tail period once bare numbers are one placeholder; novelty from the numbers
+    that walk (a counter steps, a loop's numbers return, a table's numbers walk)."""
+    lo, hi = cfg.loop_min_period_chars, cfg.loop_max_period_chars
+    # A healthy tail has no period at all, not even twice over: found on a short
+    # window first, so only a repetition pays for the long one.
+    glimpse = _BARE_NUMBER.sub(PLACEHOLDER, text[-(2 * hi + lo):])
+    if PLACEHOLDER not in glimpse or tail_period_loop(glimpse, lo, hi, 2, 0) is None:
+        return None
+    window = text[-hi * (repeats_wanted + 1):]
+    masked = _BARE_NUMBER.sub(PLACEHOLDER, window)
+    hit = tail_period_loop(masked, lo, hi, cfg.loop_min_repeats, cfg.loop_min_chars)
+    if hit is None:
+        return None
+    unit, repeats = hit
+    numbers = [int(m.group(1)) for m in _BARE_NUMBER.finditer(window)]
+    per_repeat = unit.count(PLACEHOLDER)
+    if per_repeat == 0:
+        return Repetition("period", unit, repeats, 0.0)
+    mine = numbers[-repeats * per_repeat:]
+    slots = [mine[j::per_repeat] for j in range(per_repeat)]
+    walking = sum(1 for vals in slots if _walks(vals))
+    last = iter(str(v) for v in mine[-per_repeat:])
+    shown = "".join(part + next(last, "") for part in unit.split(PLACEHOLDER))
+    return Repetition("counted period", shown, repeats,
+                      walking / max(1, len(unit.split())))
+
+
+def _tail_words(text: str, tail_words: int) -> list[str]:
+    parts = text.rsplit(None, tail_words)  # splits from the end only: C speed, tail only
+    return parts[1:] if len(parts) > tail_words else parts
+
+
+def _novelty(units: list[range], shapes: list[str], values: list[str],
+             numbers: list[int | None]) -> float:
+    """Mean share of a repeat's words that the repetition had not shown before.
+
+    A word is new when its value was not in an earlier repeat, or when it is numbering
+    whose numbers walk (see `_walks`) across the repeats that share one shape.
+    """
+    unit_shapes = [tuple(shapes[a] for a in unit) for unit in units]
+    modal = Counter(unit_shapes).most_common(1)[0][0]
+    aligned = [u for u, shape in zip(units, unit_shapes, strict=True) if shape == modal]
+    walking: set[int] = set()
+    if len(aligned) > 2:
+        for j in range(len(modal)):
+            slot = [numbers[unit[j]] for unit in aligned]
+            if None not in slot and _walks(slot):  # type: ignore[arg-type]
+                walking.update(unit[j] for unit in aligned)
+    seen = {values[a] for a in units[0]}
+    shares = []
+    for unit in units[1:]:
+        new = sum(1 for a in unit if a in walking or values[a] not in seen)
+        seen.update(values[a] for a in unit)
+        shares.append(new / len(unit))
+    return sum(shares) / len(shares) if shares else 0.0
+
+
+def ngram_repetitions(text: str, n: int, min_repeats: int, tail_words: int
+                      ) -> Iterator[Repetition]:
+    """The word n-grams (by shape) seen at least min_repeats times in the tail, most
+    frequent first, one per region of the tail (the n-grams of one loop are rotations
+    of each other)."""
+    words = _tail_words(text, tail_words)
+    if len(words) < n + min_repeats - 1:
+        return
+    keyed = [word_key(w) for w in words]
+    shapes = [k[0] for k in keyed]
+    grams = list(zip(*(shapes[i:] for i in range(n)), strict=False))
+    counts = Counter(grams)
+    frequent = {g: c for g, c in counts.items() if c >= min_repeats}
+    if not frequent:
+        return
+    values = [k[1] for k in keyed]
+    numbers = [k[2] for k in keyed]
+    starts: dict[tuple[str, ...], list[int]] = {g: [] for g in frequent}
+    for i, gram in enumerate(grams):
+        if gram in starts:
+            starts[gram].append(i)
+    covered: list[range] = []
+    for gram, count in sorted(frequent.items(), key=lambda gc: -gc[1]):
+        where = starts[gram]
+        if any(where[0] in region for region in covered):
+            continue
+        covered.append(range(where[0], where[-1] + n))
+        units = [range(a, b) for a, b in itertools.pairwise(where)]
+        shown = " ".join(words[a] for a in units[-1])
+        yield Repetition("ngram", shown, count, _novelty(units, shapes, values, numbers))
+
+
+def ngram_loop(text: str, n: int, min_repeats: int, tail_words: int,
+               templates: bool = False, min_novelty: float = 0.05
+               ) -> tuple[str, int] | None:
+    """The tail's most repeated word n-gram as (its unit, repeats), if it repeats at
+    least min_repeats times; with `templates`, None when it is a template (a novelty of
+    at least min_novelty: each repeat brings new values)."""
+    for rep in ngram_repetitions(text, n, min_repeats, tail_words):
+        if templates and rep.novelty >= min_novelty:
+            return None
+        return rep.unit, rep.repeats
     return None
+
+
+# --------------------------------------------------------------------------- judging
+
+_WORD = r"[^\W\d_]{2,}"
+_SPACE = r"[,;]?[ \t\u00a0]+"
+# Prose: three words in a row, or four characters of a script written without spaces.
+_PROSE = re.compile(rf"{_WORD}{_SPACE}{_WORD}{_SPACE}{_WORD}"
+                    r"|[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]{4}")
+# A record of structured data: a JSON or dict key, a table row, an XML element.
+_RECORD = re.compile(r"""["'][^"'\n]{0,80}["']\s*:|\|[^|\n]*\|[^|\n]*\|"""
+                     r"|<([A-Za-z][\w.-]*)\b[^<>]*>[^<]*</\1\s*>")
+
+
+def is_prose(unit: str) -> bool:
+    """Sentences rather than structured data (cells, numbers, records, markup)."""
+    return _PROSE.search(unit) is not None and _RECORD.search(unit) is None
+
+
+def _is_loop(rep: Repetition, cfg: VerdictConfig, cut: bool, min_novelty: float) -> bool:
+    if rep.novelty >= min_novelty:
+        return False  # a template: it walks through values
+    if cut:
+        return rep.kind != "ngram" or rep.repeats >= cfg.ngram_min_repeats
+    return rep.repeats >= cfg.loop_ended_min_repeats and is_prose(rep.unit)
+
+
+def _repetitions(text: str, cfg: VerdictConfig, cut: bool) -> Iterator[Repetition]:
+    wanted = cfg.loop_min_repeats if cut else max(cfg.loop_min_repeats,
+                                                  cfg.loop_ended_min_repeats)
+    exact = _exact_period(text, cfg)
+    if exact is not None:
+        yield exact
+    counted = _counted_period(text, cfg, wanted)
+    if counted is not None and counted.unit != getattr(exact, "unit", None):
+        yield counted
+    least = cfg.ngram_min_repeats if cut else min(cfg.ngram_min_repeats,
+                                                  cfg.loop_ended_min_repeats)
+    yield from ngram_repetitions(text, cfg.ngram_words, least, cfg.ngram_tail_words)
+
+
+def text_loop(text: str, cfg: VerdictConfig, *, cut: bool, min_novelty: float
+              ) -> tuple[str, str, int] | None:
+    """(kind, unit, repeats) when the text goes round in circles (see the module doc).
+
+    `cut`: the reply stopped while this text was being written. `min_novelty`: the
+    novelty from which a repetition is a template.
+    """
+    text = without_hidden(text)
+    for rep in _repetitions(text, cfg, cut):
+        if _is_loop(rep, cfg, cut, min_novelty):
+            return rep.kind, rep.unit, rep.repeats
+    return None
+
+
+def last_written(record: RequestRecord) -> str:
+    """The part of the reply written last: where a cut reply stopped."""
+    if record.tool_calls:
+        return "tool_calls"
+    return "reasoning" if is_blank(record.content) else "content"
 
 
 def find_loop(record: RequestRecord, cfg: VerdictConfig) -> Loop | None:
-    for field in ("reasoning", "content"):
+    cut_field = None if record.finish_reason in FINISHED else last_written(record)
+    for field, min_novelty in (("reasoning", cfg.reasoning_template_min_novelty),
+                               ("content", cfg.template_min_novelty)):
         text = getattr(record, field)
         if text:
-            hit = text_loop(text, cfg, templates=field == "content")
+            hit = text_loop(text, cfg, cut=field == cut_field, min_novelty=min_novelty)
             if hit:
                 return Loop(field, *hit)
     return None
-
-
