@@ -249,7 +249,7 @@ class VerdictConfig(_Strict):
         "shown before; numbering is never new).",
     )
     reasoning_template_min_novelty: float = Field(
-        default=0.15, ge=0, le=1,
+        default=0.1, ge=0, le=1,
         description="The same for the reasoning, which restates where an answer lists.",
     )
     special_tokens: list[str] = Field(default_factory=list)

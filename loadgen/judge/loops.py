@@ -110,9 +110,10 @@ def _roman(numeral: str) -> int:
 def numbering_value(core: str) -> int | None:
     """The number a token counts with (it labels a repeat), or None.
 
-    Bare integers ("5", "5th", "0x1f"), number words ("five", "fifth", "twenty-one"),
-    Roman numerals ("XIV") and single letters ("b") number things. Amounts, dates and
-    ids ("120.50", "2026-01-05", "INV-1001", "A00005") are values, not numbering.
+    Bare integers ("5", "5th", "0x1f", "3/20"), a letter with up to three digits ("v5",
+    "Q3"), number words ("five", "fifth", "twenty-one", "delta"), Roman numerals ("XIV")
+    and single letters ("b") number things. Amounts, dates, times and ids ("120.50",
+    "2026-01-05", "12:30", "INV-1001", "A00005") are values, not numbering.
     """
     if not core:
         return None
@@ -127,9 +128,14 @@ def numbering_value(core: str) -> int | None:
                     return int(core, 16)
                 except ValueError:
                     return None
+            top, _, bottom = core.partition("/")  # "3/20": the third of twenty
+            if top.isdigit() and bottom.isdigit() and len(core) <= 13:
+                return int(top)
             return None
         if len(core) == 1:
             return ord(core.lower()) - 96 if core.isalpha() else None
+        if len(core) <= 4 and core[0].isalpha() and core[1:].isdigit():  # "v5", "Q3", "A12"
+            return int(core[1:])
         if core.isupper() and _ROMAN.fullmatch(core):
             return _roman(core)
     low = core.lower()
@@ -145,21 +151,21 @@ def numbering_value(core: str) -> int | None:
 def word_key(word: str) -> tuple[str, str, int | None]:
     """A word as the loop rules compare it: (shape, value, number).
 
-    `value`: case folded, numbering a placeholder ("Step" "5:" -> "step" "\\0:", number
-    5), so "Attempt 5: re-read" and "Attempt 6: re-read" are the same words. `shape`:
-    also every other word with a digit a placeholder (an id, an amount, a date), so a
-    repeat that carries a new id each time is found as a repetition, then judged by its
-    values.
+    `value`: case folded, without the punctuation around it, numbering a placeholder
+    ("Step" "5:" -> "step" "\\0", number 5), so "Attempt 5: re-read the request." and
+    "Attempt 6: re-read the request!" are the same words. `shape`: also every other word
+    with a digit a placeholder (an id, an amount, a date), so a repeat that carries a
+    new id each time is found as a repetition, then judged by its values.
     """
     core = word.strip(_EDGE)
+    if not core:
+        return word, word, None  # punctuation alone: "-", "|", "{"
     number = numbering_value(core)
-    i = word.find(core)
     if number is not None:
-        value = (word[:i] + PLACEHOLDER + word[i + len(core):]).lower()
-        return value, value, number
-    value = word.lower()
-    if core and any(c.isdigit() for c in core):
-        return (word[:i] + PLACEHOLDER + word[i + len(core):]).lower(), value, None
+        return PLACEHOLDER, PLACEHOLDER, number
+    value = core.lower()
+    if any(c.isdigit() for c in core):
+        return PLACEHOLDER, value, None
     return value, value, None
 
 
@@ -252,22 +258,21 @@ def _tail_words(text: str, tail_words: int) -> list[str]:
     return parts[1:] if len(parts) > tail_words else parts
 
 
-def _novelty(units: list[range], shapes: list[str], values: list[str],
-             numbers: list[int | None]) -> float:
+def _novelty(units: list[range], values: list[str], numbers: list[int | None]) -> float:
     """Mean share of a repeat's words that the repetition had not shown before.
 
     A word is new when its value was not in an earlier repeat, or when it is numbering
-    whose numbers walk (see `_walks`) across the repeats that share one shape.
+    whose numbers walk (see `_walks`): the k-th number of each repeat, among the repeats
+    that hold as many numbers, is one slot.
     """
-    unit_shapes = [tuple(shapes[a] for a in unit) for unit in units]
-    modal = Counter(unit_shapes).most_common(1)[0][0]
-    aligned = [u for u, shape in zip(units, unit_shapes, strict=True) if shape == modal]
+    numbered = [[a for a in unit if numbers[a] is not None] for unit in units]
+    per_unit = Counter(len(slots) for slots in numbered).most_common(1)[0][0]
+    same = [slots for slots in numbered if len(slots) == per_unit]
     walking: set[int] = set()
-    if len(aligned) > 2:
-        for j in range(len(modal)):
-            slot = [numbers[unit[j]] for unit in aligned]
-            if None not in slot and _walks(slot):  # type: ignore[arg-type]
-                walking.update(unit[j] for unit in aligned)
+    if len(same) > 2:
+        for k in range(per_unit):
+            if _walks([numbers[slots[k]] or 0 for slots in same]):
+                walking.update(slots[k] for slots in same)
     seen = {values[a] for a in units[0]}
     shares = []
     for unit in units[1:]:
@@ -306,7 +311,7 @@ def ngram_repetitions(text: str, n: int, min_repeats: int, tail_words: int
         covered.append(range(where[0], where[-1] + n))
         units = [range(a, b) for a, b in itertools.pairwise(where)]
         shown = " ".join(words[a] for a in units[-1])
-        yield Repetition("ngram", shown, count, _novelty(units, shapes, values, numbers))
+        yield Repetition("ngram", shown, count, _novelty(units, values, numbers))
 
 
 def ngram_loop(text: str, n: int, min_repeats: int, tail_words: int,
@@ -329,8 +334,10 @@ _SPACE = r"[,;]?[ \t\u00a0]+"
 # Prose: three words in a row, or four characters of a script written without spaces.
 _PROSE = re.compile(rf"{_WORD}{_SPACE}{_WORD}{_SPACE}{_WORD}"
                     r"|[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]{4}")
-# A record of structured data: a JSON or dict key, a table row, an XML element.
+# A record of structured data: a JSON or dict key, two YAML keys, a table row, an XML
+# element.
 _RECORD = re.compile(r"""["'][^"'\n]{0,80}["']\s*:|\|[^|\n]*\|[^|\n]*\|"""
+                     r"|(?:(?:^|\s)[a-z_][a-z0-9_]*:\s.*){2}"
                      r"|<([A-Za-z][\w.-]*)\b[^<>]*>[^<]*</\1\s*>")
 
 
