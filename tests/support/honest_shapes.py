@@ -172,7 +172,9 @@ def _matrix_reply(rng: random.Random, name: str, what: str, cells: list[list[int
     text = _matrix_text(cells, style)
     fenced = style in ("plain", "python", "numpy") and rng.random() < 0.6
     body = f"```\n{text}\n```" if fenced else text
-    content = f"Here is the {what}:\n\n{body}\n"
+    intro = rng.choice(["Here is the {w}:", "The {w}, written out:", "Sure, the {w} is:",
+                        "As requested, the {w}:", "This is the {w} you asked for:"])
+    content = f"{intro.format(w=what)}\n\n{body}\n"
     if rng.random() < 0.5:
         content += "\nEvery entry off the pattern is 0, as asked."
     reasoning = f"The user wants the {what}. I will write it out in full."
@@ -188,7 +190,7 @@ def zero_grids(members: int = MEMBERS) -> list[LegitReply]:
         rng = random.Random(3000 + seed)
         rows, cols = rng.randint(3, 32), rng.randint(3, 32)
         style = _STYLES[seed % len(_STYLES)]
-        out.append(_matrix_reply(rng, f"{rows}x{cols} zero grid ({style})",
+        out.append(_matrix_reply(rng, f"{rows}x{cols} zero grid ({style}, seed {seed})",
                                  f"{rows}x{cols} zero matrix", [[0] * cols] * rows, style))
     return out
 
@@ -201,7 +203,7 @@ def identity_matrices(members: int = MEMBERS) -> list[LegitReply]:
         size = rng.randint(3, 24)
         style = _STYLES[seed % len(_STYLES)]
         cells = [[1 if i == j else 0 for j in range(size)] for i in range(size)]
-        out.append(_matrix_reply(rng, f"{size}x{size} identity ({style})",
+        out.append(_matrix_reply(rng, f"{size}x{size} identity ({style}, seed {seed})",
                                  f"{size}x{size} identity matrix", cells, style))
     return out
 
@@ -386,8 +388,10 @@ def refrains(members: int = MEMBERS) -> list[LegitReply]:
     for seed in range(members):
         rng = random.Random(9000 + seed)
         if seed % 4 == 0:
-            verses = _CLEMENTINE_VERSES[:rng.randint(3, 4)]
+            verses = _CLEMENTINE_VERSES[:rng.randint(2, 4)]
             chorus, title = _CLEMENTINE_CHORUS, "Clementine"
+            if seed % 8 == 4:  # sung with the chorus first, as some do
+                verses = [chorus, *verses]
         else:
             chorus = _CHORUSES[seed % len(_CHORUSES)]
             title = f"song {seed}"
