@@ -33,11 +33,13 @@ from loadgen.judge.visible import is_blank
 from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig
 
+# One "<" in front of every branch: the engine then looks for "<" at C speed instead of
+# trying each branch at every position of a 64 KB text.
 _MARKUP = re.compile(
-    r"(?P<dsml></?｜DSML｜[A-Za-z_]+(?:\s[^<>\n]{0,200})?>)"
-    r"|(?P<tool></?(?:tool_calls?|function_calls?)>|<\|tool_calls?(?:_[a-z]+)?\|?>?)"
-    r"|(?P<special><\|[A-Za-z0-9_▁:.\-]{1,48}\|>|<｜[^｜\n]{1,48}｜>?)"
-    r"|(?P<think></?think>)"
+    r"<(?:(?P<dsml>/?｜DSML｜[A-Za-z_]+(?:\s[^<>\n]{0,200})?>)"
+    r"|(?P<tool>/?(?:tool_calls?|function_calls?)>|\|tool_calls?(?:_[a-z]+)?\|?>?)"
+    r"|(?P<special>\|[A-Za-z0-9_▁:.\-]{1,48}\|>|｜[^｜\n]{1,48}｜>?)"
+    r"|(?P<think>/?think>))"
 )
 _TOOL_STRUCTURE = re.compile(
     r"""\s*(?:\{\s*"(?:name|arguments|function)"|</?｜DSML｜|<(?:invoke|parameter|function)\b)""")
