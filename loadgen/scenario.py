@@ -239,8 +239,8 @@ class VerdictConfig(_Strict):
     ngram_tail_words: int = Field(default=400, ge=10, le=10_000_000)
     loop_ended_min_repeats: int = Field(
         default=6, ge=2, le=1_000_000,
-        description="In a text that was finished (not cut by length), prose must repeat "
-        "this many times to be a loop; structured data that ends never is by itself.",
+        description="In a reply that finished (stop, tool_calls), prose must repeat this "
+        "many times to be a loop; structured data that ends never is by itself.",
     )
     template_min_novelty: float = Field(
         default=0.05, ge=0, le=1,

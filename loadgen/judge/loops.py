@@ -21,10 +21,10 @@ A repetition is a loop by what it does, not by being there:
   `template_min_novelty` (content, tool-call arguments) or
   `reasoning_template_min_novelty` (reasoning, which restates where an answer lists)
   makes a template.
-- *Cut*: the text was being written when the reply stopped by `length` (or by any
-  finish but stop and tool_calls). #52448's loops run to max_tokens: any repetition
-  that is not a template and reaches the thresholds above is a loop.
-- *Ended*: the text was finished. Structured data that ends (a grid, a matrix,
+- *Cut*: the reply stopped by `length` (or by any finish but stop and tool_calls).
+  #52448's loops run to max_tokens: any repetition that is not a template and reaches
+  the thresholds above is a loop, in the reasoning as in the content.
+- *Ended*: the reply finished. Structured data that ends (a grid, a matrix,
   identical records, a table) is not a loop by itself; prose (sentences) repeated at
   least `loop_ended_min_repeats` times is, like a reasoning that restates one sentence a
   dozen times and then answers.
@@ -41,7 +41,7 @@ from functools import lru_cache
 
 import regex
 
-from loadgen.judge.visible import is_blank, without_hidden
+from loadgen.judge.visible import without_hidden
 from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig
 
@@ -404,20 +404,19 @@ def text_loop(text: str, cfg: VerdictConfig, *, cut: bool, min_novelty: float
     return None
 
 
-def last_written(record: RequestRecord) -> str:
-    """The part of the reply written last: where a cut reply stopped."""
-    if record.tool_calls:
-        return "tool_calls"
-    return "reasoning" if is_blank(record.content) else "content"
-
-
 def find_loop(record: RequestRecord, cfg: VerdictConfig) -> Loop | None:
-    cut_field = None if record.finish_reason in FINISHED else last_written(record)
+    """The first loop in the reasoning, then the content.
+
+    A reply that did not finish (length, or any finish but stop and tool_calls) is cut
+    in every part: one visible character of content after a reasoning that ran in
+    circles to max_tokens does not make that reasoning finished.
+    """
+    cut = record.finish_reason not in FINISHED
     for field, min_novelty in (("reasoning", cfg.reasoning_template_min_novelty),
                                ("content", cfg.template_min_novelty)):
         text = getattr(record, field)
         if text:
-            hit = text_loop(text, cfg, cut=field == cut_field, min_novelty=min_novelty)
+            hit = text_loop(text, cfg, cut=cut, min_novelty=min_novelty)
             if hit:
                 return Loop(field, *hit)
     return None

@@ -266,6 +266,15 @@ def test_structured_data_cut_by_length_in_its_repeats_is_a_loop(text: str) -> No
     assert classify(stuck, CFG) == ["stuck_in_reasoning", "reasoning_loop"]
 
 
+@pytest.mark.parametrize("content", ["", ".", "\u200b", "Sure"])
+def test_a_reasoning_that_ran_in_circles_to_the_cut_is_a_loop_whatever_follows(
+        content: str) -> None:
+    r = rec(finish_reason="length", reasoning="Let me draft it first:\n" + grid(40),
+            content=content)
+    assert "reasoning_loop" in classify(r, CFG), r.findings
+    assert r.findings["loop"]["field"] == "reasoning"
+
+
 ROUND = ("Row, row, row your boat,\nGently down the stream.\n"
          "Merrily, merrily, merrily, merrily,\nLife is but a dream.")
 
