@@ -47,7 +47,8 @@ from loadgen.scenario import VerdictConfig
 
 FINISHED = frozenset({"stop", "tool_calls"})
 
-# Where numbering stood in a word or text: a character no reply writes.
+# Where numbering stood in a word or text: NUL, which `without_hidden` takes out of the
+# text first, so no reply can write one of its own.
 PLACEHOLDER = "\x00"
 
 
@@ -348,16 +349,17 @@ _SPACE = r"[,;]?[ \t\u00a0]+"
 # Prose: three words in a row, or four characters of a script written without spaces.
 _PROSE = re.compile(rf"{_WORD}{_SPACE}{_WORD}{_SPACE}{_WORD}"
                     r"|[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]{4}")
-# A record of structured data: a JSON or dict key, two YAML keys, a table row, an XML
-# element.
+# A record of structured data: a JSON or dict key, a table row, an XML element; or two
+# YAML keys.
 _RECORD = re.compile(r"""["'][^"'\n]{0,80}["']\s*:|\|[^|\n]*\|[^|\n]*\|"""
-                     r"|(?:(?:^|\s)[a-z_][a-z0-9_]*:\s.*){2}"
                      r"|<([A-Za-z][\w.-]*)\b[^<>]*>[^<]*</\1\s*>")
+_YAML_KEY = re.compile(r"(?:^|\s)[a-z_][a-z0-9_]*:\s")
 
 
 def is_prose(unit: str) -> bool:
     """Sentences rather than structured data (cells, numbers, records, markup)."""
-    return _PROSE.search(unit) is not None and _RECORD.search(unit) is None
+    return _PROSE.search(unit) is not None and _RECORD.search(unit) is None \
+        and len(_YAML_KEY.findall(unit)) < 2
 
 
 def _is_loop(rep: Repetition, cfg: VerdictConfig, cut: bool, min_novelty: float) -> bool:

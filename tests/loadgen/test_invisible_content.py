@@ -83,3 +83,4 @@ def test_hidden_characters_are_removed_from_inside_words_only() -> None:
     assert without_hidden("\u3164 \u2800") == " \u2800"  # the Braille blank takes a cell
     plain = "plain ascii text"
     assert without_hidden(plain) is plain
+    assert without_hidden("re\x00read\x00") == "reread"

@@ -115,6 +115,11 @@ def test_zero_width_characters_inside_a_loop_do_not_hide_it() -> None:
     assert reasoning_loop(PREAMBLE + looping)
 
 
+def test_nul_characters_inside_a_counted_loop_do_not_hide_it() -> None:
+    looping = "".join(f"Attempt {i}:\x00 let me re-read\x00 the request. " for i in range(20))
+    assert reasoning_loop(PREAMBLE + looping)
+
+
 def test_case_and_punctuation_changes_do_not_hide_a_loop() -> None:
     looping = " ".join(f"{'Let' if i % 2 else 'LET'} me re-read the request{'.!?'[i % 3]}"
                        for i in range(20))
