@@ -37,8 +37,8 @@ from loadgen.scenario import VerdictConfig
 # trying each branch at every position of a 64 KB text.
 _MARKUP = re.compile(
     r"<(?:(?P<dsml>/?｜DSML｜[A-Za-z_]+(?:\s[^<>\n]{0,200})?>)"
-    r"|(?P<tool>/?(?:tool_calls?|function_calls?)>|\|tool_calls?(?:_[a-z]+)?\|?>?)"
     r"|(?P<special>\|[A-Za-z0-9_▁:.\-]{1,48}\|>|｜[^｜\n]{1,48}｜>?)"
+    r"|(?P<tool>/?(?:tool_calls?|function_calls?)>|\|tool_calls?)"
     r"|(?P<think>/?think>))"
 )
 _TOOL_STRUCTURE = re.compile(

@@ -93,6 +93,7 @@ def test_markup_that_leaked_is_a_leak(text: str, token: str) -> None:
     (f"{BOS}{BOS}{BOS} The user wants", BOS),
     ("Let me think.</think>", "</think>"),
     ("Calling it now. " + DSML_CALL, "<｜DSML｜function_calls>"),
+    ('Call it.<|tool_call_begin|>{"name": "change_plan"}', "<|tool_call_begin|>"),
 ])
 def test_leaks_in_the_reasoning(reasoning: str, token: str) -> None:
     r = rec(finish_reason="stop", reasoning=reasoning, content="Done.")
