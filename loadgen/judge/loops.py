@@ -111,34 +111,25 @@ def _roman(numeral: str) -> int:
 
 
 def numbering_value(core: str) -> int | None:
-    """The number a token counts with (it labels a repeat), or None.
+    """The number a token counts with when it labels a repeat, or None.
 
-    Bare integers ("5", "5th", "0x1f", "3/20"), a letter with up to three digits ("v5",
-    "Q3"), number words ("five", "fifth", "twenty-one", "delta"), Roman numerals ("XIV")
-    and single letters ("b") number things. Amounts, dates, times and ids ("120.50",
-    "2026-01-05", "12:30", "INV-1001", "A00005") are values, not numbering.
+    Integers ("5", "05", "５", "1,005", "5th", "0x1f", "3/20", "2.3", "120.50"), a word or
+    letter glued to a small number ("Attempt-5", "iter_5", "step5", "v5", "Q3"), number
+    words ("five", "fifth", "twenty-one", "delta"), Roman numerals ("XIV") and single
+    letters ("b"). Whether it counts (a counter) or is data (an amount) is for `_walks`
+    to tell, repeat after repeat. Dates, times and ids ("2026-01-05", "12:30",
+    "INV-1001", "A00005") are values: a walk through them is a template.
     """
     if not core or len(core) > 16:
         return None
+    if core.isdecimal():  # any script's digits
+        return int(core) if len(core) <= 12 else None
     if core.isascii():
-        if core.isdigit():
-            return int(core) if len(core) <= 9 else None
-        if core[0].isdigit():
-            if core[-2:].lower() in _ORDINAL and core[:-2].isdigit() and len(core) <= 11:
-                return int(core[:-2])
-            if core[:2].lower() == "0x" and len(core) <= 10:
-                try:
-                    return int(core, 16)
-                except ValueError:
-                    return None
-            top, _, bottom = core.partition("/")  # "3/20": the third of twenty
-            if top.isdigit() and bottom.isdigit() and len(core) <= 13:
-                return int(top)
-            return None
+        match = _NUMBERING.fullmatch(core)
+        if match is not None:
+            return _labelled_number(match)
         if len(core) == 1:
             return ord(core.lower()) - 96 if core.isalpha() else None
-        if len(core) <= 4 and core[0].isalpha() and core[1:].isdigit():  # "v5", "Q3", "A12"
-            return int(core[1:])
         if core.isupper() and _ROMAN.fullmatch(core):
             return _roman(core)
     low = core.lower()
@@ -148,6 +139,30 @@ def numbering_value(core: str) -> int | None:
         if all(p is not None for p in parts):
             value = sum(parts)  # type: ignore[arg-type]
     return value
+
+
+# A number as it labels or counts: with thousands separators or a fraction part, hex,
+# an ordinal, "k/n"; after a word or a letter ("Attempt-5", "v5").
+_NUMBERING = re.compile(
+    r"(?:(?P<label>[A-Za-z]{1,12})[-#_]?)?"
+    r"(?P<number>0[xX][0-9a-fA-F]{1,8}|[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]{1,3})?"
+    r"|[0-9]{1,9}(?:\.[0-9]{1,3}){0,3})"
+    r"(?:st|nd|rd|th)?(?:/[0-9]{1,6})?")
+
+
+def _labelled_number(match: re.Match[str]) -> int | None:
+    label, number = match.group("label"), match.group("number")
+    if number[:2] in ("0x", "0X"):
+        return None if label else int(number, 16)
+    digits = number.replace(",", "").replace(".", "")
+    if label is not None:
+        # A letter with a few digits ("v5", "Q3"), or a word in lower or title case
+        # ("step5", "Attempt-5"): labels. Upper-case codes ("INV-1001", "A00005") and
+        # long numbers after a letter are ids.
+        small = len(digits) <= (3 if len(label) == 1 else 4) and "." not in number
+        if not small or (len(label) > 1 and not (label.islower() or label.istitle())):
+            return None
+    return int(digits)
 
 
 def word_key(word: str) -> tuple[str, str, int | None]:
@@ -169,9 +184,9 @@ def _word_key(word: str) -> tuple[str, str, int | None]:
     if not core:
         return word, word, None  # punctuation alone: "-", "|", "{"
     number = numbering_value(core)
-    if number is not None:
-        return PLACEHOLDER, PLACEHOLDER, number
     value = core.lower()
+    if number is not None:
+        return PLACEHOLDER, value, number
     if _DIGIT.search(core):
         return PLACEHOLDER, value, None
     return value, value, None
@@ -276,22 +291,26 @@ def _tail_words(text: str, tail_words: int) -> list[str]:
 def _novelty(units: list[range], values: list[str], numbers: list[int | None]) -> float:
     """Mean share of a repeat's words that the repetition had not shown before.
 
-    A word is new when its value was not in an earlier repeat, or when it is numbering
-    whose numbers walk (see `_walks`): the k-th number of each repeat, among the repeats
-    that hold as many numbers, is one slot.
+    A word is new when its value was not in an earlier repeat. A number is new when it
+    walks (see `_walks`): the k-th number of each repeat, among the repeats that hold
+    as many numbers, is one slot; a number outside those repeats is new when its value
+    is.
     """
     numbered = [[a for a in unit if numbers[a] is not None] for unit in units]
     per_unit = Counter(len(slots) for slots in numbered).most_common(1)[0][0]
     same = [slots for slots in numbered if len(slots) == per_unit]
+    aligned: set[int] = set()
     walking: set[int] = set()
     if len(same) > 2:
         for k in range(per_unit):
-            if _walks([numbers[slots[k]] or 0 for slots in same]):
-                walking.update(slots[k] for slots in same)
+            slot = [slots[k] for slots in same]
+            aligned.update(slot)
+            if _walks([numbers[a] or 0 for a in slot]):
+                walking.update(slot)
     seen = {values[a] for a in units[0]}
     shares = []
     for unit in units[1:]:
-        new = sum(1 for a in unit if a in walking or values[a] not in seen)
+        new = sum(1 for a in unit if a in walking or (a not in aligned and values[a] not in seen))
         seen.update(values[a] for a in unit)
         shares.append(new / len(unit))
     return sum(shares) / len(shares) if shares else 0.0

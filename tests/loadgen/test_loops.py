@@ -46,6 +46,7 @@ def reasoning_loop(reasoning: str, cfg: VerdictConfig = CFG) -> bool:
 
 # --------------------------------------------------------------- counters seen through
 
+FULLWIDTH = str.maketrans("0123456789", "０１２３４５６７８９")
 COUNTERS = {
     "digits": [f"Attempt {i}:" for i in range(5, 25)],
     "hash": [f"#{i}" for i in range(1, 21)],
@@ -69,6 +70,10 @@ COUNTERS = {
     "fraction": [f"Attempt {i}/20:" for i in range(1, 21)],
     "letter and number": [f"Try v{i}:" for i in range(1, 21)],
     "counter at the end": [f"(attempt {i})" for i in range(1, 21)],
+    "thousands": [f"Attempt {i:,}:" for i in range(1001, 1021)],
+    "section numbers": [f"Step 2.{i}:" for i in range(1, 21)],
+    "glued to the word": [f"Attempt-{i}:" for i in range(1, 21)],
+    "fullwidth digits": [f"Attempt {str(i).translate(FULLWIDTH)}:" for i in range(1, 21)],
 }
 
 
@@ -127,11 +132,13 @@ def test_case_and_punctuation_changes_do_not_hide_a_loop() -> None:
 
 
 @pytest.mark.parametrize("core,value", [
-    ("5", 5), ("5th", 5), ("21st", 21), ("0x1f", 31), ("3/20", 3), ("v5", 5), ("Q3", 3),
+    ("5", 5), ("05", 5), ("５", 5), ("5th", 5), ("21st", 21), ("0x1f", 31), ("3/20", 3),
+    ("1,005", 1005), ("2.3", 23), ("1.10", 110), ("120.50", 12050), ("1,204.50", 120450),
+    ("v5", 5), ("Q3", 3), ("Attempt-5", 5), ("iter_12", 12), ("step5", 5), ("Round#7", 7),
     ("five", 5), ("Fifth", 5), ("twenty-one", 21), ("XIV", 14), ("b", 2), ("delta", 4),
-    ("120.50", None), ("2026-01-05", None), ("12:30", None), ("INV-1001", None),
-    ("A00005", None), ("1,000", None), ("mix", None), ("CLIENT", None), ("", None),
-    ("1234567890", None),
+    ("2026-01-05", None), ("12:30", None), ("INV-1001", None), ("A00005", None),
+    ("v12345", None), ("Attempt-12345", None), ("mix", None), ("CLIENT", None), ("", None),
+    ("1234567890123", None), ("0x1f2e3d4c5b", None),
 ])
 def test_what_counts_as_numbering(core: str, value: int | None) -> None:
     assert numbering_value(core) == value
@@ -139,7 +146,7 @@ def test_what_counts_as_numbering(core: str, value: int | None) -> None:
 
 def test_words_are_compared_by_shape_and_value() -> None:
     assert word_key("Attempt") == ("attempt", "attempt", None)
-    assert word_key("(5):") == ("\x00", "\x00", 5)
+    assert word_key("(5):") == ("\x00", "5", 5)
     assert word_key("request.") == ("request", "request", None)
     assert word_key("A00005:") == ("\x00", "a00005", None)  # an id: its own value
     assert word_key("|") == ("|", "|", None)
