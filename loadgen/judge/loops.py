@@ -322,8 +322,8 @@ def ngram_repetitions(text: str, n: int, min_repeats: int, tail_words: int
     frequent first, one per region of the tail (the n-grams of one loop are rotations
     of each other)."""
     words = _tail_words(text, tail_words)
-    if len(words) < n + min_repeats - 1:
-        return
+    if len(words) < n + min_repeats - 1 or sum(map(len, words)) > 24 * len(words):
+        return  # too few words, or a script written without spaces: periods read it
     keyed = [word_key(w) for w in words]
     shapes = [k[0] for k in keyed]
     grams = list(zip(*(shapes[i:] for i in range(n)), strict=False))
