@@ -19,6 +19,7 @@ from loadgen.judge.loops import (
 from loadgen.judge.verdicts import classify
 from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig
+from tests.support.legit_corpus import LONG_ANSWER
 from tests.support.openai_fake import LOOP_SENTENCE
 
 CFG = VerdictConfig()
@@ -100,11 +101,13 @@ def test_the_reported_loop_with_a_counter() -> None:
 
 
 def test_a_counted_loop_of_long_repeats_is_a_counted_period() -> None:
-    # 60 words a repeat: past what the n-gram tail holds 6 times, not past the period's.
-    paragraph = " ".join(["I keep going back to the same question about the account"] * 5)
-    looping = "".join(f"Pass {i}: {paragraph}. " for i in range(1, 9))
+    # 82 words a repeat: past what the n-gram tail holds 6 times, not past the period's.
+    paragraph = " ".join(LONG_ANSWER.split()[:80])
+    looping = "".join(f"Pass {i}: {paragraph} " for i in range(1, 9))
+    assert list(ngram_repetitions(looping, CFG.ngram_words, 6, CFG.ngram_tail_words)) == []
     hit = text_loop(looping, CFG, cut=False, min_novelty=CFG.reasoning_template_min_novelty)
-    assert hit is not None and hit[0] in ("counted period", "period")
+    assert hit is not None and hit[0] == "counted period" and hit[2] == 8
+    assert reasoning_loop(looping)
 
 
 def test_a_counted_loop_without_spaces_is_a_counted_period() -> None:
