@@ -14,7 +14,8 @@ about chat templates or tokenizers writes them too, so where a match stands deci
 - leaked: at the very start or end of the text (`<｜begin▁of▁sentence｜>Done.`,
   `Upgrading now.</think>`);
 - talked about: inside a sentence, a word among words (`it closes with </think> and
-  then answers`);
+  then answers`), or what its line (a list item, a table row) goes on about
+  (`<|im_end|> marks the end of a message`);
 - leaked otherwise: e.g. a `</think>` that closes a sentence's worth of reasoning at the
   start of the content.
 
@@ -52,6 +53,8 @@ _NAMING = frozenset(
 _CJK_NAMING = ("标签", "标记", "令牌", "符号", "词元", "特殊")
 _PAIRED_QUOTES = {"“": "”", "‘": "’", "«": "»", "「": "」", "『": "』", "(": ")"}
 _SENTENCE_END = ".!?。！？"
+# What may stand before markup that a line is about: nothing, or a list or table marker.
+_ITEM = re.compile(r"[ \t]*(?:(?:[-*+•]|[0-9]{1,3}[.)]|\|)[ \t]+)?")
 _WORD = re.compile(r"[^\W_]+")
 
 
@@ -110,16 +113,20 @@ def _named(text: str, start: int, end: int, line: tuple[int, int]) -> bool:
 
 def _in_sentence(text: str, start: int, end: int, line: tuple[int, int]) -> bool:
     """A word among words: a word before it on its line (not a sentence's end) and,
-    after it, a lower-case word or punctuation that goes on with the sentence."""
+    after it, a lower-case word or punctuation that goes on with the sentence; or the
+    subject of its line, alone or after a list or table marker, with the line going on
+    about it ("<|im_end|> marks the end", "- <|im_start|>: opens a message")."""
     before = text[line[0]:start]
     after = text[end:line[1]]
-    if not before or not (before[-1].isspace() or before[-1] == "("):
+    nxt = after.lstrip(" \t")[:1]
+    if not nxt:
+        return False
+    if _ITEM.fullmatch(before):
+        return nxt in ":|-–—=," or (after[:1] in (" ", "\t") and nxt.islower())
+    if not (before[-1].isspace() or before[-1] == "("):
         return False
     last = before.rstrip(" \t(")[-1:]
     if not last or last in _SENTENCE_END or not _WORD.search(before):
-        return False
-    nxt = after.lstrip(" \t")[:1]
-    if not nxt:
         return False
     if nxt in ".,;:!?)]":
         return True

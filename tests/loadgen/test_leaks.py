@@ -42,6 +42,12 @@ TALKED_ABOUT = {
                             "<｜DSML｜invoke> element per call."),
     "Chinese, named": "DeepSeek 模型用</think>标签结束思考，然后给出答案。",
     "special tokens in a table of backticks": f"| token | meaning |\n|---|---|\n| `{BOS}` | BOS |",
+    "a table of tokens": f"| token | meaning |\n|---|---|\n| {BOS} | starts a prompt |\n"
+                         f"| {EOS} | ends a reply |",
+    "a list of tokens": ("ChatML has two:\n- <|im_start|>: opens a message\n"
+                         "- <|im_end|> - closes it\n1. </think> closes the reasoning"),
+    "the subject of its line": ("Each message is framed.\n<|im_end|> marks its end, and "
+                                "<|im_start|> opens the next."),
 }
 LEAKED = {
     "close tag at the end": ("Upgrading now.</think>", "</think>"),
@@ -56,6 +62,9 @@ LEAKED = {
                                    "</think>"),
     "close tag before a new sentence": ("I will upgrade it </think> The account is upgraded.",
                                         "</think>"),
+    "close tag opening a line of answer": ("I should upgrade first.\n</think> The account is "
+                                           "upgraded.", "</think>"),
+    "close tag alone on a list line": ("Steps:\n- </think>\n- done", "</think>"),
     "a run mid-text": (f"Done, {EOS}{EOS} and more.", EOS),
     "a run named": ("the token <|im_end|><|im_start|>assistant is next", "<|im_end|>"),
     "glued to a word": ("The account<|im_end|> is upgraded.", "<|im_end|>"),
