@@ -253,6 +253,21 @@ class VerdictConfig(_Strict):
     ngram_words: int = Field(default=8, ge=2, le=1000)
     ngram_min_repeats: int = Field(default=6, ge=2, le=1_000_000)
     ngram_tail_words: int = Field(default=400, ge=10, le=10_000_000)
+    loop_ended_min_repeats: int = Field(
+        default=6, ge=2, le=1_000_000,
+        description="In a reply that finished (stop, tool_calls), prose must repeat this "
+        "many times to be a loop; structured data that ends never is by itself.",
+    )
+    template_min_novelty: float = Field(
+        default=0.05, ge=0, le=1,
+        description="A repetition in the content or a tool-call argument is a template, "
+        "not a loop, when at least this share of each repeat's words is new (values it had not "
+        "shown before; numbering is never new).",
+    )
+    reasoning_template_min_novelty: float = Field(
+        default=0.1, ge=0, le=1,
+        description="The same for the reasoning, which restates where an answer lists.",
+    )
     special_tokens: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")

@@ -73,41 +73,87 @@ class _Watchdog:
 
 
 class _ToolCalls:
-    """Assembles `delta.tool_calls` fragments by index into complete calls."""
+    """Assembles `delta.tool_calls` fragments into complete calls, as servers send them.
 
-    __slots__ = ("calls",)
+    OpenAI sends a call's id and name once, then argument pieces under its `index`.
+    vLLM and SGLang also: repeat the function name (or the id) in every fragment (kept
+    once, never concatenated); leave `index` off continuation fragments (they continue
+    the current call); give every parallel call `index` 0 and tell them apart by `id`
+    (a fragment with a new id starts the next call, whatever its index); send the
+    arguments in pieces, whole in one fragment, or whole again at the end (a fragment
+    that starts with all the arguments so far replaces them).
+    """
+
+    __slots__ = ("_calls", "_current", "_latest")
 
     def __init__(self) -> None:
-        self.calls: dict[int, dict[str, Any]] = {}
+        self._calls: list[tuple[int, dict[str, Any]]] = []  # (index, call), by arrival
+        self._latest: dict[int, int] = {}  # index -> position of its latest call
+        self._current: int | None = None  # the call a fragment without index continues
 
     def add(self, fragments: list[Any]) -> bool:
         """Merge fragments; False when one is not shaped like a tool-call delta."""
         for frag in fragments:
             if not isinstance(frag, dict):
                 return False
-            idx = frag.get("index", len(self.calls))
+            index = frag.get("index")
             fn = frag.get("function") or {}
-            if not isinstance(idx, int) or not isinstance(fn, dict):
+            if index is not None and (not isinstance(index, int) or isinstance(index, bool)):
+                return False
+            if not isinstance(fn, dict):
                 return False
             name, args = fn.get("name"), fn.get("arguments")
             if not isinstance(name or "", str) or not isinstance(args or "", str):
                 return False
-            call = self.calls.get(idx)
-            if call is None:
-                call = {"id": None, "type": "function", "function": {"name": "", "arguments": ""}}
-                self.calls[idx] = call
-            if frag.get("id"):
-                call["id"] = str(frag["id"])
+            call_id = str(frag["id"]) if frag.get("id") else None
+            call = self._calls[self._target(index, call_id, name)][1]
+            if call_id and not call["id"]:
+                call["id"] = call_id
             if frag.get("type"):
                 call["type"] = str(frag["type"])
             if name:
-                call["function"]["name"] += name
+                call["function"]["name"] = _merged_name(call["function"]["name"], name)
             if args:
-                call["function"]["arguments"] += args
+                call["function"]["arguments"] = _merged_arguments(call["function"]["arguments"],
+                                                                  args)
         return True
 
+    def _target(self, index: int | None, call_id: str | None, name: str | None) -> int:
+        """The position of the call a fragment belongs to, a new one if it starts one."""
+        pos = self._current if index is None else self._latest.get(index)
+        if pos is not None:
+            call = self._calls[pos][1]
+            fn = call["function"]
+            if (call_id and call["id"] and call_id != call["id"]) or \
+                    (name and fn["arguments"] and _merged_name(fn["name"], name) != fn["name"]):
+                pos = None  # a new id, or a new name once the arguments began: the next call
+        if pos is None:
+            if index is None:
+                index = max(self._latest, default=-1) + 1
+            pos = len(self._calls)
+            self._calls.append((index, {"id": None, "type": "function",
+                                        "function": {"name": "", "arguments": ""}}))
+            self._latest[index] = pos
+        self._current = pos
+        return pos
+
     def result(self) -> list[dict[str, Any]]:
-        return [self.calls[k] for k in sorted(self.calls)]
+        order = sorted(range(len(self._calls)), key=lambda p: (self._calls[p][0], p))
+        return [self._calls[p][1] for p in order]
+
+
+def _merged_name(current: str, name: str) -> str:
+    """A name repeated (or sent whole again) is kept once; pieces of one are joined."""
+    if not current or name.startswith(current):
+        return name
+    return current + name
+
+
+def _merged_arguments(current: str, piece: str) -> str:
+    """Pieces are joined; a fragment that repeats all the arguments so far replaces them."""
+    if current and piece.startswith(current):
+        return piece
+    return current + piece
 
 
 def _count(value: Any, default: int | None) -> int | None:

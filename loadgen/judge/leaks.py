@@ -1,40 +1,194 @@
-"""`token_leak`: special tokens and markup that reached the visible text.
+"""`token_leak`: the model's own markup that reached the visible text.
 
-Special tokens (`<|...|>`, `<｜...｜`, BOS/EOS), think tags or tool-call markup in the
-content; special tokens or think tags inside the reasoning (a parser that failed to
-split, or BOS bursts from NaN logits); any token the scenario names.
+Markup is special tokens (`<|...|>`, `<｜...｜>`: BOS, EOS, chat-template tokens), think
+tags and tool-call markup (`<tool_call>`, `<function_calls>`, DSML elements). An answer
+about chat templates or tokenizers writes them too, so where a match stands decides:
+
+- talked about, never a leak: in inline code or a code block, or in quotes;
+- leaked: in a run of markup (a BOS burst, `</think><|im_end|>`), glued to a word (a
+  decoder writes control tokens against the text around them: `now</think>`,
+  `<｜begin▁of▁sentence｜>wants`), or tool-call markup with its structure (a DSML invoke
+  with its name, `<tool_call>{"name": ...`);
+- talked about: named as what it is in the same line (`the <think> tag`, `the BOS token
+  <｜begin▁of▁sentence｜>`, `between <think> and </think> tags`);
+- leaked: at the very start or end of the text (`<｜begin▁of▁sentence｜>Done.`,
+  `Upgrading now.</think>`);
+- talked about: inside a sentence, a word among words (`it closes with </think> and
+  then answers`), or what its line (a list item, a table row) goes on about
+  (`<|im_end|> marks the end of a message`);
+- leaked otherwise: e.g. a `</think>` that closes a sentence's worth of reasoning at the
+  start of the content.
+
+Plain tool-call tags are looked for in the content only (a reasoning may draft a call);
+DSML elements, made of special tokens, in the reasoning too. Any
+token the scenario names (`special_tokens`) is a leak wherever it appears.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
+from dataclasses import dataclass
 
+from loadgen.judge.visible import is_blank
 from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig
 
-_ASCII_SPECIAL = re.compile(r"<\|[A-Za-z0-9_▁:.\-]{1,48}\|>")
-_FULLWIDTH_SPECIAL = re.compile(r"<｜[^｜\n]{1,48}｜")
-_THINK_TAG = re.compile(r"</?think>")
-_TOOL_MARKUP = re.compile(r"</?tool_calls?>|</?function_calls?>|<｜DSML｜|<\|tool_call")
+# One "<" in front of every branch: the engine then looks for "<" at C speed instead of
+# trying each branch at every position of a 64 KB text.
+_MARKUP = re.compile(
+    r"<(?:(?P<dsml>/?｜DSML｜[A-Za-z_]+(?:\s[^<>\n]{0,200})?>)"
+    r"|(?P<special>\|[A-Za-z0-9_▁:.\-]{1,48}\|>|｜[^｜\n]{1,48}｜>?)"
+    r"|(?P<tool>/?(?:tool_calls?|function_calls?)>|\|tool_calls?)"
+    r"|(?P<think>/?think>))"
+)
+_TOOL_STRUCTURE = re.compile(
+    r"""\s*(?:\{\s*"(?:name|arguments|function)"|</?｜DSML｜|<(?:invoke|parameter|function)\b)""")
+_FENCED = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n.*?^[ \t]*\1[ \t]*$", re.M | re.S)
+_INLINE = re.compile(r"(`+)(?!`)[^\n]+?(?<!`)\1(?!`)")
+_NAMING = frozenset(
+    "tag tags token tokens marker markers delimiter delimiters string strings sequence "
+    "sequences symbol symbols element elements block blocks markup bos eos special "
+    "literal".split())
+_CJK_NAMING = ("标签", "标记", "令牌", "符号", "词元", "特殊")
+_PAIRED_QUOTES = {"“": "”", "‘": "’", "«": "»", "「": "」", "『": "』", "(": ")"}
+_SENTENCE_END = ".!?。！？"
+# What may stand before markup that a line is about: nothing, or a list or table marker.
+_ITEM = re.compile(r"[ \t]*(?:(?:[-*+•]|[0-9]{1,3}[.)]|\|)[ \t]+)?")
+_WORD = re.compile(r"[^\W_]+")
+
+
+@dataclass(frozen=True, slots=True)
+class _Match:
+    start: int
+    end: int
+    kind: str  # "dsml", "tool", "special" or "think"
+
+
+def _code_spans(text: str) -> list[tuple[int, int]]:
+    spans = [m.span() for m in _FENCED.finditer(text)]
+    spans += [m.span() for m in _INLINE.finditer(text)
+              if not any(a <= m.start() < b for a, b in spans)]
+    return sorted(spans)
+
+
+def _inside(spans: list[tuple[int, int]], start: int, end: int) -> bool:
+    i = bisect.bisect_right(spans, (start, float("inf"))) - 1
+    return i >= 0 and spans[i][0] <= start and end <= spans[i][1]
+
+
+def _quoted(text: str, start: int, end: int, line: tuple[int, int]) -> bool:
+    """In quotes: "<think>", '</think>', “<|im_end|>”, or inside a quoted phrase."""
+    before = text[line[0]:start]
+    after = text[end:line[1]]
+    if before[-1:] in ("'", '"') and after[:1] == before[-1:]:
+        return True
+    if before.count('"') % 2 == 1 and '"' in after:
+        return True
+    return any(before.rfind(o) > before.rfind(c) and c in after
+               for o, c in _PAIRED_QUOTES.items() if o != "(")
+
+
+def _glued(text: str, start: int, end: int) -> bool:
+    """A letter or digit of a space-separated script right against the markup."""
+    for ch in (text[start - 1:start], text[end:end + 1]):
+        if ch and ch.isalnum() and not _is_cjk(ch):
+            return True
+    return False
+
+
+def _is_cjk(ch: str) -> bool:
+    return "\u3040" <= ch <= "\u30ff" or "\u3400" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af"
+
+
+def _named(text: str, start: int, end: int, line: tuple[int, int]) -> bool:
+    """Named as what it is within three words on its line ("the </think> tag")."""
+    before = _WORD.findall(text[max(line[0], start - 60):start])[-3:]
+    after = _WORD.findall(text[end:min(line[1], end + 60)])[:3]
+    if any(w.lower() in _NAMING for w in before + after):
+        return True
+    near = text[max(line[0], start - 6):start] + text[end:min(line[1], end + 6)]
+    return any(word in near for word in _CJK_NAMING)
+
+
+def _in_sentence(text: str, start: int, end: int, line: tuple[int, int]) -> bool:
+    """A word among words: a word before it on its line (not a sentence's end) and,
+    after it, a lower-case word or punctuation that goes on with the sentence; or the
+    subject of its line, alone or after a list or table marker, with the line going on
+    about it ("<|im_end|> marks the end", "- <|im_start|>: opens a message")."""
+    before = text[line[0]:start]
+    after = text[end:line[1]]
+    nxt = after.lstrip(" \t")[:1]
+    if not nxt:
+        return False
+    if _ITEM.fullmatch(before):
+        return nxt in ":|-–—=," or (after[:1] in (" ", "\t") and nxt.islower())
+    if not (before[-1].isspace() or before[-1] == "("):
+        return False
+    last = before.rstrip(" \t(")[-1:]
+    if not last or last in _SENTENCE_END or not _WORD.search(before):
+        return False
+    if nxt in ".,;:!?)]":
+        return True
+    return after[:1] in (" ", "\t") and (nxt.islower() or nxt.isdigit() or nxt == "<")
+
+
+def _line(text: str, start: int, end: int) -> tuple[int, int]:
+    stop = text.find("\n", end)
+    return text.rfind("\n", 0, start) + 1, len(text) if stop < 0 else stop
+
+
+def _leaked(text: str, found: list[_Match], i: int, code: list[tuple[int, int]]) -> bool:
+    m = found[i]
+    s, e = m.start, m.end
+    if _inside(code, s, e):
+        return False
+    line = _line(text, s, e)
+    if _quoted(text, s, e, line):
+        return False
+    in_run = (i > 0 and is_blank(text, found[i - 1].end, s)) or \
+        (i + 1 < len(found) and is_blank(text, e, found[i + 1].start))
+    if in_run or _glued(text, s, e):
+        return True
+    if m.kind in ("dsml", "tool") and ('name="' in text[s:e] or _TOOL_STRUCTURE.match(text, e)):
+        return True
+    if _named(text, s, e, line):
+        return False
+    if is_blank(text, 0, s) or is_blank(text, e):
+        return True
+    return not _in_sentence(text, s, e, line)
+
+
+def markup_leak(text: str, kinds: frozenset[str]) -> str | None:
+    """The first markup of these kinds that leaked into the text, or None."""
+    found = [_Match(m.start(), m.end(), m.lastgroup or "")
+             for m in _MARKUP.finditer(text) if m.lastgroup in kinds]
+    if not found:
+        return None
+    code = _code_spans(text) if "`" in text or "~~~" in text else []
+    for i, m in enumerate(found):
+        if _leaked(text, found, i, code):
+            return text[m.start:m.end]
+    return None
+
+
+_CONTENT_KINDS = frozenset({"dsml", "tool", "special", "think"})
+_REASONING_KINDS = frozenset({"dsml", "special", "think"})  # DSML is special tokens too
 
 
 def find_leak(record: RequestRecord, cfg: VerdictConfig) -> str | None:
     """The first leaked token or tag, as the report shows it, or None."""
     content = record.content
     if content:
-        for pattern in (_ASCII_SPECIAL, _FULLWIDTH_SPECIAL, _THINK_TAG, _TOOL_MARKUP):
-            m = pattern.search(content)
-            if m:
-                return f"content: {m.group(0)!r}"
+        leaked = markup_leak(content, _CONTENT_KINDS)
+        if leaked:
+            return f"content: {leaked!r}"
     reasoning = record.reasoning
     if reasoning:
-        for pattern in (_ASCII_SPECIAL, _FULLWIDTH_SPECIAL, _THINK_TAG):
-            m = pattern.search(reasoning)
-            if m:
-                return f"reasoning: {m.group(0)!r}"
+        leaked = markup_leak(reasoning, _REASONING_KINDS)
+        if leaked:
+            return f"reasoning: {leaked!r}"
     for token in cfg.special_tokens:
         if token and (token in content or token in reasoning):
             return f"special token {token!r}"
     return None
-
-

@@ -4,11 +4,16 @@
   says so, or `tool_choice` is "required" or names a function) got none.
 - bad_tool_call: a tool call whose name is empty or not among the tools offered, or
   whose arguments are not a JSON object or miss a key the tool's schema requires.
-- tool_args_loop: a tool call's arguments end in a loop (`loops`), or are cut by
-  `length` before they close.
+- tool_args_loop: a string value in a tool call's arguments loops (a `reason` or an
+  email `body` that restates one sentence: `loops`), or the arguments are cut by
+  `length` before they close (and, when they loop there, say so). A value repeated in
+  the arguments is not a loop by itself: an array of one value, identical objects.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
 
 import orjson
 
@@ -34,16 +39,16 @@ def tool_call_problems(record: RequestRecord, cfg: VerdictConfig
         fn = call.get("function") if isinstance(call.get("function"), dict) else {}
         name = fn.get("name") or ""
         raw = fn.get("arguments") or ""
-        loop = text_loop(raw, cfg, templates=True)  # a list of similar objects: a template
-        if loop is not None:
-            found.add(Verdict.TOOL_ARGS_LOOP)
-            why.append(f"call {i} ({name or '?'}): arguments end in a loop of {loop[1]!r} "
-                       f"x{loop[2]}")
         try:
             args = orjson.loads(raw) if raw.strip() else {}
         except orjson.JSONDecodeError:
             args = None
-        if args is None and cut and i == len(calls) - 1:
+        cut_here = args is None and cut and i == len(calls) - 1
+        loop = _arguments_loop(raw, args, cfg, cut_here)
+        if loop is not None:
+            found.add(Verdict.TOOL_ARGS_LOOP)
+            why.append(f"call {i} ({name or '?'}): {loop}")
+        if cut_here:
             found.add(Verdict.TOOL_ARGS_LOOP)
             why.append(f"call {i} ({name or '?'}): arguments cut by length before they close")
             continue
@@ -63,3 +68,32 @@ def tool_call_problems(record: RequestRecord, cfg: VerdictConfig
     return found, why
 
 
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string value in parsed arguments (not the keys: a loop is in what is said)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _arguments_loop(raw: str, args: Any, cfg: VerdictConfig, cut: bool) -> str | None:
+    """Why the arguments loop, or None.
+
+    Parsed arguments are judged value by value, each string as finished text: repeated
+    values and identical objects are data, a string that restates itself is a loop.
+    Arguments that do not parse are judged as the raw text they are, cut or not.
+    """
+    if args is None:
+        hit = text_loop(raw, cfg, cut=cut, min_novelty=cfg.template_min_novelty)
+        return f"arguments end in a loop of {hit[1]!r} x{hit[2]}" if hit else None
+    for text in _strings(args):
+        hit = text_loop(text, cfg, cut=False, min_novelty=cfg.template_min_novelty)
+        if hit:
+            return f"an argument value loops: {hit[1]!r} x{hit[2]}"
+    return None

@@ -3,7 +3,9 @@
 Rules (a record can carry several; `classify` orders them most severe first):
 
 - stuck_in_reasoning: finish_reason `length`, no content, no tool calls, reasoning
-  present. The #52448 signature: the model never left its reasoning channel.
+  present. The #52448 signature: the model never left its reasoning channel. Content
+  that shows nothing (whitespace, zero-width and other invisible characters:
+  `judge.visible`) is no content.
 - empty_content: the reply finished any other way (or by length with no text at all)
   with no content and no tool calls. Tool calls count as content.
 - truncated: finish_reason `length` with some content or tool calls (the answer
@@ -30,6 +32,7 @@ from loadgen.judge.leaks import find_leak
 from loadgen.judge.loops import find_loop
 from loadgen.judge.substance import find_wrong
 from loadgen.judge.tool_calls import tool_call_problems
+from loadgen.judge.visible import is_blank
 from loadgen.records import ErrorKind, RequestRecord
 from loadgen.scenario import VerdictConfig
 from loadgen.taxonomy import Verdict, by_severity
@@ -66,7 +69,7 @@ def classify(record: RequestRecord, cfg: VerdictConfig) -> list[str]:
         return [infra.value]
     found: set[Verdict] = set()
     findings: dict[str, Any] = {}
-    has_answer = bool(record.content.strip()) or bool(record.tool_calls)
+    has_answer = not is_blank(record.content) or bool(record.tool_calls)
     if record.finish_reason == "length":
         if has_answer:
             found.add(Verdict.TRUNCATED)

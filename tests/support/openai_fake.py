@@ -32,6 +32,7 @@ MODEL = "fake-dsv4"
 HEALTHY_REASONING = ("The user wants account {acc} moved to {plan} and then "
                      "cancelled. I should do the upgrade first with change_plan. ")
 LOOP_SENTENCE = "Wait, the user wants to upgrade XEHM4B to business, then cancel it. "
+COUNTED_LOOP = "Attempt {i}: let me re-read the request. "
 
 
 class Chunks:
@@ -148,6 +149,10 @@ MODE_VERDICTS: dict[str, str] = {
     "close": "ok",
     "trickle": "ok",
     "slow_read": "ok",
+    "invisible_stuck": "stuck_in_reasoning",
+    "counted_loop": "reasoning_loop",
+    "tool_name_repeated": "ok",
+    "tool_no_index": "ok",
 }
 
 #: Replies with the right form and the wrong substance: what they are judged once the
@@ -575,6 +580,55 @@ class FakeOpenAI:
                     "arguments": '{"account_id": "XEHM4B", "plan": "business"}'}}]}}],
             "usage": {"prompt_tokens": 300, "completion_tokens": 40, "total_tokens": 340,
                       "completion_tokens_details": {"reasoning_tokens": 4}}})
+
+    # -- shapes that fooled the gate: a broken reply dressed up, an honest one dressed down
+
+    async def mode_invisible_stuck(self, body: dict[str, Any], max_tokens: int) -> Response:
+        """Stuck in the reasoning until max_tokens, with a zero-width space as content."""
+        c = Chunks(self.model)
+        toks = _reasoning_tokens(LOOP_SENTENCE, max_tokens - 1)
+        return self._stream([c.role(), *(c.reasoning(t) for t in toks), c.content("\u200b"),
+                             c.finish("length"), c.usage(300, max_tokens, len(toks)), DONE])
+
+    async def mode_counted_loop(self, body: dict[str, Any], max_tokens: int) -> Response:
+        """A reasoning that restates one sentence with a counter, then answers."""
+        looping = "".join(COUNTED_LOOP.format(i=i) for i in range(5, 35))
+        if body.get("tools"):
+            return self._stream(self._healthy_tool(body, reasoning_text=looping))
+        c = Chunks(self.model)
+        toks = _words(looping)
+        return self._stream([c.role(), *(c.reasoning(t) for t in toks), c.content("Done."),
+                             c.finish("stop"), c.usage(300, len(toks) + 1, len(toks)), DONE])
+
+    def _fragments_reply(self, fragments: list[dict[str, Any]]) -> StreamingResponse:
+        c = Chunks(self.model)
+        reasoning = [c.reasoning(w) for w in _words(HEALTHY_REASONING.format(acc="XEHM4B"))]
+        calls = [c._chunk({"tool_calls": [frag]}) for frag in fragments]
+        return self._stream([c.role(), *reasoning, *calls, c.finish("tool_calls"),
+                             c.usage(300, len(reasoning) + len(calls), len(reasoning)), DONE])
+
+    async def mode_tool_name_repeated(self, body: dict[str, Any], max_tokens: int
+                                      ) -> Response:
+        """A healthy call whose every fragment repeats its index, id and function name."""
+        args = orjson.dumps({"account_id": "XEHM4B", "plan": "business"}).decode()
+        return self._fragments_reply([
+            {"index": 0, "id": "call_0", "type": "function",
+             "function": {"name": "change_plan", "arguments": args[i:i + 9]}}
+            for i in range(0, len(args), 9)])
+
+    async def mode_tool_no_index(self, body: dict[str, Any], max_tokens: int) -> Response:
+        """Two healthy calls whose continuation fragments carry no index; the second call
+        is told apart by its new id only."""
+        frags: list[dict[str, Any]] = []
+        for call_id, name, arguments in (
+                ("call_a", "get_account", {"account_id": "XEHM4B"}),
+                ("call_b", "change_plan", {"account_id": "XEHM4B", "plan": "business"})):
+            args = orjson.dumps(arguments).decode()
+            frags.append({"id": call_id, "type": "function",
+                          "function": {"name": name, "arguments": ""}})
+            frags += [{"function": {"arguments": args[i:i + 7]}}
+                      for i in range(0, len(args), 7)]
+        return self._fragments_reply(frags)
 
 
     # -- replies with the right form and the wrong substance ---------------------------
