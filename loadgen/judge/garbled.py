@@ -1,0 +1,520 @@
+"""`garbled`: text that is not language (token salad), with a clean finish.
+
+A decode row that reads another request's KV (C128A and its relatives) answers in
+sub-word soup of the whole vocabulary, bursts of `<｜begin▁of▁sentence｜>`, or noise, and
+still finishes with `stop` or a well-formed tool call. The rule judges the reasoning, the
+content and every string value of every tool call's arguments (walked recursively; raw
+arguments that do not parse are judged as they are), each over windows, so a short
+salad burst in the middle of a healthy reply is caught. Each detector flags only strong
+evidence; its thresholds are `[verdicts]` keys (`garbled_*`, docs/scenario-keys.md):
+
+- markers: special tokens (`<｜…｜>`, `<|…|>`), tokenizer markers glued into the text
+  (SentencePiece `▁`, byte-level BPE `Ġ`/`Ċ`, byte pieces `<0x0A>`), U+FFFD replacement
+  characters, UTF-8 read as Latin-1 (`Ã©`) and stray control characters: at least
+  `garbled_marker_burst` (4) within `garbled_marker_window_chars` (160), one of them
+  repeated. A single special token named in prose is `token_leak`'s, not this rule's.
+- scripts: letters of two scripts that meet inside a word (no separator), or two
+  non-Latin scripts separated only by spaces, where the pair is not explained: Latin and
+  Han always are (DeepSeek answers in both), so are the request's own scripts, Han with
+  kana or Hangul (Japanese, Korean), Latin with kana, Hangul or Greek (terms and units
+  in those languages). `garbled_script_switches` (4) such switches within
+  `garbled_script_window_chars` (120). Whole words of many scripts side by side with
+  punctuation or Latin between them ("hello" in ten languages) are not switches.
+- glued_fragments: runs of at least `garbled_glued_run_letters` (32) letters of one
+  cased script (Latin, Cyrillic, Greek), lower case after the first, drawn from at least
+  10 letters (a DNA string or a hex hash is not glued words): at least
+  `garbled_glued_letters` (96) such letters within `garbled_fragment_window_chars` (400),
+  at least `garbled_glued_share` (0.75) of the window's letters. Words that a
+  detokeniser glued together without their spaces.
+- spaced_letters: at least `garbled_spaced_letters` (20) single letters in a row, each
+  one space apart ("T h e u s e r"), not an alphabet in order.
+- shuffled_words: a window of `garbled_shuffle_window_words` (32) words (CJK characters
+  count one each) with `garbled_shuffle_min_distinct` (5) to `garbled_shuffle_max_distinct`
+  (12) distinct words whose distinct bigrams reach `garbled_shuffle_min_bigram_ratio`
+  (0.85) of what a random order of them gives: a handful of words shuffled. A table or a
+  list repeats a few words in a fixed order, and its bigrams stay far below that.
+- noise: a window of `garbled_noise_window_chars` (256) characters with at least
+  `garbled_noise_min_symbol_share` (0.15) ASCII punctuation and a character entropy of
+  at least `garbled_noise_min_bits` (6.0) bits: random printable characters. Base64
+  (under 6 bits, few symbols), hex hashes and UUIDs (4 bits), code, minified JSON and
+  regexes (many symbols, 5 to 5.5 bits) stay below.
+
+What the defaults catch at the least: 4 markers in 160 characters (four BOS tokens in a
+row); 4 switches in 120 characters (about 30 tokens of multilingual soup, a third of
+them neither Latin nor Han); 96 glued letters in 3 runs; 20 spaced letters; 32 words of
+a handful shuffled; 256 characters of printable noise. Not caught: soup of one script
+whose pieces keep ordinary spaces ("ing the acc ount ations"), which only a lexicon
+would tell from a language we do not know, and garbage short enough to be none of the
+above (a tool argument of a dozen characters).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import numpy as np
+import orjson
+
+from loadgen.judge.scripts import (
+    FIRST_SCRIPT,
+    HAN,
+    INHERITED,
+    LATIN,
+    SCRIPT_ID,
+    SCRIPTS,
+    code_points,
+    scripts_of,
+)
+from loadgen.records import RequestRecord
+from loadgen.scenario import VerdictConfig
+
+EXCERPT_CHARS = 120
+
+
+def _lookup(table: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """table[point] per character; code points past the table read its last entry."""
+    if points.dtype == np.uint8 and len(table) >= 0x100:
+        return table[points]
+    return table[np.minimum(points, len(table) - 1)]
+
+
+@dataclass(frozen=True, slots=True)
+class Garble:
+    """Where salad was found and what was measured, for the report's forensics."""
+
+    field: str  # "reasoning", "content", or "call 0 change_plan.reason"
+    kind: str  # the detector: markers, scripts, glued_fragments, spaced_letters, ...
+    detail: str  # what it measured against its threshold
+    excerpt: str  # the offending window, at most EXCERPT_CHARS characters
+
+
+# ---------------------------------------------------------------------- markers
+
+_MOJIBAKE_TAIL = ("\u0080-\u00bf\u20ac\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030"
+                  "\u0160\u2039\u0152\u017d\u2018\u2019\u201c\u201d\u2022\u2013\u2014"
+                  "\u02dc\u2122\u0161\u203a\u0153\u017e\u0178")
+_MARKER = re.compile(
+    r"(?P<special><｜[^｜\n]{1,48}｜>?|<\|[A-Za-z0-9_▁:.\- ]{1,48}\|>)"
+    r"|(?P<piece>(?<=\S)[▁ĠĊĉ]|[▁ĠĊĉ](?=[▁ĠĊĉ])|<0x[0-9A-Fa-f]{2}>)"
+    r"|(?P<replacement>\ufffd)"
+    rf"|(?P<mojibake>[\u00c2-\u00f4][{_MOJIBAKE_TAIL}])"
+    r"|(?P<control>[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f-\x9f]|\x1b(?!\[))")
+# Characters a marker starts with (or is), for a screen that runs on every reply.
+_SCREEN = np.zeros(0x10000, dtype=bool)
+_SCREEN[[*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), *range(0x7F, 0xA0),
+         *range(0xC2, 0xF5), *map(ord, "▁ĠĊĉ\ufffd｜")]] = True
+_SCREEN[-1] = False  # where code points past the table land
+
+
+def _may_have_markers(text: str, points: np.ndarray) -> bool:
+    """Cheap screen before the marker regex: most replies have none of its characters."""
+    if "<|" in text or "<0x" in text or "\x1b" in text:
+        return True
+    return bool(_lookup(_SCREEN, points).any())
+
+
+def _markers(text: str, points: np.ndarray, cfg: VerdictConfig) -> tuple[str, int, int] | None:
+    if not _may_have_markers(text, points):
+        return None
+    hits = [(m.start(), m.group() if m.lastgroup == "special" else m.lastgroup)
+            for m in _MARKER.finditer(text)]
+    need, width = cfg.garbled_marker_burst, cfg.garbled_marker_window_chars
+    lo = 0
+    for hi in range(len(hits)):
+        while hits[hi][0] - hits[lo][0] >= width:
+            lo += 1
+        if hi - lo + 1 >= need:
+            keys = Counter(key for _, key in hits[lo:hi + 1])
+            if keys.most_common(1)[0][1] >= 2:
+                seen = ", ".join(f"{k} x{n}" for k, n in keys.most_common(4))
+                return (f"{hi - lo + 1} markers within {width} chars (threshold {need}): "
+                        f"{seen}", hits[lo][0], hits[hi][0] + 1)
+    return None
+
+
+# ---------------------------------------------------------------------- scripts
+
+_CJK = ("Han", "Hiragana", "Katakana", "Bopomofo")
+_EXPLAINED_PAIRS = [
+    *((a, b) for a in _CJK for b in _CJK),  # Japanese, and Chinese with zhuyin
+    ("Han", "Hangul"),  # Korean with hanja
+    *(("Latin", s) for s in ("Hiragana", "Katakana", "Hangul", "Greek")),
+    *(("Greek", s) for s in _CJK),  # math and units
+]
+_TABLE_SIZE = FIRST_SCRIPT + len(SCRIPTS)
+_SPACES = np.zeros(0x3002, dtype=bool)  # the last entry: any code point past U+3000
+_SPACES[[0x09, 0x20, 0xA0, 0x3000]] = True
+
+
+@cache
+def _explained(scripts: frozenset[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(script id -> explained, (id, id) -> a pair that is language) for a request."""
+    ids = [SCRIPT_ID[s] for s in scripts | {"Latin", "Han"} if s in SCRIPT_ID]
+    alone = np.zeros(_TABLE_SIZE, dtype=bool)
+    alone[ids] = True
+    pairs = alone[:, None] & alone[None, :]
+    for a, b in _EXPLAINED_PAIRS:
+        pairs[SCRIPT_ID[a], SCRIPT_ID[b]] = pairs[SCRIPT_ID[b], SCRIPT_ID[a]] = True
+    return alone, pairs
+
+
+def _script_switches(points: np.ndarray, scr: np.ndarray, explained: frozenset[str],
+                     cfg: VerdictConfig) -> tuple[str, int, int] | None:
+    alone, pairs = _explained(explained)
+    letter = scr >= FIRST_SCRIPT
+    if not (letter & ~alone[scr]).any():
+        return None
+    a, b = scr[:-1], scr[1:]
+    glued = np.flatnonzero(letter[:-1] & letter[1:] & (a != b) & ~pairs[a, b]) + 1
+    space = _lookup(_SPACES, points)
+    index = np.arange(len(scr))
+    last_solid = np.maximum.accumulate(np.where(space, -1, index))
+    after_space = np.flatnonzero(letter[1:] & space[:-1]) + 1
+    before = last_solid[after_space - 1]
+    ok = before >= 0
+    after_space, before = after_space[ok], before[ok]
+    s1, s2 = scr[before], scr[after_space]
+    spaced = after_space[(s1 >= FIRST_SCRIPT) & (s1 != s2) & ~pairs[s1, s2]
+                         & (s1 != LATIN) & (s2 != LATIN)]
+    found = np.union1d(glued, spaced)
+    need, width = cfg.garbled_script_switches, cfg.garbled_script_window_chars
+    if len(found) < need:
+        return None
+    spans = found[need - 1:] - found[:len(found) - need + 1]
+    close = np.flatnonzero(spans < width)
+    if not len(close):
+        return None
+    first = int(close[0])
+    start, end = int(found[first]), int(found[first + need - 1])
+    count = int(np.count_nonzero((found >= start) & (found < start + width)))
+    window = scr[max(0, start - 1):start + width]
+    seen = sorted({SCRIPTS[i - FIRST_SCRIPT] for i in np.unique(window).tolist()
+                   if i >= FIRST_SCRIPT})
+    strange = [s for s in seen if not alone[SCRIPT_ID[s]]]
+    request = ", ".join(sorted(explained - {"Latin", "Han"})) or "none beyond Latin"
+    return (f"{count} switches between scripts within {width} chars (threshold {need}): "
+            f"{', '.join(strange)} among {', '.join(seen)}; the request's scripts: "
+            f"{request}", max(0, start - 1), end + 1)
+
+
+# -------------------------------------------------------------------- fragments
+
+_CASED = np.zeros(_TABLE_SIZE, dtype=bool)
+_CASED[[LATIN, SCRIPT_ID["Cyrillic"], SCRIPT_ID["Greek"]]] = True
+_GLUED_MIN_DISTINCT = 10
+_GLUED_MIN_RUNS = 3
+_GLUED_LETTERS_PER_HUMP = 16  # camelCase has a capital every word, glued prose rarely
+_SPACED_MIN_DISTINCT = 8
+
+
+def _runs(mask: np.ndarray, scr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, ends) of the runs of masked characters of one script."""
+    n = len(mask)
+    boundary = np.ones(n + 1, dtype=bool)  # between characters i-1 and i
+    boundary[1:n] = (scr[1:] != scr[:-1]) | ~mask[1:] | ~mask[:-1]
+    return np.flatnonzero(mask & boundary[:n]), np.flatnonzero(mask & boundary[1:]) + 1
+
+
+def _glued(text: str, cased: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+           cfg: VerdictConfig) -> tuple[str, int, int] | None:
+    lengths = ends - starts
+    long = np.flatnonzero(lengths >= cfg.garbled_glued_run_letters)
+    flat = []
+    for i in long.tolist():
+        run = text[starts[i]:ends[i]]
+        humps = sum(1 for a, b in itertools.pairwise(run) if a.islower() and b.isupper())
+        if humps * _GLUED_LETTERS_PER_HUMP <= len(run) and run[1:2].islower() \
+                and len(set(run.lower())) >= _GLUED_MIN_DISTINCT:
+            flat.append((int(starts[i]), int(ends[i])))
+    if not flat:
+        return None
+    width = cfg.garbled_fragment_window_chars
+    letters = np.concatenate(([0], np.cumsum(cased)))
+    lo = 0
+    for hi in range(len(flat)):
+        while lo < hi and flat[hi][1] - flat[lo][0] > width:
+            lo += 1
+        # A run three times the shortest is three runs' worth (a reply glued whole); two
+        # long words side by side (German compounds) are not.
+        runs = sum(3 if e - s >= 3 * cfg.garbled_glued_run_letters else 1
+                   for s, e in flat[lo:hi + 1])
+        glued = sum(e - s for s, e in flat[lo:hi + 1])
+        start, end = flat[lo][0], flat[hi][1]
+        share = glued / max(1, int(letters[end] - letters[start]))
+        if runs >= _GLUED_MIN_RUNS and glued >= cfg.garbled_glued_letters \
+                and share >= cfg.garbled_glued_share:
+            return (f"{glued} letters glued in {hi - lo + 1} runs of "
+                    f"{cfg.garbled_glued_run_letters}+ within {width} chars (threshold "
+                    f"{cfg.garbled_glued_letters}), {share:.0%} of the letters there "
+                    f"(threshold {cfg.garbled_glued_share:.0%})", start, end)
+    return None
+
+
+def _spaced_letters(text: str, points: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                    cfg: VerdictConfig) -> tuple[str, int, int] | None:
+    if len(starts) < cfg.garbled_spaced_letters:
+        return None
+    single = (ends - starts) == 1
+    linked = single[:-1] & single[1:] & (starts[1:] == ends[:-1] + 1)
+    linked &= points[np.minimum(ends[:-1], len(points) - 1)] == 0x20
+    if not linked.any():
+        return None
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], linked.view(np.int8), [0]))))
+    for first, last in zip(edges[0::2].tolist(), edges[1::2].tolist(), strict=True):
+        count = last - first + 1  # letters in the chain
+        if count < cfg.garbled_spaced_letters:
+            continue
+        letters = text[starts[first]:ends[last]].replace(" ", "")
+        if len(set(letters.lower())) < _SPACED_MIN_DISTINCT or \
+                list(letters) == sorted(letters):
+            continue
+        return (f"{count} single letters in a row, one space apart (threshold "
+                f"{cfg.garbled_spaced_letters})", int(starts[first]), int(ends[last]))
+    return None
+
+
+# ------------------------------------------------------------------- statistics
+
+_ASCII_UPPER = np.zeros(0x81, dtype=np.uint64)  # what folds an ASCII capital to lower case
+_ASCII_UPPER[0x41:0x5B] = 0x20
+_K = np.array([0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB,
+               0xD6E8FEB86659FD93], dtype=np.uint64)  # odd 64-bit mixing constants
+_RUNNING_TEXT = 0.8  # share of a window's words joined by spaces alone
+_ONE_CHAR_WORDS = np.zeros(_TABLE_SIZE, dtype=bool)
+_ONE_CHAR_WORDS[[HAN, SCRIPT_ID["Hiragana"], SCRIPT_ID["Katakana"]]] = True
+
+
+def _words(points: np.ndarray, scr: np.ndarray
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(fingerprints, starts, joined) of the words: letter runs of one script, case-folded,
+    that no digit touches (the letters of a hex hash or a UUID are not words); a CJK
+    character is a word of its own. `joined`: one or two spaces or nothing between a word
+    and the one before it (running text, not the cells of a table or a list's items)."""
+    n = len(points)
+    letter = scr >= FIRST_SCRIPT
+    begins = letter.copy()
+    begins[1:] &= ~letter[:-1] | (scr[1:] != scr[:-1]) | _ONE_CHAR_WORDS[scr[1:]]
+    last = np.ones(n, dtype=bool)  # the word ends after this character
+    last[:-1] = begins[1:] | ~letter[1:]
+    starts = np.flatnonzero(begins)
+    ends = np.flatnonzero(letter & last) + 1
+    before = points[np.maximum(starts - 1, 0)]
+    after = points[np.minimum(ends, n - 1)]
+    free = ((before < 0x30) | (before > 0x39) | (starts == 0)) \
+        & ((after < 0x30) | (after > 0x39) | (ends == n))
+    starts, ends = starts[free], ends[free]
+    # A word's fingerprint sums a hash of each of its characters and of each pair of
+    # neighbours in it (prefix sums: one pass for all the words), plus its length.
+    if points.dtype == np.uint8:
+        folded = (points | np.uint8(0x20)).astype(np.uint64)  # letters are all that count
+    else:
+        folded = points.astype(np.uint64) | _lookup(_ASCII_UPPER, points)
+    total = folded * _K[0] * letter
+    total[1:] += (folded[:-1] * _K[1] + folded[1:]) * _K[2] * (letter[1:] & ~begins[1:])
+    prefix = np.concatenate(([np.uint64(0)], np.cumsum(total, dtype=np.uint64)))
+    fingerprints = prefix[ends] - prefix[starts] + (ends - starts).astype(np.uint64) * _K[3]
+    gap = starts[1:] - ends[:-1]
+    first = _lookup(_SPACES, points[np.minimum(ends[:-1], n - 1)])
+    second = _lookup(_SPACES, points[np.minimum(ends[:-1] + 1, n - 1)])
+    joined = np.zeros(len(starts), dtype=bool)
+    joined[1:] = (gap == 0) | ((gap <= 2) & first & ((gap == 1) | second))
+    return fingerprints, starts, joined
+
+
+def _ids(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(dense ids, index of the previous occurrence or -1) of each key."""
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    new = np.ones(len(keys), dtype=bool)
+    new[1:] = ordered[1:] != ordered[:-1]
+    ids = np.empty(len(keys), dtype=np.int64)
+    ids[order] = np.cumsum(new) - 1
+    prev = np.full(len(keys), -1, dtype=np.int64)
+    same = np.flatnonzero(~new)
+    prev[order[same]] = order[same - 1]
+    return ids, prev
+
+
+def _window_starts(length: int, size: int) -> np.ndarray:
+    """Starts of windows of `size` over `length` items, a quarter window apart, the last
+    one flush with the end (a burst anywhere lies whole in one of them once it is a
+    quarter longer than the window)."""
+    starts = np.arange(0, length - size + 1, max(1, size // 4))
+    if starts[-1] != length - size:
+        starts = np.append(starts, length - size)
+    return starts
+
+
+def _distinct_per_window(prev: np.ndarray, starts: np.ndarray, size: int) -> np.ndarray:
+    """Distinct keys in each window [start, start + size), from previous occurrences."""
+    cells = prev[starts[:, None] + np.arange(size)]
+    return np.count_nonzero(cells < starts[:, None], axis=1)
+
+
+def _shuffled(points: np.ndarray, scr: np.ndarray, cfg: VerdictConfig
+              ) -> tuple[str, int, int] | None:
+    size = cfg.garbled_shuffle_window_words
+    fingerprints, word_starts, joined = _words(points, scr)
+    if len(fingerprints) < size:
+        return None
+    ids, prev = _ids(fingerprints)
+    starts = _window_starts(len(ids), size)
+    distinct = _distinct_per_window(prev, starts, size)
+    low = cfg.garbled_shuffle_min_distinct, cfg.garbled_shuffle_max_distinct
+    linked = np.concatenate(([0], np.cumsum(joined)))
+    running = (linked[starts + size] - linked[starts + 1]) >= _RUNNING_TEXT * (size - 1)
+    candidates = np.flatnonzero((distinct >= low[0]) & (distinct <= low[1]) & running)
+    if not len(candidates):
+        return None
+    bigrams = ids[:-1] * (int(ids.max()) + 1) + ids[1:]
+    starts, distinct = starts[candidates], distinct[candidates]
+    pairs = _distinct_per_window(_ids(bigrams)[1], starts, size - 1)
+    cells = distinct.astype(np.float64) ** 2
+    expected = cells * -np.expm1(-(size - 1) / cells)
+    ratio = pairs / expected
+    hit = np.flatnonzero(ratio >= cfg.garbled_shuffle_min_bigram_ratio)
+    if not len(hit):
+        return None
+    k = int(hit[0])
+    first = int(starts[k])
+    end_word = first + size
+    end = int(word_starts[end_word]) if end_word < len(word_starts) else len(points)
+    return (f"{size} words with {int(distinct[k])} distinct (threshold "
+            f"{low[0]}-{low[1]}) in random order: {int(pairs[k])} distinct bigrams, "
+            f"{ratio[k]:.2f} of a random shuffle's (threshold "
+            f"{cfg.garbled_shuffle_min_bigram_ratio})", int(word_starts[first]), end)
+
+
+# Character classes for noise: 0 space, 1 lower, 2 upper, 3 digit, 4 ASCII punctuation,
+# 5 anything else (not ASCII).
+_CLASS = np.full(0x81, 5, dtype=np.uint8)
+_CLASS[:0x80] = 0
+_CLASS[[*range(33, 48), *range(58, 65), *range(91, 97), *range(123, 127)]] = 4
+_CLASS[0x30:0x3A] = 3
+_CLASS[0x41:0x5B] = 2
+_CLASS[0x61:0x7B] = 1
+_NOISE_MAX_FOREIGN = 0.1  # noise here is ASCII: other scripts are the scripts detector's
+_NOISE_MIN_SWITCHES = 0.5  # a screen: random characters change class at 3 in 4
+
+
+def _noise(points: np.ndarray, cfg: VerdictConfig) -> tuple[str, int, int] | None:
+    size = cfg.garbled_noise_window_chars
+    n = len(points)
+    if n < size:
+        return None
+    klass = _lookup(_CLASS, points)
+    starts = _window_starts(n, size)
+    sums = np.concatenate(([0], np.cumsum(klass == 4)))
+    symbols = sums[starts + size] - sums[starts]
+    screen = symbols >= cfg.garbled_noise_min_symbol_share * size
+    if not screen.any():  # prose: the first screen ends it
+        return None
+    sums = [np.concatenate(([0], np.cumsum(v))) for v in
+            (klass == 5, np.concatenate(([False], klass[1:] != klass[:-1])))]
+    foreign, switches = (c[starts + size] - c[starts] for c in sums)
+    screen &= (foreign <= _NOISE_MAX_FOREIGN * size) & (switches >= _NOISE_MIN_SWITCHES * size)
+    for k in np.flatnonzero(screen).tolist():
+        start = int(starts[k])
+        window = points[start:start + size].astype(np.uint32)
+        _, freq = np.unique(window, return_counts=True)
+        p = freq / size
+        bits = float(-(p * np.log2(p)).sum())
+        pairs = len(np.unique((window[:-1] << np.uint32(16)) | window[1:])) / (size - 1)
+        if bits >= cfg.garbled_noise_min_bits and pairs >= cfg.garbled_noise_min_distinct_pairs:
+            return (f"{size} chars of {bits:.2f} bits per char (threshold "
+                    f"{cfg.garbled_noise_min_bits}), {pairs:.0%} distinct character pairs "
+                    f"(threshold {cfg.garbled_noise_min_distinct_pairs:.0%}), "
+                    f"{int(symbols[k]) / size:.0%} punctuation (threshold "
+                    f"{cfg.garbled_noise_min_symbol_share:.0%})", start, start + size)
+    return None
+
+
+# ------------------------------------------------------------------------ judge
+
+def garble_in_text(text: str, explained: frozenset[str], cfg: VerdictConfig
+                   ) -> tuple[str, str, str] | None:
+    """(kind, detail, excerpt) of the first salad found in one text, or None."""
+    if not text:
+        return None
+    points = code_points(text)
+    found = _markers(text, points, cfg)
+    if found:
+        return _report("markers", text, found)
+    scr = scripts_of(points)
+    if points.dtype != np.uint8:
+        inherited = scr == INHERITED
+        if inherited.any():  # a combining mark takes the script of its letter
+            fill = np.maximum.accumulate(np.where(inherited, 0, np.arange(len(scr))))
+            scr = scr[fill]
+        found = _script_switches(points, scr, explained, cfg)
+        if found:
+            return _report("scripts", text, found)
+    cased = _CASED[scr]
+    starts, ends = _runs(cased, scr)
+    found = _glued(text, cased, starts, ends, cfg)
+    if found:
+        return _report("glued_fragments", text, found)
+    found = _spaced_letters(text, points, starts, ends, cfg)
+    if found:
+        return _report("spaced_letters", text, found)
+    found = _noise(points, cfg)
+    if found:
+        return _report("noise", text, found)
+    found = _shuffled(points, scr, cfg)
+    if found:
+        return _report("shuffled_words", text, found)
+    return None
+
+
+def _report(kind: str, text: str, found: tuple[str, int, int]) -> tuple[str, str, str]:
+    detail, start, end = found
+    end = min(max(end, start + 1), start + EXCERPT_CHARS)
+    return kind, detail, text[start:end]
+
+
+def _string_values(value: Any, path: str) -> Iterator[tuple[str, str]]:
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _string_values(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _string_values(item, f"{path}[{i}]")
+
+
+def _texts(record: RequestRecord) -> Iterator[tuple[str, str]]:
+    """Every text of a reply, named as the finding names it."""
+    yield "reasoning", record.reasoning
+    yield "content", record.content
+    for i, call in enumerate(record.tool_calls):
+        fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+        name = fn.get("name") or "?"
+        raw = fn.get("arguments") or ""
+        if not isinstance(raw, str):
+            continue
+        try:
+            args = orjson.loads(raw) if raw.strip() else {}
+        except orjson.JSONDecodeError:
+            yield f"call {i} {name} arguments", raw
+            continue
+        yield from _string_values(args, f"call {i} {name}")
+
+
+def find_garble(record: RequestRecord, cfg: VerdictConfig) -> Garble | None:
+    """The first salad in a reply's reasoning, content or tool-call argument values."""
+    if not cfg.garbled:
+        return None
+    scripts = record.params.get("scripts") or ()
+    explained = frozenset(s for s in scripts if isinstance(s, str))
+    for field, text in _texts(record):
+        found = garble_in_text(text, explained, cfg)
+        if found:
+            return Garble(field, *found)
+    return None
