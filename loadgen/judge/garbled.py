@@ -101,7 +101,7 @@ _MOJIBAKE_TAIL = ("\u0080-\u00bf\u20ac\u201a\u0192\u201e\u2026\u2020\u2021\u02c6
                   "\u02dc\u2122\u0161\u203a\u0153\u017e\u0178")
 _MARKER = re.compile(
     r"(?P<special><｜[^｜\n]{1,48}｜>?|<\|[A-Za-z0-9_▁:.\- ]{1,48}\|>)"
-    r"|(?P<piece>(?<=\S)[▁ĠĊĉ]|[▁ĠĊĉ](?=[▁ĠĊĉ])|<0x[0-9A-Fa-f]{2}>)"
+    r"|(?P<piece>(?<=\w)[▁ĠĊĉ]|[▁ĠĊĉ](?=[▁ĠĊĉ])|<0x[0-9A-Fa-f]{2}>)"
     r"|(?P<replacement>\ufffd)"
     rf"|(?P<mojibake>[\u00c2-\u00f4][{_MOJIBAKE_TAIL}])"
     r"|(?P<control>[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f-\x9f]|\x1b(?!\[))")
