@@ -13,6 +13,7 @@ import math
 import random
 import string
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,7 +26,9 @@ from loadgen.judge.verdicts import classify
 from loadgen.records import RequestRecord
 from loadgen.scenario import Scenario, VerdictConfig
 from loadgen.workload import WorkItem
+from tests.loadgen.conftest import run_cli
 from tests.support import salad
+from tests.support.legit_corpus import OFFERED
 from tests.support.legit_families import FAMILIES, family_replies
 
 BOS = "<｜begin▁of▁sentence｜>"
@@ -501,3 +504,94 @@ def test_the_sims_salad_is_caught() -> None:
     text = "".join(rng.choice(pieces) for _ in range(30)) + BOS * 2 + \
         "".join(rng.choice(pieces) for _ in range(20))
     assert find_garble(rec(reasoning=PROSE, content=text), VerdictConfig()) is not None
+
+
+# -------------------------------------------------------------------- end to end
+
+SALAD_TURNS = """
+[load]
+concurrency = 3
+priming = 0
+measurement = 9
+first_token_timeout_s = 10
+[request]
+max_tokens = 256
+[workload]
+kind = "tool-turn"
+[gate]
+prove_below = 0.5
+"""
+
+
+def run(tmp_path: Path, url: str, scenario: str) -> tuple[int, dict[str, Any], Path, str]:
+    sc = tmp_path / "s.toml"
+    sc.write_text(scenario)
+    out = tmp_path / "out"
+    proc = run_cli("run", str(sc), "--base-url", url, "--out", str(out), "--quiet")
+    summary = json.loads((out / "summary.json").read_text()) if out.exists() else {}
+    return proc.returncode, summary, out, proc.stdout + proc.stderr
+
+
+def test_salad_with_a_clean_finish_fails_the_gate(fake_server, tmp_path: Path) -> None:
+    modes = ("salad_reasoning", "salad_content", "salad_args")
+    fake, srv = fake_server(modes)
+    code, summary, out, output = run(tmp_path, srv.url, SALAD_TURNS)
+    assert code == 1, output
+    measured = summary["phases"]["measurement"]
+    assert measured["verdicts"]["garbled"] == 9, measured["verdicts"]
+    assert measured["primary_verdicts"] == {"garbled": 9}
+    assert summary["gate"]["failures"] == 9
+    assert fake.counts == {mode: 3 for mode in modes}
+    records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+    fields = Counter(r["findings"]["garbled"]["field"] for r in records)
+    assert fields == {"reasoning": 3, "content": 3, "call 0 change_plan.plan": 3}
+    # The well-formed calls and the stop finish hide nothing: no other rule saw them.
+    assert all(r["finish_reason"] in ("tool_calls", "stop") for r in records)
+
+
+RUSSIAN_REQUEST = "Ответь, пожалуйста, по-русски: что с моим тарифом?"
+
+
+def test_the_honest_families_pass_the_gate(fake_server, tmp_path: Path) -> None:
+    # A sample of every family (each placement: content, reasoning, tool-call argument),
+    # replayed: each body names the reply the fake streams. The gate fails on `garbled`
+    # alone: the families are this rule's evidence, not the other rules'.
+    lines = []
+    for make in FAMILIES.values():
+        for seed in range(4):
+            reply = make(seed)
+            user = f"family sample: {reply.name}"
+            if "Cyrillic" in reply.params.get("scripts", ()):
+                user += " " + RUSSIAN_REQUEST
+            body: dict[str, Any] = {
+                "messages": [{"role": "user", "content": user}], "fake_mode": "replay_reply",
+                "fake_reply": {"reasoning": reply.reasoning, "content": reply.content,
+                               "tool_calls": reply.tool_calls,
+                               "finish_reason": reply.finish_reason}}
+            if reply.params["tools"]:
+                body["tools"] = [{"type": "function", "function": {
+                    "name": name, "parameters": {"type": "object", "required": required}}}
+                    for name, required in OFFERED.items()]
+                body["tool_choice"] = reply.params["tool_choice"] or "auto"
+            lines.append(json.dumps(body, ensure_ascii=False))
+    (tmp_path / "families.jsonl").write_text("\n".join(lines) + "\n")
+    _, srv = fake_server()
+    code, summary, out, output = run(tmp_path, srv.url, f"""
+[load]
+concurrency = 4
+priming = 0
+measurement = {len(lines)}
+[request]
+max_tokens = 4096
+[workload]
+kind = "replay"
+path = "families.jsonl"
+[gate]
+prove_below = 0.2
+fail_on = ["garbled"]
+""")
+    assert code == 0, (output, summary["phases"]["measurement"]["verdicts"])
+    assert "garbled" not in summary["phases"]["measurement"]["verdicts"]
+    records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+    assert len(records) == len(lines)
+    assert sum(1 for r in records if r["params"].get("scripts") == ["Cyrillic"]) == 1

@@ -25,6 +25,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from tests.support import salad
+
 MODEL = "fake-dsv4"
 HEALTHY_REASONING = ("The user wants account {acc} upgraded to business and then "
                      "cancelled. I should do the upgrade first with change_plan. ")
@@ -115,6 +117,9 @@ MODE_VERDICTS: dict[str, str] = {
     "close": "ok",
     "trickle": "ok",
     "slow_read": "ok",
+    "salad_reasoning": "garbled",
+    "salad_content": "garbled",
+    "salad_args": "garbled",
 }
 
 
@@ -506,6 +511,30 @@ class FakeOpenAI:
                     "arguments": '{"account_id": "XEHM4B", "plan": "business"}'}}]}}],
             "usage": {"prompt_tokens": 300, "completion_tokens": 40, "total_tokens": 340,
                       "completion_tokens_details": {"reasoning_tokens": 4}}})
+
+    # -- token salad with a clean finish (a row that read another request's KV) -----------
+
+    def _salad(self, mode: str) -> str:
+        """Multilingual sub-word soup, one of four fixed samples by arrival order."""
+        return salad.multilingual(self.counts[mode] % 4, 80)
+
+    async def mode_salad_reasoning(self, body: dict[str, Any], max_tokens: int) -> Response:
+        """Salad in the reasoning, then the right call, well formed."""
+        return self._stream(self._healthy_tool(
+            body, reasoning_text=self._salad("salad_reasoning")))
+
+    async def mode_salad_content(self, body: dict[str, Any], max_tokens: int) -> Response:
+        """Salad as the answer, finished by `stop`."""
+        c = Chunks(self.model)
+        text = self._salad("salad_content")
+        content = [c.content(text[i:i + 8]) for i in range(0, len(text), 8)]
+        return self._stream([c.role(), c.reasoning("Answer now. "), *content, c.finish("stop"),
+                             c.usage(300, len(content) + 1, 1), DONE])
+
+    async def mode_salad_args(self, body: dict[str, Any], max_tokens: int) -> Response:
+        """The right function with every required key, the values salad: the JSON parses."""
+        args = orjson.dumps({"account_id": "XEHM4B", "plan": self._salad("salad_args")})
+        return self._stream(self._healthy_tool(body, args=args.decode()))
 
 
 class ServerThread:
