@@ -255,7 +255,7 @@ class VerdictConfig(_Strict):
     garbled_glued_letters: int = Field(default=96, ge=16, le=1_000_000)
     garbled_glued_share: float = Field(default=0.75, gt=0, le=1)
     garbled_fragment_window_chars: int = Field(default=400, ge=16, le=1_000_000)
-    garbled_spaced_letters: int = Field(default=20, ge=8, le=100_000)
+    garbled_spaced_letters: int = Field(default=24, ge=8, le=100_000)
     garbled_shuffle_window_words: int = Field(default=32, ge=8, le=100_000)
     garbled_shuffle_min_distinct: int = Field(default=5, ge=2, le=100_000)
     garbled_shuffle_max_distinct: int = Field(default=12, ge=2, le=100_000)

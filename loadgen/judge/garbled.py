@@ -8,44 +8,56 @@ arguments that do not parse are judged as they are), each over windows, so a sho
 salad burst in the middle of a healthy reply is caught. Each detector flags only strong
 evidence; its thresholds are `[verdicts]` keys (`garbled_*`, docs/scenario-keys.md):
 
-- markers: special tokens (`<｜…｜>`, `<|…|>`), tokenizer markers glued into the text
-  (SentencePiece `▁`, byte-level BPE `Ġ`/`Ċ`, byte pieces `<0x0A>`), U+FFFD replacement
-  characters, UTF-8 read as Latin-1 (`Ã©`) and stray control characters: at least
-  `garbled_marker_burst` (4) within `garbled_marker_window_chars` (160), one of them
-  repeated. A single special token named in prose is `token_leak`'s, not this rule's.
+- markers: special tokens (`<｜…｜>`, `<|…|>`), tokenizer markers glued after a letter
+  (SentencePiece `▁`, byte-level BPE `Ġ`/`Ċ`) or in a row, byte pieces (`<0x0A>`), U+FFFD
+  replacement characters, UTF-8 read as Latin-1 (`Ã©`) and stray control characters
+  (not ANSI colours): at least `garbled_marker_burst` (4) within
+  `garbled_marker_window_chars` (160), one of them repeated. A single special token
+  named in prose, or a chat template spelled out once, is `token_leak`'s business.
 - scripts: letters of two scripts that meet inside a word (no separator), or two
   non-Latin scripts separated only by spaces, where the pair is not explained: Latin and
-  Han always are (DeepSeek answers in both), so are the request's own scripts, Han with
-  kana or Hangul (Japanese, Korean), Latin with kana, Hangul or Greek (terms and units
-  in those languages). `garbled_script_switches` (4) such switches within
-  `garbled_script_window_chars` (120). Whole words of many scripts side by side with
-  punctuation or Latin between them ("hello" in ten languages) are not switches.
+  Han always are (DeepSeek answers in both), so are the request's own scripts
+  (`params["scripts"]`), Han with kana or Hangul (Japanese, Korean), Latin with kana,
+  Hangul or Greek (terms and units), Latin with the scripts written without spaces
+  (Thai, Lao, Khmer, Myanmar, Tibetan). `garbled_script_switches` (4) such switches
+  within `garbled_script_window_chars` (120). Whole words of many scripts with
+  punctuation or Latin between them ("hello" in ten languages) are not switches, nor is
+  a Russian reply's English terms set off by spaces.
 - glued_fragments: runs of at least `garbled_glued_run_letters` (32) letters of one
-  cased script (Latin, Cyrillic, Greek), lower case after the first, drawn from at least
-  10 letters (a DNA string or a hex hash is not glued words): at least
-  `garbled_glued_letters` (96) such letters within `garbled_fragment_window_chars` (400),
-  at least `garbled_glued_share` (0.75) of the window's letters. Words that a
-  detokeniser glued together without their spaces.
-- spaced_letters: at least `garbled_spaced_letters` (20) single letters in a row, each
-  one space apart ("T h e u s e r"), not an alphabet in order.
-- shuffled_words: a window of `garbled_shuffle_window_words` (32) words (CJK characters
-  count one each) with `garbled_shuffle_min_distinct` (5) to `garbled_shuffle_max_distinct`
-  (12) distinct words whose distinct bigrams reach `garbled_shuffle_min_bigram_ratio`
-  (0.85) of what a random order of them gives: a handful of words shuffled. A table or a
-  list repeats a few words in a fixed order, and its bigrams stay far below that.
-- noise: a window of `garbled_noise_window_chars` (256) characters with at least
-  `garbled_noise_min_symbol_share` (0.15) ASCII punctuation and a character entropy of
-  at least `garbled_noise_min_bits` (6.0) bits: random printable characters. Base64
-  (under 6 bits, few symbols), hex hashes and UUIDs (4 bits), code, minified JSON and
-  regexes (many symbols, 5 to 5.5 bits) stay below.
+  cased script (Latin, Cyrillic, Greek), lower case after the first but for a capital
+  per 16 letters (camelCase has one every word), drawn from at least 10 letters (a DNA
+  string or a hex hash is not words): at least 3 such runs (one of 96 letters counts
+  three) and `garbled_glued_letters` (96) letters within `garbled_fragment_window_chars`
+  (400), at least `garbled_glued_share` (0.75) of the window's letters. Words a
+  detokeniser glued together without their spaces; a long compound named in a sentence,
+  or two side by side, is not.
+- spaced_letters: a chain of one-character tokens one space apart ("T h e _ u s e r")
+  holding at least `garbled_spaced_letters` (24) letters, at least 8 distinct, not an
+  alphabet in order (a word-search row, a spelled word or bits are shorter or fewer).
+- shuffled_words: a window of `garbled_shuffle_window_words` (32) words of running text
+  (80% of them follow the one before with only spaces between: not a table's cells or a
+  list's items; a word is two letters or more, or one CJK character, and no digit
+  touches it) with `garbled_shuffle_min_distinct` (5) to `garbled_shuffle_max_distinct`
+  (12) distinct words whose distinct pairs reach `garbled_shuffle_min_bigram_ratio`
+  (0.85) of what a random order of them gives: a handful of words shuffled. A template
+  or a loop repeats its pairs and stays far below.
+- noise: a window of `garbled_noise_window_chars` (192) characters, at most 10% outside
+  ASCII, with at least `garbled_noise_min_symbol_share` (0.15) ASCII punctuation, a
+  character entropy of at least `garbled_noise_min_bits` (5.8) bits and at least
+  `garbled_noise_min_distinct_pairs` (0.93) of its character pairs distinct: random
+  printable characters. Base64 (few symbols), hex hashes and UUIDs (4 bits), code,
+  regexes and minified JSON (their pairs repeat) stay below; random strings one to a line
+  (generated passwords, keys) are a list, a format.
 
 What the defaults catch at the least: 4 markers in 160 characters (four BOS tokens in a
-row); 4 switches in 120 characters (about 30 tokens of multilingual soup, a third of
-them neither Latin nor Han); 96 glued letters in 3 runs; 20 spaced letters; 32 words of
-a handful shuffled; 256 characters of printable noise. Not caught: soup of one script
-whose pieces keep ordinary spaces ("ing the acc ount ations"), which only a lexicon
-would tell from a language we do not know, and garbage short enough to be none of the
-above (a tool argument of a dozen characters).
+row); 4 switches in 120 characters (about 40 tokens of multilingual soup, a third of
+them neither Latin nor Han); three runs of 32 glued letters (or one of 96); 24 spaced
+letters; 32 words of a handful shuffled; 192 characters of printable noise (240 among
+other text: windows lie a quarter apart). Not caught: soup of one script whose pieces
+keep ordinary spaces ("ing the acc ount ations"), which only a lexicon would tell from a
+language we do not know; noise laid out one string a line; a random sequence of a
+handful of words that is honest (the digits of pi spelled out) is caught, wrongly; and
+garbage too short to be any of the above (a tool argument of a dozen characters).
 """
 
 from __future__ import annotations
@@ -145,6 +157,8 @@ _EXPLAINED_PAIRS = [
     *((a, b) for a in _CJK for b in _CJK),  # Japanese, and Chinese with zhuyin
     ("Han", "Hangul"),  # Korean with hanja
     *(("Latin", s) for s in ("Hiragana", "Katakana", "Hangul", "Greek")),
+    # Scripts written without spaces between words take Latin terms glued in.
+    *(("Latin", s) for s in ("Thai", "Lao", "Khmer", "Myanmar", "Tibetan")),
     *(("Greek", s) for s in _CJK),  # math and units
 ]
 _TABLE_SIZE = FIRST_SCRIPT + len(SCRIPTS)
@@ -211,6 +225,8 @@ _GLUED_MIN_DISTINCT = 10
 _GLUED_MIN_RUNS = 3
 _GLUED_LETTERS_PER_HUMP = 16  # camelCase has a capital every word, glued prose rarely
 _SPACED_MIN_DISTINCT = 8
+_WHITESPACE = np.zeros(0x3002, dtype=bool)  # the last entry: any code point past U+3000
+_WHITESPACE[[0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x20, 0x85, 0xA0, 0x2028, 0x2029, 0x3000]] = True
 
 
 def _runs(mask: np.ndarray, scr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -256,26 +272,32 @@ def _glued(text: str, cased: np.ndarray, starts: np.ndarray, ends: np.ndarray,
     return None
 
 
-def _spaced_letters(text: str, points: np.ndarray, starts: np.ndarray, ends: np.ndarray,
-                    cfg: VerdictConfig) -> tuple[str, int, int] | None:
-    if len(starts) < cfg.garbled_spaced_letters:
+def _spaced_letters(text: str, points: np.ndarray, cfg: VerdictConfig
+                    ) -> tuple[str, int, int] | None:
+    """Characters one space apart ("T h e _ u s e r"): a chain of one-character tokens."""
+    n = len(points)
+    need = cfg.garbled_spaced_letters
+    if n < 2 * need - 1:
         return None
-    single = (ends - starts) == 1
-    linked = single[:-1] & single[1:] & (starts[1:] == ends[:-1] + 1)
-    linked &= points[np.minimum(ends[:-1], len(points) - 1)] == 0x20
-    if not linked.any():
+    space = points == 0x20
+    solid = ~space & ~_lookup(_WHITESPACE, points)
+    single = solid.copy()
+    single[1:] &= space[:-1]
+    single[:-1] &= space[1:]
+    at = np.flatnonzero(single)
+    if len(at) < need:
         return None
+    linked = (at[1:] - at[:-1]) == 2
     edges = np.flatnonzero(np.diff(np.concatenate(([0], linked.view(np.int8), [0]))))
     for first, last in zip(edges[0::2].tolist(), edges[1::2].tolist(), strict=True):
-        count = last - first + 1  # letters in the chain
-        if count < cfg.garbled_spaced_letters:
+        start, end = int(at[first]), int(at[last]) + 1
+        chars = text[start:end:2]
+        letters = [c for c in chars if c.isalpha()]
+        if len(letters) < need or len({c.lower() for c in letters}) < _SPACED_MIN_DISTINCT \
+                or letters == sorted(letters):
             continue
-        letters = text[starts[first]:ends[last]].replace(" ", "")
-        if len(set(letters.lower())) < _SPACED_MIN_DISTINCT or \
-                list(letters) == sorted(letters):
-            continue
-        return (f"{count} single letters in a row, one space apart (threshold "
-                f"{cfg.garbled_spaced_letters})", int(starts[first]), int(ends[last]))
+        return (f"{len(letters)} letters in a row one space apart (threshold {need})",
+                start, end)
     return None
 
 
@@ -298,27 +320,34 @@ def _words(points: np.ndarray, scr: np.ndarray
     and the one before it (running text, not the cells of a table or a list's items)."""
     n = len(points)
     letter = scr >= FIRST_SCRIPT
-    begins = letter.copy()
-    begins[1:] &= ~letter[:-1] | (scr[1:] != scr[:-1]) | _ONE_CHAR_WORDS[scr[1:]]
-    last = np.ones(n, dtype=bool)  # the word ends after this character
-    last[:-1] = begins[1:] | ~letter[1:]
-    starts = np.flatnonzero(begins)
-    ends = np.flatnonzero(letter & last) + 1
+    if points.dtype == np.uint8:  # ASCII: a word is a run of letters
+        edges = np.flatnonzero(np.diff(np.concatenate(([False], letter, [False])).view(
+            np.int8)))
+        starts, ends = edges[0::2], edges[1::2]
+    else:
+        begins = letter.copy()
+        begins[1:] &= ~letter[:-1] | (scr[1:] != scr[:-1]) | _ONE_CHAR_WORDS[scr[1:]]
+        last = np.ones(n, dtype=bool)  # the word ends after this character
+        last[:-1] = begins[1:] | ~letter[1:]
+        starts = np.flatnonzero(begins)
+        ends = np.flatnonzero(letter & last) + 1
     before = points[np.maximum(starts - 1, 0)]
     after = points[np.minimum(ends, n - 1)]
     free = ((before < 0x30) | (before > 0x39) | (starts == 0)) \
         & ((after < 0x30) | (after > 0x39) | (ends == n))
+    free &= (ends - starts > 1) | _ONE_CHAR_WORDS[scr[starts]]  # not "a", "I", "C D E"
     starts, ends = starts[free], ends[free]
-    # A word's fingerprint sums a hash of each of its characters and of each pair of
-    # neighbours in it (prefix sums: one pass for all the words), plus its length.
+    # A word's fingerprint: its length, its first, middle and last letters and the sum of
+    # its code points (one prefix sum for all the words), case-folded.
     if points.dtype == np.uint8:
         folded = (points | np.uint8(0x20)).astype(np.uint64)  # letters are all that count
     else:
         folded = points.astype(np.uint64) | _lookup(_ASCII_UPPER, points)
-    total = folded * _K[0] * letter
-    total[1:] += (folded[:-1] * _K[1] + folded[1:]) * _K[2] * (letter[1:] & ~begins[1:])
-    prefix = np.concatenate(([np.uint64(0)], np.cumsum(total, dtype=np.uint64)))
-    fingerprints = prefix[ends] - prefix[starts] + (ends - starts).astype(np.uint64) * _K[3]
+    prefix = np.concatenate(([np.uint64(0)], np.cumsum(folded, dtype=np.uint64)))
+    length = ends - starts
+    fingerprints = ((((length.astype(np.uint64) * _K[0] + folded[starts]) * _K[1]
+                      + folded[ends - 1]) * _K[2] + folded[starts + length // 2]) * _K[3]
+                    + prefix[ends] - prefix[starts])
     gap = starts[1:] - ends[:-1]
     first = _lookup(_SPACES, points[np.minimum(ends[:-1], n - 1)])
     second = _lookup(_SPACES, points[np.minimum(ends[:-1] + 1, n - 1)])
@@ -327,18 +356,27 @@ def _words(points: np.ndarray, scr: np.ndarray
     return fingerprints, starts, joined
 
 
-def _ids(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(dense ids, index of the previous occurrence or -1) of each key."""
-    order = np.argsort(keys, kind="stable")
+def _dense(keys: np.ndarray) -> np.ndarray:
+    """Keys renumbered 0, 1, 2... (equal keys, equal numbers)."""
+    order = np.argsort(keys)
     ordered = keys[order]
     new = np.ones(len(keys), dtype=bool)
     new[1:] = ordered[1:] != ordered[:-1]
     ids = np.empty(len(keys), dtype=np.int64)
     ids[order] = np.cumsum(new) - 1
-    prev = np.full(len(keys), -1, dtype=np.int64)
-    same = np.flatnonzero(~new)
+    return ids
+
+
+def _previous(ids: np.ndarray) -> np.ndarray:
+    """Index of each id's previous occurrence, or -1 (16-bit ids sort in linear time)."""
+    if len(ids) and int(ids.max()) < 1 << 16:
+        ids = ids.astype(np.uint16)
+    order = np.argsort(ids, kind="stable")
+    ordered = ids[order]
+    prev = np.full(len(ids), -1, dtype=np.int64)
+    same = np.flatnonzero(ordered[1:] == ordered[:-1]) + 1
     prev[order[same]] = order[same - 1]
-    return ids, prev
+    return prev
 
 
 def _window_starts(length: int, size: int) -> np.ndarray:
@@ -363,18 +401,24 @@ def _shuffled(points: np.ndarray, scr: np.ndarray, cfg: VerdictConfig
     fingerprints, word_starts, joined = _words(points, scr)
     if len(fingerprints) < size:
         return None
-    ids, prev = _ids(fingerprints)
-    starts = _window_starts(len(ids), size)
-    distinct = _distinct_per_window(prev, starts, size)
-    low = cfg.garbled_shuffle_min_distinct, cfg.garbled_shuffle_max_distinct
+    starts = _window_starts(len(fingerprints), size)
     linked = np.concatenate(([0], np.cumsum(joined)))
     running = (linked[starts + size] - linked[starts + 1]) >= _RUNNING_TEXT * (size - 1)
-    candidates = np.flatnonzero((distinct >= low[0]) & (distinct <= low[1]) & running)
-    if not len(candidates):
+    low, high = cfg.garbled_shuffle_min_distinct, cfg.garbled_shuffle_max_distinct
+    # A screen on 16 bits of each fingerprint (words that share them count once, so no
+    # window of few words is missed), then the windows it leaves, exactly.
+    rough = _previous((fingerprints >> np.uint64(48)).astype(np.uint16))
+    starts = starts[running & (_distinct_per_window(rough, starts, size) <= high)]
+    if not len(starts):
         return None
-    bigrams = ids[:-1] * (int(ids.max()) + 1) + ids[1:]
-    starts, distinct = starts[candidates], distinct[candidates]
-    pairs = _distinct_per_window(_ids(bigrams)[1], starts, size - 1)
+    ids = _dense(fingerprints)
+    distinct = _distinct_per_window(_previous(ids), starts, size)
+    keep = (distinct >= low) & (distinct <= high)
+    starts, distinct = starts[keep], distinct[keep]
+    if not len(starts):
+        return None
+    bigrams = _dense(ids[:-1] * (int(ids.max()) + 1) + ids[1:])
+    pairs = _distinct_per_window(_previous(bigrams), starts, size - 1)
     cells = distinct.astype(np.float64) ** 2
     expected = cells * -np.expm1(-(size - 1) / cells)
     ratio = pairs / expected
@@ -386,7 +430,7 @@ def _shuffled(points: np.ndarray, scr: np.ndarray, cfg: VerdictConfig
     end_word = first + size
     end = int(word_starts[end_word]) if end_word < len(word_starts) else len(points)
     return (f"{size} words with {int(distinct[k])} distinct (threshold "
-            f"{low[0]}-{low[1]}) in random order: {int(pairs[k])} distinct bigrams, "
+            f"{low}-{high}) in random order: {int(pairs[k])} distinct bigrams, "
             f"{ratio[k]:.2f} of a random shuffle's (threshold "
             f"{cfg.garbled_shuffle_min_bigram_ratio})", int(word_starts[first]), end)
 
@@ -401,9 +445,24 @@ _CLASS[0x41:0x5B] = 2
 _CLASS[0x61:0x7B] = 1
 _NOISE_MAX_FOREIGN = 0.1  # noise here is ASCII: other scripts are the scripts detector's
 _NOISE_MIN_SWITCHES = 0.5  # a screen: random characters change class at 3 in 4
+_LIST_MIN_ITEMS = 2
+_LIST_ITEM_SPACES = 3
+_LIST_SHARE = 0.75
 
 
-def _noise(points: np.ndarray, cfg: VerdictConfig) -> tuple[str, int, int] | None:
+def _a_list_of_strings(text: str, start: int, end: int) -> bool:
+    """The window's lines are items of a list: one string each, at most a number and a
+    space or two besides (generated passwords or keys, a format). Random characters in
+    one run of text are not."""
+    lo = text.rfind("\n", 0, start) + 1
+    hi = text.find("\n", end)
+    lines = [line.strip() for line in text[lo:hi if hi >= 0 else len(text)].split("\n")]
+    items = [line for line in lines if line and line.count(" ") <= _LIST_ITEM_SPACES]
+    return len(items) >= _LIST_MIN_ITEMS and \
+        sum(map(len, items)) >= _LIST_SHARE * sum(map(len, lines))
+
+
+def _noise(text: str, points: np.ndarray, cfg: VerdictConfig) -> tuple[str, int, int] | None:
     size = cfg.garbled_noise_window_chars
     n = len(points)
     if n < size:
@@ -426,7 +485,8 @@ def _noise(points: np.ndarray, cfg: VerdictConfig) -> tuple[str, int, int] | Non
         p = freq / size
         bits = float(-(p * np.log2(p)).sum())
         pairs = len(np.unique((window[:-1] << np.uint32(16)) | window[1:])) / (size - 1)
-        if bits >= cfg.garbled_noise_min_bits and pairs >= cfg.garbled_noise_min_distinct_pairs:
+        if bits >= cfg.garbled_noise_min_bits and pairs >= cfg.garbled_noise_min_distinct_pairs \
+                and not _a_list_of_strings(text, start, start + size):
             return (f"{size} chars of {bits:.2f} bits per char (threshold "
                     f"{cfg.garbled_noise_min_bits}), {pairs:.0%} distinct character pairs "
                     f"(threshold {cfg.garbled_noise_min_distinct_pairs:.0%}), "
@@ -460,10 +520,10 @@ def garble_in_text(text: str, explained: frozenset[str], cfg: VerdictConfig
     found = _glued(text, cased, starts, ends, cfg)
     if found:
         return _report("glued_fragments", text, found)
-    found = _spaced_letters(text, points, starts, ends, cfg)
+    found = _spaced_letters(text, points, cfg)
     if found:
         return _report("spaced_letters", text, found)
-    found = _noise(points, cfg)
+    found = _noise(text, points, cfg)
     if found:
         return _report("noise", text, found)
     found = _shuffled(points, scr, cfg)

@@ -148,6 +148,7 @@ def test_two_non_latin_scripts_a_space_apart_switch_and_latin_ones_do_not() -> N
     "vLLM은 KV 캐시를 GPU에서 관리합니다. 大韓民國의 서울(首都)에 있습니다. " * 5,
     "使用vLLM的KV cache和CUDA Graph，decode阶段更快。" * 5,
     "Δt = 10μs, R = 4kΩ, σ² = 0.5, λ值为3，θ = π/4. " * 5,
+    "เราใช้vLLMกับGPUในการทดสอบKV cacheทุกวัน " * 5,  # Thai: no spaces between words
 ])
 def test_chinese_japanese_korean_and_greek_units_are_language(text: str) -> None:
     assert kind_of(text) is None
@@ -231,10 +232,11 @@ def spaced(count: int) -> str:
     return " ".join("theuserwantstheaccountupgradedtobusiness"[:count])
 
 
-def test_twenty_spaced_letters_are_salad_and_nineteen_are_not() -> None:
-    assert kind_of(PROSE + spaced(20) + ". " + PROSE) == "spaced_letters"
-    assert kind_of(PROSE + spaced(19) + ". " + PROSE) is None
-    assert kind_of(PROSE + spaced(19) + ". ", garbled_spaced_letters=19) == "spaced_letters"
+def test_twenty_four_spaced_letters_are_salad_and_twenty_three_are_not() -> None:
+    assert kind_of(PROSE + spaced(24) + " " + PROSE) == "spaced_letters"
+    assert kind_of(PROSE + spaced(23) + " " + PROSE) is None
+    assert kind_of(PROSE + spaced(23) + " ", garbled_spaced_letters=23) == "spaced_letters"
+    assert kind_of(" _ ".join(spaced(12) for _ in range(2))) == "spaced_letters"  # 24, with a "_"
 
 
 def test_the_alphabet_spelled_out_is_not_salad() -> None:
@@ -299,6 +301,14 @@ def test_a_table_or_a_list_of_few_words_is_not_shuffled() -> None:
     assert kind_of(", ".join(values)) is None
 
 
+def test_single_letters_are_not_words_of_a_handful() -> None:
+    # An answer key, a melody: a few letters in random order, honestly.
+    letters = " ".join(shuffled_words(list("ABCDEFG"), 64))
+    assert kind_of(f"Answers: {letters}") is None
+    assert kind_of(" ".join(shuffled_words(["do", "re", "mi", "fa", "so", "la", "ti"], 64))) \
+        == "shuffled_words"
+
+
 def test_lorem_ipsum_and_a_loop_are_not_shuffled() -> None:
     lorem = FAMILIES["lorem_ipsum"](3)
     assert kind_of(lorem.content or lorem.reasoning) is None
@@ -339,6 +349,16 @@ def test_noise_thresholds() -> None:
     assert kind_of(text, garbled_noise_min_symbol_share=symbols + 0.01) is None
     _, detail, excerpt = judge(text)
     assert f"{bits:.2f} bits" in detail and len(excerpt) == EXCERPT_CHARS
+
+
+def test_random_strings_one_to_a_line_are_a_list_not_noise() -> None:
+    rng = random.Random(3)
+    alphabet = string.ascii_letters + string.digits + string.punctuation
+    items = ["".join(rng.choices(alphabet, k=64)) for _ in range(6)]
+    assert kind_of("Your keys:\n\n" + "\n".join(items)) is None
+    assert kind_of("Your keys:\n\n" + "\n".join(f"{i}. {x}" for i, x in enumerate(items))) \
+        is None
+    assert kind_of("Your keys: " + " ".join(items)) == "noise"
 
 
 @pytest.mark.parametrize("family", ["base64_blobs", "hashes_uuids", "passwords", "code",

@@ -13,6 +13,7 @@ import base64
 import hashlib
 import json
 import random
+import string
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -520,12 +521,19 @@ def long_words(seed: int) -> LegitReply:
 
 
 def passwords(seed: int) -> LegitReply:
-    """Generated passwords: random characters, but one per line in a list."""
+    """Generated passwords and keys: random characters, one per line of a list."""
     rng = _rng("passwords", seed)
     alphabet = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789!@#$%^&*-_=+?"
-    lines = [f"{i}. `{''.join(rng.choices(alphabet, k=rng.randint(12, 24)))}`"
-             for i in range(1, rng.randint(5, 40))]
-    return place("passwords", seed, "Here are your passwords:\n\n" + "\n".join(lines))
+    if seed % 3 == 2:
+        alphabet = string.ascii_letters + string.digits + string.punctuation
+    width = rng.choice([12, 16, 20, 24, 32, 48, 64])
+    items = ["".join(rng.choices(alphabet, k=width)) for _ in range(rng.randint(4, 40))]
+    if seed % 2:
+        body = "```\n" + "\n".join(items) + "\n```"
+    else:
+        body = "\n".join(f"{i}. `{item}`" for i, item in enumerate(items, 1))
+    return place("passwords", seed, f"Here are {len(items)} passwords of {width} characters:"
+                                    f"\n\n{body}")
 
 
 def answers(seed: int) -> LegitReply:
