@@ -584,7 +584,7 @@ def test_the_honest_families_pass_the_gate(fake_server, tmp_path: Path) -> None:
             if "Cyrillic" in reply.params.get("scripts", ()):
                 user += " " + RUSSIAN_REQUEST
             body: dict[str, Any] = {
-                "messages": [{"role": "user", "content": user}], "fake_mode": "replay_reply",
+                "messages": [{"role": "user", "content": user}], "fake_mode": "replay_verbatim",
                 "fake_reply": {"reasoning": reply.reasoning, "content": reply.content,
                                "tool_calls": reply.tool_calls,
                                "finish_reason": reply.finish_reason}}

@@ -536,6 +536,20 @@ class FakeOpenAI:
         args = orjson.dumps({"account_id": "XEHM4B", "plan": self._salad("salad_args")})
         return self._stream(self._healthy_tool(body, args=args.decode()))
 
+    async def mode_replay_verbatim(self, body: dict[str, Any], max_tokens: int) -> Response:
+        """`replay_reply` with the reasoning streamed as it is (its newlines and spaces
+        kept), for replies whose layout is part of what is judged."""
+        reply = body.get("fake_reply") or {}
+        c = Chunks(self.model)
+        parts = [c.role()]
+        for field, chunk in (("reasoning", c.reasoning), ("content", c.content)):
+            text = reply.get(field) or ""
+            parts += [chunk(text[i:i + 40]) for i in range(0, len(text), 40)]
+        for index, call in enumerate(reply.get("tool_calls") or []):
+            parts += c.tool_call(call["function"]["name"], call["function"]["arguments"], index)
+        parts += [c.finish(reply.get("finish_reason") or "stop"), c.usage(300, 100, 50), DONE]
+        return self._stream(parts)
+
 
 class ServerThread:
     """uvicorn on 127.0.0.1 with an ephemeral port, in a daemon thread."""
