@@ -489,17 +489,12 @@ def test_the_families_cover_every_field() -> None:
     assert sum(1 for r in replies if len(r.content) > 100) > len(FAMILIES)
 
 
-#: The least each kind's rule promises to catch, in tokens (docs: loadgen.judge.garbled):
-#: noise needs a window of 192 characters (48 tokens of 4), glued text three runs of 32
-#: letters (64 tokens: three sentences glued); the rest from 40 tokens.
-SMALLEST = {"noise": 48, "glued": 64}
-
-
 @pytest.mark.parametrize("kind", sorted(salad.KINDS))
 def test_every_salad_sample_is_garbled(kind: str) -> None:
-    for seed in range(4):
+    # From the smallest each kind's rule promises (salad.MIN_TOKENS, the rest from 40).
+    for seed in range(8):
         for length in salad.LENGTHS:
-            if length < SMALLEST.get(kind, 0):
+            if length < salad.MIN_TOKENS.get(kind, 0):
                 continue
             text = salad.KINDS[kind](seed, length)
             if kind == "tool_args":
@@ -514,6 +509,7 @@ def test_salad_samples_start_at_forty_tokens() -> None:
     samples = salad.samples(range(1))
     assert {kind for kind, _ in samples} == set(salad.KINDS)
     assert min(len(text) for _, text in samples) >= 40
+    assert min(len(text) for kind, text in samples if kind == "noise") >= 192
 
 
 def test_the_sims_salad_is_caught() -> None:

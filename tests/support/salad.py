@@ -20,7 +20,8 @@ cross-request KV reads (or a broken detokeniser) hands back with a clean finish:
 - mid_reasoning: a healthy reasoning with a salad burst in the middle.
 
 `samples()` returns (kind, text) pairs over seeds and lengths; the lengths start at
-40 tokens. A token here is one vocabulary piece (a few characters).
+40 tokens, or at the kind's MIN_TOKENS. A token here is one vocabulary piece (a few
+characters).
 """
 
 from __future__ import annotations
@@ -188,11 +189,21 @@ _TEXT_KINDS: dict[str, Callable[[int, int], str]] = {
 }
 
 
+#: The smallest salad of a kind the `garbled` rule promises to catch, in tokens (the rest
+#: from 40): printable noise needs a window of 192 characters, glued text three runs of
+#: 32 letters (three sentences glued).
+MIN_TOKENS = {"noise": 48, "glued": 64}
+
+
+def _part(kind: str, seed: int, tokens: int) -> str:
+    return _TEXT_KINDS[kind](seed, max(tokens, MIN_TOKENS.get(kind, 0)))
+
+
 def tool_args(seed: int, tokens: int) -> str:
     """change_plan's arguments: every required key, parseable JSON, salad values."""
     rng = _rng("tool_args", seed)
     kind = rng.choice(["multilingual", "special_burst", "bpe_markers", "noise", "mojibake"])
-    salad = _TEXT_KINDS[kind](seed, tokens)
+    salad = _part(kind, seed, tokens)
     args = {"account_id": rng.choice(["XEHM4B", salad[:12]]), "plan": "business",
             "reason": salad}
     if rng.random() < 0.5:
@@ -206,7 +217,7 @@ def mid_reasoning(seed: int, tokens: int) -> str:
     kind = rng.choice(["multilingual", "special_burst", "bpe_markers", "glued", "noise"])
     before = HEALTHY.format(acc="XEHM4B") * rng.randint(1, 6)
     after = HEALTHY.format(acc="XEHM4B") * rng.randint(1, 6)
-    return before + _TEXT_KINDS[kind](seed, tokens) + " " + after
+    return before + _part(kind, seed, tokens) + " " + after
 
 
 KINDS: dict[str, Callable[[int, int], str]] = {
@@ -217,6 +228,6 @@ LENGTHS = (40, 64, 150, 400, 1200, 3000)
 
 def samples(seeds: range = range(4), lengths: tuple[int, ...] = LENGTHS
             ) -> list[tuple[str, str]]:
-    """(kind, text) for every kind, seed and length."""
+    """(kind, text) for every kind, seed and length at least the kind's smallest."""
     return [(kind, make(seed, length)) for kind, make in KINDS.items()
-            for seed in seeds for length in lengths]
+            for seed in seeds for length in lengths if length >= MIN_TOKENS.get(kind, 0)]
