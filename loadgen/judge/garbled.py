@@ -219,6 +219,8 @@ def _script_switches(points: np.ndarray, scr: np.ndarray, explained: frozenset[s
 
 # -------------------------------------------------------------------- fragments
 
+_ASCII_LETTER = np.zeros(0x100, dtype=bool)
+_ASCII_LETTER[[*range(0x41, 0x5B), *range(0x61, 0x7B)]] = True
 _CASED = np.zeros(_TABLE_SIZE, dtype=bool)
 _CASED[[LATIN, SCRIPT_ID["Cyrillic"], SCRIPT_ID["Greek"]]] = True
 _GLUED_MIN_DISTINCT = 10
@@ -312,30 +314,33 @@ _ONE_CHAR_WORDS = np.zeros(_TABLE_SIZE, dtype=bool)
 _ONE_CHAR_WORDS[[HAN, SCRIPT_ID["Hiragana"], SCRIPT_ID["Katakana"]]] = True
 
 
-def _words(points: np.ndarray, scr: np.ndarray
+def _words(points: np.ndarray, scr: np.ndarray | None,
+           letter_runs: tuple[np.ndarray, np.ndarray] | None = None
            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(fingerprints, starts, joined) of the words: letter runs of one script, case-folded,
     that no digit touches (the letters of a hex hash or a UUID are not words); a CJK
     character is a word of its own. `joined`: one or two spaces or nothing between a word
-    and the one before it (running text, not the cells of a table or a list's items)."""
+    and the one before it (running text, not the cells of a table or a list's items).
+    ASCII text gives its letter runs and no scripts."""
     n = len(points)
-    letter = scr >= FIRST_SCRIPT
-    if points.dtype == np.uint8:  # ASCII: a word is a run of letters
-        edges = np.flatnonzero(np.diff(np.concatenate(([False], letter, [False])).view(
-            np.int8)))
-        starts, ends = edges[0::2], edges[1::2]
+    if scr is None and letter_runs is not None:
+        starts, ends = letter_runs
+        one_char_word = np.zeros(len(starts), dtype=bool)
     else:
+        assert scr is not None
+        letter = scr >= FIRST_SCRIPT
         begins = letter.copy()
         begins[1:] &= ~letter[:-1] | (scr[1:] != scr[:-1]) | _ONE_CHAR_WORDS[scr[1:]]
         last = np.ones(n, dtype=bool)  # the word ends after this character
         last[:-1] = begins[1:] | ~letter[1:]
         starts = np.flatnonzero(begins)
         ends = np.flatnonzero(letter & last) + 1
+        one_char_word = _ONE_CHAR_WORDS[scr[starts]]
     before = points[np.maximum(starts - 1, 0)]
     after = points[np.minimum(ends, n - 1)]
     free = ((before < 0x30) | (before > 0x39) | (starts == 0)) \
         & ((after < 0x30) | (after > 0x39) | (ends == n))
-    free &= (ends - starts > 1) | _ONE_CHAR_WORDS[scr[starts]]  # not "a", "I", "C D E"
+    free &= (ends - starts > 1) | one_char_word  # not "a", "I", "C D E"
     starts, ends = starts[free], ends[free]
     # A word's fingerprint: its length, its first, middle and last letters and the sum of
     # its code points (one prefix sum for all the words), case-folded.
@@ -395,10 +400,11 @@ def _distinct_per_window(prev: np.ndarray, starts: np.ndarray, size: int) -> np.
     return np.count_nonzero(cells < starts[:, None], axis=1)
 
 
-def _shuffled(points: np.ndarray, scr: np.ndarray, cfg: VerdictConfig
+def _shuffled(points: np.ndarray, scr: np.ndarray | None,
+              letter_runs: tuple[np.ndarray, np.ndarray] | None, cfg: VerdictConfig
               ) -> tuple[str, int, int] | None:
     size = cfg.garbled_shuffle_window_words
-    fingerprints, word_starts, joined = _words(points, scr)
+    fingerprints, word_starts, joined = _words(points, scr, letter_runs)
     if len(fingerprints) < size:
         return None
     starts = _window_starts(len(fingerprints), size)
@@ -506,8 +512,15 @@ def garble_in_text(text: str, explained: frozenset[str], cfg: VerdictConfig
     found = _markers(text, points, cfg)
     if found:
         return _report("markers", text, found)
-    scr = scripts_of(points)
-    if points.dtype != np.uint8:
+    scr: np.ndarray | None = None
+    letter_runs = None
+    if points.dtype == np.uint8:  # ASCII: one script, its letters are the cased ones
+        cased = _ASCII_LETTER[points]
+        edges = np.flatnonzero(np.diff(np.concatenate(([False], cased, [False])).view(
+            np.int8)))
+        starts, ends = letter_runs = edges[0::2], edges[1::2]
+    else:
+        scr = scripts_of(points)
         inherited = scr == INHERITED
         if inherited.any():  # a combining mark takes the script of its letter
             fill = np.maximum.accumulate(np.where(inherited, 0, np.arange(len(scr))))
@@ -515,8 +528,8 @@ def garble_in_text(text: str, explained: frozenset[str], cfg: VerdictConfig
         found = _script_switches(points, scr, explained, cfg)
         if found:
             return _report("scripts", text, found)
-    cased = _CASED[scr]
-    starts, ends = _runs(cased, scr)
+        cased = _CASED[scr]
+        starts, ends = _runs(cased, scr)
     found = _glued(text, cased, starts, ends, cfg)
     if found:
         return _report("glued_fragments", text, found)
@@ -526,7 +539,7 @@ def garble_in_text(text: str, explained: frozenset[str], cfg: VerdictConfig
     found = _noise(text, points, cfg)
     if found:
         return _report("noise", text, found)
-    found = _shuffled(points, scr, cfg)
+    found = _shuffled(points, scr, letter_runs, cfg)
     if found:
         return _report("shuffled_words", text, found)
     return None
