@@ -108,14 +108,18 @@ class Garble:
 
 # ---------------------------------------------------------------------- markers
 
-_MOJIBAKE_TAIL = ("\u0080-\u00bf\u20ac\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030"
-                  "\u0160\u2039\u0152\u017d\u2018\u2019\u201c\u201d\u2022\u2013\u2014"
-                  "\u02dc\u2122\u0161\u203a\u0153\u017e\u0178")
+# UTF-8 read as Latin-1 or cp1252: a lead byte's character, then one continuation byte's
+# (two-byte Latin: "é" -> "Ã©"), two (three-byte CJK) or three (four-byte emoji).
+_CONTINUATION = ("[\u0080-\u00bf\u20ac\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030"
+                 "\u0160\u2039\u0152\u017d\u2018\u2019\u201c\u201d\u2022\u2013\u2014"
+                 "\u02dc\u2122\u0161\u203a\u0153\u017e\u0178]")
+_MOJIBAKE = (f"[\u00c2-\u00c5]{_CONTINUATION}|[\u00e0-\u00ef]{_CONTINUATION}{{2}}"
+             f"|[\u00f0-\u00f4]{_CONTINUATION}{{3}}")
 _MARKER = re.compile(
-    r"(?P<special><｜[^｜\n]{1,48}｜>?|<\|[A-Za-z0-9_▁:.\- ]{1,48}\|>)"
-    r"|(?P<piece>(?<=\w)[▁ĠĊĉ]|[▁ĠĊĉ](?=[▁ĠĊĉ])|<0x[0-9A-Fa-f]{2}>)"
+    r"(?P<special><｜[^｜\n]{1,48}｜>?|<\|[A-Za-z0-9_▁:.\-]{1,48}\|>)"
+    r"|(?P<piece>(?<=\w)[▁ĠĊ]|[▁ĠĊĉ](?=[▁ĠĊĉ])|<0x[0-9A-Fa-f]{2}>)"
     r"|(?P<replacement>\ufffd)"
-    rf"|(?P<mojibake>[\u00c2-\u00f4][{_MOJIBAKE_TAIL}])"
+    f"|(?P<mojibake>{_MOJIBAKE})"
     r"|(?P<control>[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f-\x9f]|\x1b(?!\[))")
 # Characters a marker starts with (or is), for a screen that runs on every reply.
 _SCREEN = np.zeros(0x10000, dtype=bool)

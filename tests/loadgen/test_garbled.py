@@ -100,10 +100,21 @@ def test_replacement_characters_mojibake_and_control_characters(marker: str) -> 
     assert kind_of(f"{PROSE}ab{marker}cd{marker}ef{marker}gh{PROSE}") is None
 
 
-def test_ansi_colours_and_french_accents_are_not_markers() -> None:
-    assert kind_of("\x1b[31mERROR\x1b[0m \x1b[32mOK\x1b[0m \x1b[33mWARN\x1b[0m \x1b[1mX\x1b[0m") \
-        is None
-    assert kind_of("Le modèle a été mis à jour à Noël ; l’été dernier déjà, à côté.") is None
+@pytest.mark.parametrize("text", [
+    "\x1b[31mERROR\x1b[0m \x1b[32mOK\x1b[0m \x1b[33mWARN\x1b[0m \x1b[1mX\x1b[0m",  # ANSI
+    "Le modèle a été mis à jour à Noël ; l’été dernier déjà, à côté.",
+    "On dit «café», «thé», «été», «déjà» et «allô».",  # an accent before a guillemet
+    "Mi ŝatas riĉan manĝaĵon kaj aĉeti ĉiun riĉan aĉaĵon.",  # Esperanto's ĉ
+    "let r = x |> f <| y |> g <| z |> h <| w |> k",  # F#'s pipes
+])
+def test_ansi_colours_accents_and_pipes_are_not_markers(text: str) -> None:
+    assert kind_of(text) is None
+
+
+def test_mojibake_of_chinese_and_emoji_is() -> None:
+    assert kind_of("用户的请求".encode().decode("latin-1")) == "markers"
+    assert kind_of("用户的请求".encode().decode("cp1252", "replace")) == "markers"
+    assert kind_of(" ".join(["😀🚀"] * 2).encode().decode("latin-1")) == "markers"
 
 
 # ------------------------------------------------------------------------ scripts
