@@ -556,14 +556,17 @@ def _report(kind: str, text: str, found: tuple[str, int, int]) -> tuple[str, str
 
 
 def _string_values(value: Any, path: str) -> Iterator[tuple[str, str]]:
-    if isinstance(value, str):
-        yield path, value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _string_values(item, f"{path}.{key}")
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            yield from _string_values(item, f"{path}[{i}]")
+    """Every string in a parsed JSON value with its path, in order (a loop, not
+    recursion: arguments may nest as deep as the parser allows)."""
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            yield where, item
+        elif isinstance(item, dict):
+            stack += reversed([(v, f"{where}.{k}") for k, v in item.items()])
+        elif isinstance(item, list):
+            stack += reversed([(v, f"{where}[{i}]") for i, v in enumerate(item)])
 
 
 def _texts(record: RequestRecord) -> Iterator[tuple[str, str]]:

@@ -404,6 +404,12 @@ def test_each_field_is_judged_and_named() -> None:
     assert found.field == "call 1 x arguments"
 
 
+def test_arguments_nested_as_deep_as_json_allows_are_walked() -> None:
+    deep = '{"a": ' * 1000 + json.dumps(SALAD) + "}" * 1000
+    found = find_garble(rec(tool_calls=[call("change_plan", deep)]), VerdictConfig())
+    assert found.field == "call 0 change_plan" + ".a" * 1000
+
+
 def test_clean_replies_have_no_finding() -> None:
     args = json.dumps({"account_id": "XEHM4B", "plan": "business"})
     assert find_garble(rec(reasoning=PROSE, content=PROSE,
