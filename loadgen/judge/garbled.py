@@ -321,10 +321,10 @@ _ONE_CHAR_WORDS[[HAN, SCRIPT_ID["Hiragana"], SCRIPT_ID["Katakana"]]] = True
 def _words(points: np.ndarray, scr: np.ndarray | None,
            letter_runs: tuple[np.ndarray, np.ndarray] | None = None
            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(fingerprints, starts, joined) of the words: letter runs of one script, case-folded,
-    that no digit touches (the letters of a hex hash or a UUID are not words); a CJK
-    character is a word of its own. `joined`: one or two spaces or nothing between a word
-    and the one before it (running text, not the cells of a table or a list's items).
+    """(starts, ends, joined) of the words: letter runs of one script that no digit
+    touches (the letters of a hex hash or a UUID are not words), two letters or more; a
+    CJK character is a word of its own. `joined`: one or two spaces or nothing between a
+    word and the one before it (running text, not a table's cells or a list's items).
     ASCII text gives its letter runs and no scripts."""
     n = len(points)
     if scr is None and letter_runs is not None:
@@ -346,23 +346,41 @@ def _words(points: np.ndarray, scr: np.ndarray | None,
         & ((after < 0x30) | (after > 0x39) | (ends == n))
     free &= (ends - starts > 1) | one_char_word  # not "a", "I", "C D E"
     starts, ends = starts[free], ends[free]
-    # A word's fingerprint: its length, its first, middle and last letters and the sum of
-    # its code points (one prefix sum for all the words), case-folded.
+    gap = starts[1:] - ends[:-1]
+    first = _lookup(_SPACES, points[np.minimum(ends[:-1], n - 1)])
+    second = _lookup(_SPACES, points[np.minimum(ends[:-1] + 1, n - 1)])
+    joined = np.zeros(len(starts), dtype=bool)
+    joined[1:] = (gap == 0) | ((gap <= 2) & first & ((gap == 1) | second))
+    return starts, ends, joined
+
+
+def _folded(points: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Code points at these indexes, ASCII capitals in lower case."""
+    chosen = points[at].astype(np.uint64)
+    return chosen | _lookup(_ASCII_UPPER, chosen)
+
+
+def _rough_keys(points: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """16 bits a word: its length and its first and last letters (words that share them
+    count as one: a screen that may only find too few distinct words)."""
+    length = np.minimum(ends - starts, 15).astype(np.uint64)
+    key = (length << np.uint64(12)) ^ (_folded(points, starts) << np.uint64(6)) \
+        ^ _folded(points, ends - 1)
+    return (key & np.uint64(0xFFFF)).astype(np.uint16)
+
+
+def _fingerprints(points: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """A word's fingerprint: its length, its first, middle and last letters and the sum
+    of its code points (one prefix sum for all the words), case-folded."""
     if points.dtype == np.uint8:
         folded = (points | np.uint8(0x20)).astype(np.uint64)  # letters are all that count
     else:
         folded = points.astype(np.uint64) | _lookup(_ASCII_UPPER, points)
     prefix = np.concatenate(([np.uint64(0)], np.cumsum(folded, dtype=np.uint64)))
     length = ends - starts
-    fingerprints = ((((length.astype(np.uint64) * _K[0] + folded[starts]) * _K[1]
-                      + folded[ends - 1]) * _K[2] + folded[starts + length // 2]) * _K[3]
-                    + prefix[ends] - prefix[starts])
-    gap = starts[1:] - ends[:-1]
-    first = _lookup(_SPACES, points[np.minimum(ends[:-1], n - 1)])
-    second = _lookup(_SPACES, points[np.minimum(ends[:-1] + 1, n - 1)])
-    joined = np.zeros(len(starts), dtype=bool)
-    joined[1:] = (gap == 0) | ((gap <= 2) & first & ((gap == 1) | second))
-    return fingerprints, starts, joined
+    return ((((length.astype(np.uint64) * _K[0] + folded[starts]) * _K[1]
+              + folded[ends - 1]) * _K[2] + folded[starts + length // 2]) * _K[3]
+            + prefix[ends] - prefix[starts])
 
 
 def _dense(keys: np.ndarray) -> np.ndarray:
@@ -408,20 +426,20 @@ def _shuffled(points: np.ndarray, scr: np.ndarray | None,
               letter_runs: tuple[np.ndarray, np.ndarray] | None, cfg: VerdictConfig
               ) -> tuple[str, int, int] | None:
     size = cfg.garbled_shuffle_window_words
-    fingerprints, word_starts, joined = _words(points, scr, letter_runs)
-    if len(fingerprints) < size:
+    word_starts, word_ends, joined = _words(points, scr, letter_runs)
+    if len(word_starts) < size:
         return None
-    starts = _window_starts(len(fingerprints), size)
+    starts = _window_starts(len(word_starts), size)
     linked = np.concatenate(([0], np.cumsum(joined)))
     running = (linked[starts + size] - linked[starts + 1]) >= _RUNNING_TEXT * (size - 1)
     low, high = cfg.garbled_shuffle_min_distinct, cfg.garbled_shuffle_max_distinct
-    # A screen on 16 bits of each fingerprint (words that share them count once, so no
-    # window of few words is missed), then the windows it leaves, exactly.
-    rough = _previous((fingerprints >> np.uint64(48)).astype(np.uint16))
+    # A screen on 16 bits a word (words that share them count once, so no window of few
+    # words is missed), then the windows it leaves, exactly.
+    rough = _previous(_rough_keys(points, word_starts, word_ends))
     starts = starts[running & (_distinct_per_window(rough, starts, size) <= high)]
     if not len(starts):
         return None
-    ids = _dense(fingerprints)
+    ids = _dense(_fingerprints(points, word_starts, word_ends))
     distinct = _distinct_per_window(_previous(ids), starts, size)
     keep = (distinct >= low) & (distinct <= high)
     starts, distinct = starts[keep], distinct[keep]
