@@ -269,11 +269,49 @@ class VerdictConfig(_Strict):
         description="The same for the reasoning, which restates where an answer lists.",
     )
     special_tokens: list[str] = Field(default_factory=list)
+    # `garbled` (loadgen.judge.garbled): token salad, each detector over windows.
+    garbled: bool = Field(default=True, description="false switches the verdict off.")
+    garbled_marker_burst: int = Field(
+        default=4, ge=2, le=10_000,
+        description="Markers (special tokens, glued tokenizer markers, U+FFFD, mojibake, "
+        "control characters) that make a burst.")
+    garbled_marker_window_chars: int = Field(default=160, ge=8, le=1_000_000)
+    garbled_script_switches: int = Field(
+        default=4, ge=2, le=10_000,
+        description="Unexplained switches between scripts that make salad.")
+    garbled_script_window_chars: int = Field(default=120, ge=8, le=1_000_000)
+    garbled_glued_run_letters: int = Field(
+        default=32, ge=16, le=100_000,
+        description="The shortest run of letters that counts as words glued together.")
+    garbled_glued_letters: int = Field(default=96, ge=16, le=1_000_000)
+    garbled_glued_share: float = Field(default=0.75, gt=0, le=1)
+    garbled_fragment_window_chars: int = Field(default=400, ge=16, le=1_000_000)
+    garbled_spaced_letters: int = Field(default=24, ge=8, le=100_000)
+    garbled_shuffle_window_words: int = Field(default=32, ge=8, le=100_000)
+    garbled_shuffle_min_distinct: int = Field(default=5, ge=2, le=100_000)
+    garbled_shuffle_max_distinct: int = Field(default=12, ge=2, le=100_000)
+    garbled_shuffle_min_bigram_ratio: float = Field(default=0.85, gt=0, le=2)
+    garbled_noise_window_chars: int = Field(default=192, ge=32, le=1_000_000)
+    garbled_noise_min_symbol_share: float = Field(default=0.15, ge=0, le=1)
+    garbled_noise_min_bits: float = Field(default=5.8, gt=0, le=20)
+    garbled_noise_min_distinct_pairs: float = Field(default=0.93, gt=0, le=1)
 
     @model_validator(mode="after")
     def _period_range(self) -> VerdictConfig:
         if self.loop_min_period_chars > self.loop_max_period_chars:
             raise ValueError("loop_min_period_chars must not exceed loop_max_period_chars")
+        return self
+
+    @model_validator(mode="after")
+    def _garbled_ranges(self) -> VerdictConfig:
+        if self.garbled_shuffle_min_distinct > self.garbled_shuffle_max_distinct:
+            raise ValueError("garbled_shuffle_min_distinct must not exceed "
+                             "garbled_shuffle_max_distinct")
+        if self.garbled_shuffle_max_distinct >= self.garbled_shuffle_window_words:
+            raise ValueError("garbled_shuffle_max_distinct must be below "
+                             "garbled_shuffle_window_words")
+        if self.garbled_glued_run_letters > self.garbled_glued_letters:
+            raise ValueError("garbled_glued_run_letters must not exceed garbled_glued_letters")
         return self
 
 

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from loadgen.judge.scripts import request_scripts
 from loadgen.records import RequestRecord
 from loadgen.scenario import Scenario
 from loadgen.workload import WorkItem
@@ -25,7 +26,8 @@ class Prepared(NamedTuple):
     raw: bytes
     body_hash: str
     #: What the request offered (params: tools as name -> required keys, tool_choice,
-    #: expects_tool_call), so the verdicts know what a healthy reply is.
+    #: expects_tool_call, and `scripts`: its texts' scripts beyond Latin, when it has
+    #: any), so the verdicts know what a healthy reply is.
     offered: dict[str, Any]
     #: What a correct reply contains (the item's expectation as records keep it).
     expected: dict[str, Any] | None
@@ -71,6 +73,9 @@ class RequestMaker:
             "expects_tool_call": bool(item.tools) and tool_choice != "none" and (
                 item.expects_tool_call or forces_a_call(tool_choice)),
         }
+        scripts = request_scripts(item.messages)
+        if scripts:  # a reply in these scripts is explained by the request
+            offered["scripts"] = scripts
         entry = Prepared(raw, hashlib.blake2b(raw, digest_size=8).hexdigest(), offered,
                          item.expected.to_dict() if item.expected is not None else None)
         if len(self._bodies) < BODY_CACHE_ITEMS:

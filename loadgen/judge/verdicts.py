@@ -12,6 +12,8 @@ Rules (a record can carry several; `classify` orders them most severe first):
   started but the cap cut it).
 - reasoning_loop: reasoning or content ends in a loop (`judge.loops`).
 - token_leak: special tokens or markup in the visible text (`judge.leaks`).
+- garbled: token salad in the reasoning, the content or a tool call's argument values,
+  however cleanly the reply finished (`judge.garbled`).
 - no_tool_call / bad_tool_call / tool_args_loop: tool turns (`judge.tool_calls`).
 - abnormal_finish: a finish_reason other than stop, length or tool_calls (abort,
   error, repetition, anything unknown, or none at all).
@@ -28,6 +30,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from loadgen.judge.garbled import find_garble
 from loadgen.judge.leaks import find_leak
 from loadgen.judge.loops import find_loop
 from loadgen.judge.substance import find_wrong
@@ -95,6 +98,10 @@ def classify(record: RequestRecord, cfg: VerdictConfig) -> list[str]:
     if leak is not None:
         found.add(Verdict.TOKEN_LEAK)
         findings["leak"] = leak
+    garble = find_garble(record, cfg)
+    if garble is not None:
+        found.add(Verdict.GARBLED)
+        findings["garbled"] = asdict(garble)
     tool_verdicts, tool_why = tool_call_problems(record, cfg)
     found |= tool_verdicts
     if tool_why:

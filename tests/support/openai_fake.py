@@ -28,6 +28,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from tests.support import salad
+
 MODEL = "fake-dsv4"
 HEALTHY_REASONING = ("The user wants account {acc} moved to {plan} and then "
                      "cancelled. I should do the upgrade first with change_plan. ")
@@ -153,6 +155,9 @@ MODE_VERDICTS: dict[str, str] = {
     "counted_loop": "reasoning_loop",
     "tool_name_repeated": "ok",
     "tool_no_index": "ok",
+    "salad_reasoning": "garbled",
+    "salad_content": "garbled",
+    "salad_args": "garbled",
 }
 
 #: Replies with the right form and the wrong substance: what they are judged once the
@@ -602,7 +607,8 @@ class FakeOpenAI:
 
     def _fragments_reply(self, fragments: list[dict[str, Any]]) -> StreamingResponse:
         c = Chunks(self.model)
-        reasoning = [c.reasoning(w) for w in _words(HEALTHY_REASONING.format(acc="XEHM4B"))]
+        text = HEALTHY_REASONING.format(acc="XEHM4B", plan="business")
+        reasoning = [c.reasoning(w) for w in _words(text)]
         calls = [c._chunk({"tool_calls": [frag]}) for frag in fragments]
         return self._stream([c.role(), *reasoning, *calls, c.finish("tool_calls"),
                              c.usage(300, len(reasoning) + len(calls), len(reasoning)), DONE])
@@ -726,6 +732,45 @@ class FakeOpenAI:
                     c.usage(300, len(reasoning) + len(calls), len(reasoning)), DONE]
 
         return self._not_alone(body, reply)
+
+    # -- token salad with a clean finish (a row that read another request's KV) -----------
+
+    def _salad(self, mode: str) -> str:
+        """Multilingual sub-word soup, one of four fixed samples by arrival order."""
+        return salad.multilingual(self.counts[mode] % 4, 80)
+
+    async def mode_salad_reasoning(self, body: dict[str, Any], max_tokens: int) -> Response:
+        """Salad in the reasoning, then the right call, well formed."""
+        return self._stream(self._healthy_tool(
+            body, reasoning_text=self._salad("salad_reasoning")))
+
+    async def mode_salad_content(self, body: dict[str, Any], max_tokens: int) -> Response:
+        """Salad as the answer, finished by `stop`."""
+        c = Chunks(self.model)
+        text = self._salad("salad_content")
+        content = [c.content(text[i:i + 8]) for i in range(0, len(text), 8)]
+        return self._stream([c.role(), c.reasoning("Answer now. "), *content, c.finish("stop"),
+                             c.usage(300, len(content) + 1, 1), DONE])
+
+    async def mode_salad_args(self, body: dict[str, Any], max_tokens: int) -> Response:
+        """The right function with every required key, the values salad: the JSON parses."""
+        args = orjson.dumps({"account_id": "XEHM4B", "plan": self._salad("salad_args")})
+        return self._stream(self._healthy_tool(body, args=args.decode()))
+
+    async def mode_replay_verbatim(self, body: dict[str, Any], max_tokens: int) -> Response:
+        """`replay_reply` with the reasoning streamed as it is (its newlines and spaces
+        kept), for replies whose layout is part of what is judged."""
+        reply = body.get("fake_reply") or {}
+        c = Chunks(self.model)
+        parts = [c.role()]
+        for field, chunk in (("reasoning", c.reasoning), ("content", c.content)):
+            text = reply.get(field) or ""
+            parts += [chunk(text[i:i + 40]) for i in range(0, len(text), 40)]
+        for index, call in enumerate(reply.get("tool_calls") or []):
+            parts += c.tool_call(call["function"]["name"], call["function"]["arguments"], index)
+        parts += [c.finish(reply.get("finish_reason") or "stop"), c.usage(300, 100, 50), DONE]
+        return self._stream(parts)
+
 
 class ServerThread:
     """uvicorn on 127.0.0.1 with an ephemeral port, in a daemon thread."""

@@ -1,0 +1,118 @@
+"""Unicode scripts of letters: a code-point table for the judge, and a request's scripts.
+
+The `garbled` rule asks which writing system each letter belongs to, for every reply,
+so the answer is a table looked up with numpy (one array operation per reply, whatever
+its length), built once from the `regex` library's Unicode script properties. Only
+letters and marks get a script: digits, punctuation, symbols, emoji and spaces are 0
+(they separate words, they do not make a language).
+
+A request's own scripts (`request_scripts`) explain the same scripts in its reply: a
+user who writes in Russian gets Cyrillic back.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import numpy as np
+import regex
+
+#: The scripts named in findings, in table order (ids from FIRST_SCRIPT); a letter of
+#: any other script is "Other".
+SCRIPTS: tuple[str, ...] = (
+    "Latin", "Han", "Hiragana", "Katakana", "Hangul", "Bopomofo", "Cyrillic", "Greek",
+    "Arabic", "Hebrew", "Syriac", "Thaana", "Devanagari", "Bengali", "Gurmukhi",
+    "Gujarati", "Oriya", "Tamil", "Telugu", "Kannada", "Malayalam", "Sinhala", "Thai",
+    "Lao", "Tibetan", "Myanmar", "Khmer", "Mongolian", "Georgian", "Armenian", "Ethiopic",
+    "Cherokee", "Canadian_Aboriginal", "Yi", "Tifinagh", "Javanese", "Balinese",
+    "Other",
+)
+NOT_A_LETTER = 0
+INHERITED = 1  # combining marks: they belong to the letter before them
+FIRST_SCRIPT = 2
+SCRIPT_ID: dict[str, int] = {name: FIRST_SCRIPT + i for i, name in enumerate(SCRIPTS)}
+LATIN = SCRIPT_ID["Latin"]
+HAN = SCRIPT_ID["Han"]
+
+#: Code points past this are looked up as this one (unassigned: not a letter). The
+#: table covers the BMP and the CJK extension planes.
+TABLE_END = 0x32400
+
+_LETTER = regex.compile(r"[\p{L}\p{M}]+")
+_BY_SCRIPT = regex.compile(
+    "|".join(f"(?P<{name}>\\p{{Script={name}}}+)" for name in SCRIPTS if name != "Other")
+    + r"|(?P<Inherited>\p{Script=Inherited}+)|(?P<Common>\p{Script=Common}+)")
+
+
+# Letters of the Common script (the prolonged sound mark ー, ordinal indicators) are
+# shared by several writing systems: like punctuation, they separate.
+_SPECIAL_IDS = {"Inherited": INHERITED, "Common": NOT_A_LETTER}
+
+
+@cache
+def script_table() -> np.ndarray:
+    """Script id of every code point below TABLE_END (uint8)."""
+    every = "".join(map(chr, range(TABLE_END)))
+    letter = np.zeros(TABLE_END, dtype=bool)
+    for m in _LETTER.finditer(every):
+        letter[m.start():m.end()] = True
+    table = np.full(TABLE_END, SCRIPT_ID["Other"], dtype=np.uint8)
+    for m in _BY_SCRIPT.finditer(every):
+        name = m.lastgroup or "Other"
+        table[m.start():m.end()] = _SPECIAL_IDS.get(name, SCRIPT_ID.get(name, 0))
+    table[~letter] = NOT_A_LETTER
+    table[TABLE_END - 1] = NOT_A_LETTER
+    return table
+
+
+def code_points(text: str) -> np.ndarray:
+    """The text's code points, one per character (Python string indexes)."""
+    if text.isascii():
+        return np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+
+
+def scripts_of(points: np.ndarray) -> np.ndarray:
+    """Script id per code point."""
+    table = script_table()
+    if points.dtype == np.uint8:
+        return table[points]
+    return table[np.minimum(points, TABLE_END - 1)]
+
+
+def text_scripts(text: str) -> set[str]:
+    """Names of the scripts of a text's letters."""
+    if text.isascii():
+        return {"Latin"} if any(c.isalpha() for c in text) else set()
+    ids = np.unique(scripts_of(code_points(text)))
+    return {SCRIPTS[i - FIRST_SCRIPT] for i in ids.tolist() if i >= FIRST_SCRIPT}
+
+
+def _message_texts(messages: list[dict[str, Any]]) -> list[str]:
+    texts: list[str] = []
+    for message in messages:
+        if not isinstance(message, dict):
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            texts.append(content)
+        elif isinstance(content, list):
+            texts += [part["text"] for part in content
+                      if isinstance(part, dict) and isinstance(part.get("text"), str)]
+        for call in message.get("tool_calls") or ():
+            fn = call.get("function") if isinstance(call, dict) else None
+            if isinstance(fn, dict) and isinstance(fn.get("arguments"), str):
+                texts.append(fn["arguments"])
+    return texts
+
+
+def request_scripts(messages: list[dict[str, Any]]) -> list[str]:
+    """Scripts of the request's message texts beyond Latin (sorted; [] for most
+    requests, which are ASCII)."""
+    found: set[str] = set()
+    for text in _message_texts(messages):
+        if not text.isascii():
+            found |= text_scripts(text)
+    found.discard("Latin")
+    return sorted(found)
