@@ -73,6 +73,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from loadgen.judge.leaks import talked_about
 from loadgen.judge.scripts import (
     FIRST_SCRIPT,
     HAN,
@@ -138,8 +139,10 @@ def _may_have_markers(text: str, points: np.ndarray) -> bool:
 def _markers(text: str, points: np.ndarray, cfg: VerdictConfig) -> tuple[str, int, int] | None:
     if not _may_have_markers(text, points):
         return None
+    # Special tokens an answer talks about (a chat template explained) are not a burst.
     hits = [(m.start(), m.group() if m.lastgroup == "special" else m.lastgroup)
-            for m in _MARKER.finditer(text)]
+            for m in _MARKER.finditer(text)
+            if m.lastgroup != "special" or not talked_about(text, m.start(), m.end())]
     need, width = cfg.garbled_marker_burst, cfg.garbled_marker_window_chars
     lo = 0
     for hi in range(len(hits)):

@@ -159,6 +159,24 @@ def _leaked(text: str, found: list[_Match], i: int, code: list[tuple[int, int]])
     return not _in_sentence(text, s, e, line)
 
 
+def talked_about(text: str, start: int, end: int) -> bool:
+    """Markup at text[start:end] stands as a word among words, the way a text about chat
+    templates writes it (in code or quotes, named as what it is, inside a sentence), and
+    not as a decoder writes it (glued to a word, or against other markup)."""
+    code = _code_spans(text) if "`" in text or "~~~" in text else []
+    if _inside(code, start, end):
+        return True
+    line = _line(text, start, end)
+    if _quoted(text, start, end, line):
+        return True
+    if _glued(text, start, end):
+        return False
+    before, after = text[:start].rstrip(), text[end:].lstrip()
+    if before.endswith(">") or after.startswith("<"):
+        return False
+    return _named(text, start, end, line) or _in_sentence(text, start, end, line)
+
+
 def markup_leak(text: str, kinds: frozenset[str]) -> str | None:
     """The first markup of these kinds that leaked into the text, or None."""
     found = [_Match(m.start(), m.end(), m.lastgroup or "")

@@ -8,7 +8,7 @@ from loadgen.judge.verdicts import classify
 from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig
 from loadgen.taxonomy import DEFAULT_FAIL_ON
-from tests.support.legit_corpus import CORPUS, LegitReply
+from tests.support.legit_corpus import CORPUS, LegitReply, grown_corpus
 
 GATED = {v.value for v in DEFAULT_FAIL_ON}
 
@@ -29,3 +29,20 @@ def test_the_corpus_is_long_enough_to_matter() -> None:
     assert max(len(r.content) for r in CORPUS) > 3000  # past the 400-word n-gram tail
     assert max(len(r.reasoning.split()) for r in CORPUS) > 400
     assert sum(1 for r in CORPUS if r.tool_calls) >= 4
+
+
+def test_the_grown_corpus_gets_no_gated_verdict() -> None:
+    # Every family of honest replies, generated with varied values: languages and formats
+    # that are hard for a salad detector, shapes that repeat themselves, markup talked about.
+    flagged = {}
+    corpus = grown_corpus(members=20)
+    for reply in corpus:
+        record = RequestRecord(run_id="r", scenario="s", phase="measurement", seq=0,
+                               endpoint="http://x", item_id="i", params=reply.params,
+                               finish_reason=reply.finish_reason, reasoning=reply.reasoning,
+                               content=reply.content, tool_calls=reply.tool_calls)
+        verdicts = classify(record, VerdictConfig())
+        if GATED.intersection(verdicts):
+            flagged[reply.name] = (verdicts, record.findings)
+    assert flagged == {}
+    assert len(corpus) > 500

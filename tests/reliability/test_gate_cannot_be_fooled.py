@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from tests.loadgen.conftest import run_cli
-from tests.support.legit_corpus import CORPUS, OFFERED
+from tests.support.legit_corpus import OFFERED, grown_corpus, sample_by_family
 from tests.support.openai_fake import MODE_VERDICTS
 from tests.support.receipts import parallel
 
@@ -57,12 +57,17 @@ def test_every_broken_tool_turn_fails_the_gate(fake_server, tmp_path: Path, mode
     assert summary["gate"]["failures"] == 8
 
 
-def test_the_legitimate_corpus_passes_the_gate(fake_server, tmp_path: Path) -> None:
-    # Replayed bodies: each names the reply the fake streams and offers what it needs.
+def test_the_grown_legitimate_corpus_passes_the_gate(fake_server, tmp_path: Path) -> None:
+    # Replayed bodies: each names the reply the fake streams (layout kept) and offers what
+    # it needs; a sample of every family, with the default gate (every gated verdict).
+    replies = sample_by_family(grown_corpus(members=20), per_family=3)
     lines = []
-    for reply in CORPUS:
-        body = {"messages": [{"role": "user", "content": f"corpus: {reply.name}"}],
-                "fake_mode": "replay_reply",
+    for reply in replies:
+        user = f"corpus: {reply.name}"
+        if reply.params.get("scripts"):  # a reply to a request in another script
+            user += " Ответь, пожалуйста, по-русски: что с моим тарифом?"
+        body = {"messages": [{"role": "user", "content": user}],
+                "fake_mode": "replay_verbatim",
                 "fake_reply": {"reasoning": reply.reasoning, "content": reply.content,
                                "tool_calls": reply.tool_calls,
                                "finish_reason": reply.finish_reason}}
@@ -78,7 +83,7 @@ def test_the_legitimate_corpus_passes_the_gate(fake_server, tmp_path: Path) -> N
 [load]
 concurrency = 4
 priming = 0
-measurement = {2 * len(CORPUS)}
+measurement = {len(replies)}
 [request]
 max_tokens = 4096
 [workload]
@@ -89,7 +94,8 @@ prove_below = 0.2
 """
     code, summary, output = run(tmp_path, srv.url, scenario=scenario)
     assert code == 0, (output, summary["phases"]["measurement"]["verdicts"])
-    assert summary["phases"]["measurement"]["verdicts"] == {"ok": 2 * len(CORPUS)}
+    assert summary["phases"]["measurement"]["verdicts"] == {"ok": len(replies)}
+    assert len(replies) > 80
 
 
 # --------------------------------------------------------------------------- receipts

@@ -206,3 +206,25 @@ CORPUS: list[LegitReply] = [
         "send_email", account_id="XEHM4B", subject="Your plan change",
         body=LONG_ANSWER[:3000])], finish_reason="tool_calls", expects_tool_call=True),
 ]
+
+
+def grown_corpus(members: int = 20) -> list[LegitReply]:
+    """Every honest reply the rules are held to: the fixed examples above, the language and
+    format families (`legit_families`) and the shapes that repeat themselves
+    (`honest_shapes`), each family generated with varied values."""
+    from tests.support.honest_shapes import honest_replies
+    from tests.support.legit_families import family_replies
+
+    return [*CORPUS, *family_replies(members), *honest_replies()]
+
+
+def sample_by_family(replies: list[LegitReply], per_family: int) -> list[LegitReply]:
+    """The first `per_family` replies of each family (named `<family> ...`)."""
+    taken: dict[str, int] = {}
+    out = []
+    for reply in replies:
+        family = reply.name.split(" (")[0]
+        if taken.get(family, 0) < per_family:
+            taken[family] = taken.get(family, 0) + 1
+            out.append(reply)
+    return out
