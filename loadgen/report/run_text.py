@@ -59,7 +59,8 @@ def reference_lines(summary: dict[str, Any] | None) -> list[str]:
         lines.append(
             f"Free text of {summary['texts_compared']} of them: {summary.get('identical', 0)} "
             f"identical; similarity min {sim.get('min')}, p10 {sim.get('p10')}, "
-            f"median {sim.get('p50')} ("
+            f"median {sim.get('p50')}; reasoning similarity median "
+            f"{(summary.get('reasoning_similarity') or {}).get('p50')} ("
             + ("gated: the server is declared batch-invariant)" if summary.get("batch_invariant")
                else "reported, not gated: the server is not declared batch-invariant)"))
     unusable = summary.get("unusable") or {}

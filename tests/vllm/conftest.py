@@ -23,6 +23,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import measured
 import vllm_harness as vh
 
 _STARTED: list[vh.VllmServer] = []
@@ -63,6 +64,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if measured.LINES:
+        terminalreporter.section("measured on vLLM")
+        for line in measured.LINES:
+            terminalreporter.write_line(line)
     if _TIMINGS:
         terminalreporter.section("vLLM timings")
         for what, seconds in _TIMINGS:

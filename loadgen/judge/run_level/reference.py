@@ -11,8 +11,9 @@ sampled body is compared with it:
   gated by default: greedy decoding of one body may word things differently under load,
   but it does not act on another account or call another function;
 - its **free text** by how far the two agree: the first character where the visible
-  answers part, and their similarity (rapidfuzz's Indel ratio over the first
-  `SIMILARITY_CHARS` characters), reported per request and as a distribution, and gated
+  answers (and, apart, the reasonings) part, and their similarity (rapidfuzz's Indel
+  ratio over the first `SIMILARITY_CHARS` characters), reported per request and as a
+  distribution, and gated
   on the whole text (reasoning, content and calls word for word) only where the scenario
   declares the server batch-invariant (`reference.batch_invariant`).
 
@@ -91,12 +92,14 @@ class _Reply:
     verifiable: tuple[Any, ...]
     key: bytes
     answer: str | None  # kept for the agreement distribution (a bounded sample)
+    reasoning: str | None
 
 
 def _reply(record: dict[str, Any], keep_text: bool) -> _Reply:
     return _Reply(int(record.get("seq", -1)), str(record.get("item_id") or ""),
                   verifiable(record), _text_key(record),
-                  answer_text(record) if keep_text else None)
+                  answer_text(record) if keep_text else None,
+                  (record.get("reasoning") or "") if keep_text else None)
 
 
 def agreement(loaded: str, solo: str) -> dict[str, Any]:
@@ -164,11 +167,15 @@ class ReferenceAgreement:
                 same = reply.verifiable == solo.verifiable
                 mismatched += not same
                 if reply.answer is not None and solo.answer is not None:
+                    thought = agreement(reply.reasoning or "", solo.reasoning or "")
                     rows.append({"seq": reply.seq, "reference_seq": solo.seq,
                                  "item_id": reply.item_id, "verifiable_equal": same,
                                  "identical": reply.key == solo.key,
-                                 **agreement(reply.answer, solo.answer)})
+                                 **agreement(reply.answer, solo.answer),
+                                 "reasoning_first_divergence": thought["first_divergence"],
+                                 "reasoning_similarity": thought["similarity"]})
         sims = sorted(r["similarity"] for r in rows)
+        thoughts = sorted(r["reasoning_similarity"] for r in rows)
         return {
             "solo_replies": len(self._solo),
             "unusable": dict(sorted(self._unusable.items())),
@@ -177,6 +184,7 @@ class ReferenceAgreement:
             "identical": sum(r["identical"] for r in rows),
             "texts_compared": len(rows),
             "similarity": _quantiles(sims),
+            "reasoning_similarity": _quantiles(thoughts),
             "batch_invariant": self.cfg.batch_invariant,
             "per_request": sorted(rows, key=lambda r: (r["similarity"], r["seq"]))[:200],
         }
