@@ -50,8 +50,9 @@ def reference_lines(summary: dict[str, Any] | None) -> list[str]:
         return []
     sim = summary.get("similarity") or {}
     lines = [
-        f"{summary.get('solo_replies', 0)} body(ies) answered alone; "
-        f"{summary.get('compared', 0)} loaded replies compared with them: "
+        f"{summary.get('solo_replies', 0)} body(ies) answered alone "
+        f"({summary.get('oracles', 0)} of them usable as an oracle); "
+        f"{summary.get('compared', 0)} loaded replies held to them: "
         f"{summary.get('verifiable_mismatches', 0)} disagree in their verifiable fields "
         f"(tool call or prose, functions, ids and enums, the codes stated).",
     ]
@@ -66,6 +67,6 @@ def reference_lines(summary: dict[str, Any] | None) -> list[str]:
     unusable = summary.get("unusable") or {}
     if unusable:
         lines.append(f"{len(unusable)} solo reply(ies) were no oracle (broken alone: "
-                     + "; ".join(sorted(set(unusable.values())))[:200] + "), so their bodies "
-                     "were not compared.")
+                     + "; ".join(sorted(set(unusable.values())))[:200] + "): loaded replies "
+                     "of those bodies were not held to them.")
     return lines

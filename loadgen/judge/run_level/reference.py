@@ -17,8 +17,9 @@ sampled body is compared with it:
   on the whole text (reasoning, content and calls word for word) only where the scenario
   declares the server batch-invariant (`reference.batch_invariant`).
 
-A solo reply that is itself broken (no reply, stuck, garbled, ...) is no oracle: its
-body is not compared, and the report says so.
+A solo reply that is itself broken (stuck, garbled, ...) is no oracle: its body's loaded
+replies are not held to it (the report says so), though how far they agree with it is
+still reported; a solo request that got no reply at all is left out.
 """
 
 from __future__ import annotations
@@ -129,10 +130,12 @@ class ReferenceAgreement:
         phase = record.get("phase")
         if phase == "reference":
             broken = sorted(_BROKEN.intersection(own))
-            if not completed(own) or broken:
-                self._unusable[body] = ", ".join(broken or own)
-            else:
-                self._solo[body] = _reply(record, keep_text=True)
+            if not completed(own):
+                self._unusable[body] = ", ".join(own)
+                return
+            if broken:  # no oracle, but how far loaded replies agree with it still tells
+                self._unusable[body] = ", ".join(broken)
+            self._solo[body] = _reply(record, keep_text=True)
         elif phase == "measurement" and completed(own):
             keep = self._texts.get(body, 0) < TEXTS_PER_BODY
             self._texts[body] = self._texts.get(body, 0) + keep
@@ -140,7 +143,7 @@ class ReferenceAgreement:
 
     def revisions(self) -> dict[int, Revision]:
         out: dict[int, Revision] = {}
-        for body, solo in self._solo.items():
+        for body, solo in self._oracles():
             for reply in self._loaded.get(body, []):
                 differs = self._difference(reply, solo)
                 if differs is not None:
@@ -157,19 +160,27 @@ class ReferenceAgreement:
                     "whole reply must match its solo reply word for word"}
         return None
 
+    def _oracles(self) -> list[tuple[str, _Reply]]:
+        """Solo replies that are not broken themselves: what loaded replies are held to."""
+        return [(body, solo) for body, solo in self._solo.items() if body not in self._unusable]
+
     def summary(self) -> dict[str, Any]:
-        """Per request and as a distribution: how loaded replies agree with solo ones."""
+        """Per request and as a distribution: how loaded replies agree with solo ones (the
+        text of every completed solo reply; the verifiable fields of the oracles only)."""
         rows = []
         compared = mismatched = 0
         for body, solo in self._solo.items():
+            oracle = body not in self._unusable
             for reply in self._loaded.get(body, []):
-                compared += 1
                 same = reply.verifiable == solo.verifiable
-                mismatched += not same
+                if oracle:
+                    compared += 1
+                    mismatched += not same
                 if reply.answer is not None and solo.answer is not None:
                     thought = agreement(reply.reasoning or "", solo.reasoning or "")
                     rows.append({"seq": reply.seq, "reference_seq": solo.seq,
-                                 "item_id": reply.item_id, "verifiable_equal": same,
+                                 "item_id": reply.item_id, "oracle": oracle,
+                                 "verifiable_equal": same,
                                  "identical": reply.key == solo.key,
                                  **agreement(reply.answer, solo.answer),
                                  "reasoning_first_divergence": thought["first_divergence"],
@@ -178,6 +189,7 @@ class ReferenceAgreement:
         thoughts = sorted(r["reasoning_similarity"] for r in rows)
         return {
             "solo_replies": len(self._solo),
+            "oracles": len(self._oracles()),
             "unusable": dict(sorted(self._unusable.items())),
             "compared": compared,
             "verifiable_mismatches": mismatched,
