@@ -7,23 +7,33 @@ after measurement: the distinct items of the measured range, in order, picked ev
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+
+import orjson
 
 from loadgen.scenario import Scenario
 from loadgen.workload import WorkItem, make_workload
 
 
 def reference_items(scenario: Scenario, chars_per_token: float | None) -> list[WorkItem]:
-    """Up to `reference.requests` distinct measured items, evenly spread over the range."""
+    """Up to `reference.requests` measured items with distinct bodies, evenly spread over
+    the range."""
     wanted = scenario.reference.requests
     if wanted <= 0:
         return []
     load = scenario.load
     items = itertools.islice(make_workload(scenario, chars_per_token).items(),
                              load.priming, load.priming + load.measurement)
-    distinct: dict[str, WorkItem] = {}
+    by_id: dict[str, WorkItem] = {}
     for item in items:
-        distinct.setdefault(item.item_id, item)
+        by_id.setdefault(item.item_id, item)
+    # Two items may send the same body (a replay file with repeated lines): one each.
+    distinct: dict[bytes, WorkItem] = {}
+    for item in by_id.values():
+        key = hashlib.blake2b(orjson.dumps([item.messages, item.tools, item.body]),
+                              digest_size=16).digest()
+        distinct.setdefault(key, item)
     pool = list(distinct.values())
     if len(pool) <= wanted:
         return pool

@@ -67,3 +67,19 @@ def test_agreement_says_where_two_texts_part_and_how_alike_they_are() -> None:
     assert agreement("same", "same") == {"first_divergence": None, "similarity": 1.0}
     part = agreement("The plan is pro.", "The plan is free.")
     assert part["first_divergence"] == 12 and 0.5 < part["similarity"] < 1.0
+
+
+def test_the_sample_is_of_distinct_bodies_evenly_over_the_measured_range(tmp_path) -> None:
+    from loadgen.engine.reference import reference_items
+    from loadgen.scenario import Scenario
+
+    lines = [f'{{"messages": [{{"role": "user", "content": "q{i % 4}"}}]}}' for i in range(8)]
+    (tmp_path / "b.jsonl").write_text("\n".join(lines))
+    sc = Scenario.model_validate({
+        "workload": {"kind": "replay", "path": str(tmp_path / "b.jsonl")},
+        "load": {"priming": 2, "measurement": 64}, "reference": {"requests": 4}})
+    items = reference_items(sc, None)
+    # 8 lines, 4 distinct bodies: each once, though 8 item ids were measured.
+    assert sorted(i.messages[0]["content"] for i in items) == ["q0", "q1", "q2", "q3"]
+    few = sc.model_copy(update={"reference": sc.reference.model_copy(update={"requests": 2})})
+    assert [i.messages[0]["content"] for i in reference_items(few, None)] == ["q2", "q0"]
