@@ -46,10 +46,6 @@ class RowReads:
         """The share of what the row read that is another request's KV (0 if nothing)."""
         return self.foreign.to(torch.float64) / self.read.clamp(min=1).to(torch.float64)
 
-    def fatal(self, threshold: float) -> torch.Tensor:
-        """Rows whose foreign share passes `threshold` (never, at 1.0)."""
-        return self.foreign_share > threshold
-
     def most_foreign(self) -> int:
         """The first row with the largest foreign share (a request's worst prefill row)."""
         share = self.foreign_share
