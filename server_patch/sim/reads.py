@@ -76,6 +76,18 @@ def dominant_owner(owners: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.where(count > 0, uid, 0), count
 
 
+def _owners_of_foreign_rows(foreign: torch.Tensor, owner: torch.Tensor
+                            ) -> tuple[torch.Tensor, torch.Tensor]:
+    """`dominant_owner` of the rows that read anything foreign, 0 for the others: most
+    rows (a prompt's thousands of prefill rows) read none, and need no sort."""
+    uid = torch.zeros(foreign.shape[0], dtype=torch.int64, device=foreign.device)
+    count = torch.zeros_like(uid)
+    rows = foreign.any(dim=1).nonzero().squeeze(1)
+    if rows.numel():
+        uid[rows], count[rows] = dominant_owner(torch.where(foreign[rows], owner[rows], 0))
+    return uid, count
+
+
 def judge(got: torch.Tensor, read_len: torch.Tensor, owners: torch.Tensor,
           expected: torch.Tensor) -> RowReads:
     """Judge rows from the pool values they read.
@@ -92,7 +104,7 @@ def judge(got: torch.Tensor, read_len: torch.Tensor, owners: torch.Tensor,
     right = read & should & (got == entry_value(owners.unsqueeze(1), cols))
     owner = entry_owner(got)
     foreign = read & (owner > 0) & (owner != owners.unsqueeze(1))
-    foreign_owner, owner_entries = dominant_owner(torch.where(foreign, owner, 0))
+    foreign_owner, owner_entries = _owners_of_foreign_rows(foreign, owner)
     # Expected entries past the width were not read at all: missing too.
     unread = (expected - width).clamp(min=0)
     missing = (should & (~read | (got <= 0))).sum(dim=1) + unread
