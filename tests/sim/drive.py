@@ -80,6 +80,12 @@ def billing(tools: bool) -> Body:
     return body
 
 
+def billing_mix(rng: random.Random
+                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+    """Half change_plan turns, half answers."""
+    return billing(tools=rng.random() < 0.5)(rng)
+
+
 def asks(rng: random.Random) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
     return [{"role": "user", "content": rng.choice(ASKS)}], None
 
@@ -100,3 +106,10 @@ def drive(layout: str, concurrency: int, requests: int, *, device: str = "cpu", 
 
     return run_closed_loop(Engine(cfg, build), next_request, concurrency=concurrency,
                            count=requests)
+
+
+#: Mixed context lengths well below max_model_len, every request with codes of its own,
+#: and room to finish: the run in which packed shows every face of the bug.
+MIXED_BILLING: dict[str, Any] = {
+    "concurrency": 16, "requests": 96, "body": billing_mix, "max_tokens": (160,),
+    "prompt_tokens": (150, 300, 600, 1200, 1800), "max_model_len": 4096}

@@ -16,7 +16,7 @@ from server_patch.sim.facts import find_codes
 from server_patch.sim.metrics import render_metrics
 from server_patch.sim.model import Reply, make_script
 from server_patch.sim.salad import BOS, token_salad
-from tests.sim.drive import TOOLS, billing, billing_messages, drive
+from tests.sim.drive import MIXED_BILLING, TOOLS, billing_messages, drive
 
 MESSAGES = [{"role": "user", "content": "Please upgrade XEHM4B to business, then cancel it."}]
 
@@ -312,18 +312,9 @@ def test_a_finished_requests_entries_still_carry_its_facts() -> None:
     assert json.loads(written(b)["tool_args"])["account_id"] == "A1AAAA"
 
 
-def billing_mix(rng):
-    return billing(tools=rng.random() < 0.5)(rng)
-
-
-#: Mixed context lengths well below max_model_len, every request with codes of its own.
-QUIET_RUN = {"concurrency": 16, "requests": 96, "body": billing_mix, "max_tokens": (160,),
-             "prompt_tokens": (150, 300, 600, 1200, 1800), "max_model_len": 4096}
-
-
 @pytest.mark.parametrize("seed", [1, 2])
 def test_packed_gives_quiet_faces_beside_lost_requests(seed: int) -> None:
-    run = drive("packed", seed=seed, **QUIET_RUN)
+    run = drive("packed", seed=seed, **MIXED_BILLING)
     st = run.stats
     assert st.salad_requests > 0 and st.cross_talk_requests > 0 and st.corrupted_requests > 0
     by_uid = {r.uid: r for r in run.requests}
@@ -342,13 +333,13 @@ def test_packed_gives_quiet_faces_beside_lost_requests(seed: int) -> None:
 
 @pytest.mark.parametrize("layout", ["capacity", "prefix"])
 def test_capacity_and_prefix_never_give_a_quiet_face(layout: str) -> None:
-    st = drive(layout, seed=1, **QUIET_RUN).stats
+    st = drive(layout, seed=1, **MIXED_BILLING).stats
     assert st.foreign_rows == 0
     assert st.salad_requests == st.cross_talk_requests == st.corrupted_requests == 0
 
 
 def test_the_metrics_count_each_face() -> None:
-    engine = drive("packed", seed=1, **QUIET_RUN).engine
+    engine = drive("packed", seed=1, **MIXED_BILLING).engine
     st = engine.stats
     text = render_metrics(engine.cfg, engine, None)
     assert f"dsv4_qual_sim_cross_talk_requests_total {st.cross_talk_requests}\n" in text
