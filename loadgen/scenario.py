@@ -65,7 +65,9 @@ class SimTarget(_Strict):
     max_model_len: int = Field(default=4096, ge=64, le=1_048_576)
     guard: bool = True
     graph_mode: Literal["full_and_piecewise", "full"] = "full_and_piecewise"
-    fatal_foreign_share: float = Field(default=0.5, ge=0.0, le=1.0)
+    salad_foreign_share: float = Field(default=0.5, ge=0.0, le=1.0)
+    cross_talk_foreign_share: float = Field(default=0.7, ge=0.0, le=1.0)
+    fatal_foreign_share: float = Field(default=0.9, ge=0.0, le=1.0)
 
 
 class TargetConfig(_Strict):

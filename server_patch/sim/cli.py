@@ -30,10 +30,20 @@ class SimInputError(click.ClickException):
               show_default=True,
               help="Which steps replay the captured consumers: full_and_piecewise (pure "
                    "decode only, vLLM 0.27's) or full (mixed steps too, 0.28+ FlashMLA).")
-@click.option("--fatal-foreign-share", type=click.FloatRange(0, 1), default=0.5,
+@click.option("--salad-foreign-share", type=click.FloatRange(0, 1), default=0.5,
               show_default=True,
-              help="The toy model is lost when more than this share of what one of its "
-                   "rows read is another request's KV (1 never).")
+              help="The toy model writes token salad for a stretch, then finishes, when "
+                   "more than this share of what one of its rows read is another "
+                   "request's KV (1 never).")
+@click.option("--cross-talk-foreign-share", type=click.FloatRange(0, 1), default=0.7,
+              show_default=True,
+              help="The toy model writes another request's facts (its account, its codes) "
+                   "instead of its own when more than this share of what one of its rows "
+                   "read is another request's KV (1 never).")
+@click.option("--fatal-foreign-share", type=click.FloatRange(0, 1), default=0.9,
+              show_default=True,
+              help="The toy model is lost (loops until max_tokens) when more than this "
+                   "share of what one of its rows read is another request's KV (1 never).")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
 @click.option("--max-num-seqs", type=click.IntRange(1, 4096), default=32, show_default=True)
@@ -42,7 +52,8 @@ class SimInputError(click.ClickException):
 @click.option("--receipts-dir", default=None, help="Write a patch receipt here.")
 @click.option("--step-delay", type=click.FloatRange(0, 10), default=0.0, show_default=True,
               help="Seconds to sleep between engine steps (slows decode down).")
-def sim_command(layout: str, device: str, graph_mode: str, fatal_foreign_share: float, host: str,
+def sim_command(layout: str, device: str, graph_mode: str, salad_foreign_share: float,
+                cross_talk_foreign_share: float, fatal_foreign_share: float, host: str,
                 port: int, max_num_seqs: int, max_model_len: int, receipts_dir: str | None,
                 step_delay: float) -> None:
     """Serve the embedded reference server (OpenAI-compatible, vLLM-shaped).
@@ -67,6 +78,8 @@ def sim_command(layout: str, device: str, graph_mode: str, fatal_foreign_share: 
     cfg = SimConfig(layout=layout, device=device, max_num_seqs=max_num_seqs,
                     max_model_len=max_model_len, receipts_dir=receipts_dir,
                     step_delay_s=step_delay, graph_mode=graph_mode,
+                    salad_foreign_share=salad_foreign_share,
+                    cross_talk_foreign_share=cross_talk_foreign_share,
                     fatal_foreign_share=fatal_foreign_share)
     try:
         sock = bind(host, port)  # first: a port in use is bad input, said in one line

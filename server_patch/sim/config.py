@@ -6,9 +6,10 @@ The sim keeps the same arithmetic with a smaller ratio and alignment, so short
 prompts already span several compressed entries and the active width of a batch is
 well below the capacity, which is the condition of the bug.
 
-Two settings are about the release being imitated rather than the model's size:
-`graph_mode` (which steps replay a captured consumer) and `fatal_foreign_share` (how
-much of another request's context the toy model survives reading).
+Some settings are about the release being imitated rather than the model's size:
+`graph_mode` (which steps replay a captured consumer) and the foreign shares at which
+another request's context changes what the toy model writes (`faces.py`): token salad
+for a stretch, the other request's facts (cross-talk), or a lost request.
 """
 
 from __future__ import annotations
@@ -51,9 +52,12 @@ class SimConfig:
     receipts_dir: str | None = None
     step_delay_s: float = 0.0
     graph_mode: str = FULL_AND_PIECEWISE
-    # A row whose reads are more than this share another request's KV derails the
-    # toy model (see model.py); missing entries (unwritten slots) never do.
-    fatal_foreign_share: float = 0.5
+    # A row whose read is more than this share another request's KV changes what the
+    # toy model writes (faces.py): salad for a stretch, the other request's facts, or
+    # lost (it loops to max_tokens); missing entries (unwritten slots) never do.
+    salad_foreign_share: float = 0.5
+    cross_talk_foreign_share: float = 0.7
+    fatal_foreign_share: float = 0.9
 
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:
@@ -63,8 +67,9 @@ class SimConfig:
         if self.graph_mode not in GRAPH_MODES:
             raise ValueError(f"graph_mode must be one of {', '.join(GRAPH_MODES)}, "
                              f"not {self.graph_mode!r}")
-        if not 0.0 <= self.fatal_foreign_share <= 1.0:
-            raise ValueError("fatal_foreign_share must be within 0..1")
+        for name in ("salad_foreign_share", "cross_talk_foreign_share", "fatal_foreign_share"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be within 0..1")
         if self.kv_block_size % self.compress_ratio:
             raise ValueError("kv_block_size must be a multiple of compress_ratio")
         if self.max_num_batched_tokens < self.max_model_len:

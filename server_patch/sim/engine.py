@@ -14,8 +14,11 @@ then reads the compressed KV through every row the builder wrote:
   the builder returned, at their runtime stride.
 
 What each row read is judged entry by entry (`reads.py`): its own context, missing
-context or another request's. A row whose foreign share passes the configured
-threshold loses its request (`model.py`); nothing else does, and nothing is random.
+context or another request's, and whose. A row's foreign share picks the face it gives
+its request (`faces.py`: salad, cross-talk or lost, by the configured thresholds), and
+the request that wrote most of what it read supplies what the reply then writes: its
+facts or its words, kept while the pool holds its entries (`carried.py`). Nothing else
+decides a reply, and nothing is random.
 """
 
 from __future__ import annotations
@@ -32,7 +35,10 @@ import torch
 from server_patch.c128a import C128ABuilder
 from server_patch.c128a import builder as make_builder
 from server_patch.sim.batch import next_rows
+from server_patch.sim.carried import CarriedFacts
 from server_patch.sim.config import SimConfig
+from server_patch.sim.faces import Face, face_for
+from server_patch.sim.facts import Carried
 from server_patch.sim.graphs import MetadataGraphs
 from server_patch.sim.kv import KVPool, entry_value
 from server_patch.sim.model import Piece, Reply
@@ -49,6 +55,8 @@ class SimRequest:
     computed: int = 0  # tokens whose KV is written
     arrived: float = field(default_factory=time.monotonic)
     finished: bool = False
+    # Each face its reply took, and whose KV the read that gave it found most of.
+    faced_by: dict[Face, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -61,7 +69,11 @@ class EngineStats:
     misread_prefill_rows: int = 0
     foreign_rows: int = 0  # rows that read some other request's KV
     missing_rows: int = 0  # rows that missed some of their own entries
-    corrupted_requests: int = 0  # requests lost: a row's foreign share passed the threshold
+    corrupted_requests: int = 0  # requests lost: a row's foreign share passed the fatal one
+    # The quiet faces (a clean finish): requests that wrote token salad for a stretch,
+    # and requests whose reply took on another request's facts.
+    salad_requests: int = 0
+    cross_talk_requests: int = 0
     finished_requests: int = 0
     aborted_requests: int = 0
     prompt_tokens: int = 0
@@ -78,6 +90,7 @@ class Engine:
         self.build: C128ABuilder = build or make_builder(cfg.layout)
         self.graphs = MetadataGraphs(cfg, self.build, self.device)
         self.pool = KVPool(cfg, self.device)
+        self.carried = CarriedFacts(self.pool.owners)
         self.waiting: deque[SimRequest] = deque()
         # The persistent batch's rows: None where a request finished since the last step.
         self.rows: list[SimRequest | None] = []
@@ -104,6 +117,7 @@ class Engine:
         if request in self.rows:
             self.rows[self.rows.index(request)] = None
         self.pool.release(request.blocks)
+        self.carried.finish(request.uid)
         request.finished = True
         self.stats.aborted_requests += 1
 
@@ -140,6 +154,7 @@ class Engine:
             self.pool.allocate(r.blocks, r.computed + 1)
         for r in admitted:
             self.pool.allocate(r.blocks, r.prompt_tokens)
+            self.carried.start(r.uid, r.reply.script.carried)
         decode_view, decode_lens, prefill_view = self._build_metadata(decode, admitted)
         self._write_kv(decode, admitted)
         replay = self.graphs.replays(has_prefill=bool(admitted))
@@ -184,18 +199,46 @@ class Engine:
                 decode_view: torch.Tensor, decode_lens: torch.Tensor,
                 prefill_view: torch.Tensor, replay: bool) -> None:
         """Read every row the builder wrote, count what was wrong, and decide fates."""
-        threshold = self.cfg.fatal_foreign_share
         if decode:
             reads = self._read_decode(decode, decode_view, decode_lens, replay)
             self._count(reads, prefill=False)
-            for r, fatal in zip(decode, reads.fatal(threshold).tolist(), strict=True):
-                if fatal:
-                    self._lose(r)
+            rows = zip(decode, reads.foreign_share.tolist(), reads.foreign_owner.tolist(),
+                       reads.owner_entries.tolist(), strict=True)
+            for r, share, owner, entries in rows:
+                if owner:
+                    self._foreign_read(r, share, owner, entries)
         for r, local in self._prefill_rows(admitted, prefill_view, replay):
             reads = self._read_prefill(r, local)
             self._count(reads, prefill=True)
-            if bool(reads.fatal(threshold).any()):
-                self._lose(r)  # its prompt was read with another's context: lost at once
+            if bool((reads.foreign > 0).any()):
+                # Its prompt was read with another's context: its worst row decides.
+                worst = reads.most_foreign()
+                self._foreign_read(r, float(reads.foreign_share[worst]),
+                                   int(reads.foreign_owner[worst]),
+                                   int(reads.owner_entries[worst]))
+
+    def _foreign_read(self, r: SimRequest, share: float, owner: int, entries: int) -> None:
+        """A row of `r` read `entries` entries of request `owner`, `share` of its read
+        foreign: the face that gives (faces.py), if the reply takes it."""
+        cfg = self.cfg
+        face = face_for(share, salad=cfg.salad_foreign_share,
+                        cross_talk=cfg.cross_talk_foreign_share, fatal=cfg.fatal_foreign_share)
+        if face is Face.NONE:
+            return
+        carried = self.carried.get(owner) or Carried()
+        if not r.reply.take(face, carried, owner, entries):
+            return
+        r.faced_by[face] = owner
+        st = self.stats
+        if face is Face.LOST:
+            st.corrupted_requests += 1
+            if st.first_corruption_step is None:
+                st.first_corruption_step = st.steps
+                st.finished_before_first_corruption = st.finished_requests
+        elif face is Face.CROSS_TALK:
+            st.cross_talk_requests += 1
+        else:
+            st.salad_requests += 1
 
     def _advance(self, decode: list[SimRequest], admitted: list[SimRequest]) -> None:
         """One token for every running request; finished ones leave holes in the rows."""
@@ -223,20 +266,10 @@ class Engine:
         st.foreign_rows += int((reads.foreign > 0).sum())
         st.missing_rows += int((reads.missing > 0).sum())
 
-    def _lose(self, r: SimRequest) -> None:
-        """What the request read derailed it: it loops from here on (model.py)."""
-        st = self.stats
-        if r.reply.lost:
-            return
-        st.corrupted_requests += 1
-        if st.first_corruption_step is None:
-            st.first_corruption_step = st.steps
-            st.finished_before_first_corruption = st.finished_requests
-        r.reply.lose()
-
     def _finish(self, r: SimRequest) -> None:
         r.finished = True
         self.pool.release(r.blocks)
+        self.carried.finish(r.uid)
         self.stats.finished_requests += 1
         r.queue.put_nowait(None)
 

@@ -73,6 +73,11 @@ class KVPool:
         safe = local.clamp(0, len(blocks) * per - 1)
         return torch.where(inside, table[safe // per] * per + safe % per, -1)
 
+    def owners(self) -> list[int]:
+        """The uids whose entries are in the pool now (readable by a misplaced row)."""
+        owners = torch.unique(entry_owner(self.entries))
+        return [uid for uid in owners.tolist() if uid > 0]
+
     def read(self, slots: torch.Tensor) -> torch.Tensor:
         """Entries at slots; a slot outside the pool (garbage index) reads as -1."""
         inside = (slots >= 0) & (slots < self.entries.numel())

@@ -57,6 +57,14 @@ def render_metrics(cfg: SimConfig, engine: Engine, guard: dict[str, Any] | None,
         "# HELP dsv4_qual_sim_corrupted_requests_total Requests lost to a wrong read.",
         "# TYPE dsv4_qual_sim_corrupted_requests_total counter",
         f"dsv4_qual_sim_corrupted_requests_total {st.corrupted_requests}",
+        "# HELP dsv4_qual_sim_cross_talk_requests_total Requests whose reply took on "
+        "another request's facts after a read of its KV (a clean finish).",
+        "# TYPE dsv4_qual_sim_cross_talk_requests_total counter",
+        f"dsv4_qual_sim_cross_talk_requests_total {st.cross_talk_requests}",
+        "# HELP dsv4_qual_sim_salad_requests_total Requests that wrote token salad for a "
+        "stretch after a read of another request's KV (a clean finish).",
+        "# TYPE dsv4_qual_sim_salad_requests_total counter",
+        f"dsv4_qual_sim_salad_requests_total {st.salad_requests}",
         "# TYPE dsv4_qual_sim_finished_requests_total counter",
         f"dsv4_qual_sim_finished_requests_total {st.finished_requests}",
     ]

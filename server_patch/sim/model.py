@@ -1,14 +1,19 @@
-"""The toy model: a deterministic script, followed only while its reads are right.
+"""The toy model: a deterministic script, followed while what its rows read is its own.
 
 Given a request, the model's healthy reply is fixed: some reasoning, the end of the
-think block, then a short tool call (when tools are offered) or a short answer. Each
-step the engine judges what the request's rows read through the C128A metadata
+think block, then a short tool call (when tools are offered) or a short answer. The
+script follows the request's own facts (`facts.py`): the account it acts on is the first
+code of the user's messages, the plan is the one the ask names (the last paragraph of
+the last user message), and an answer states the request's codes.
+
+Each step the engine judges what the request's rows read through the C128A metadata
 (`reads.py`). Missing context (unwritten or padded slots) costs the model nothing: its
-sliding window and other layers still carry the request. Another request's KV does:
-once more than `fatal_foreign_share` of what one of its rows read was foreign, the
-model is lost. It repeats a sentence about the request and never closes the think
-block, so the reply ends by length with empty content, exactly the #52448 signature.
-Nothing random decides a failure: only what the model read.
+sliding window and other layers still carry the request. Another request's KV does, by
+how much of a row it was (`faces.py`): salad for a stretch (spelled from the entries
+read, `salad.py`), the other request's facts in what the reply has yet to write
+(cross-talk), or, past `fatal_foreign_share`, lost: it repeats a sentence about the
+request and never closes its channel, so the reply ends by length (the #52448
+signature). Nothing random decides a reply: only what the model read.
 """
 
 from __future__ import annotations
@@ -16,11 +21,26 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from server_patch.sim.faces import Face
+from server_patch.sim.facts import (
+    Carried,
+    carried_by,
+    code_matches,
+    message_text,
+    replace_codes,
+)
+from server_patch.sim.salad import token_salad
+
 _TOKEN = re.compile(r"\w+|[^\w\s]")
-_ACCOUNT = re.compile(r"\b[A-Z0-9]{6}\b")
+_PARAGRAPH = re.compile(r"\n\s*\n")
+#: Characters per tool-argument token (a code is always one token, whole).
+_ARG_CHUNK = 6
+#: What an answer calls a request's codes, in order; any further one is a reference.
+_FACT_NAMES = ("account id", "contract number")
 
 _FILLER = (
     "Let me restate the request before acting.",
@@ -43,10 +63,7 @@ def render_prompt(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | 
     """What the sim 'tokenizes' for a chat: every message's text, and the tools."""
     parts = []
     for m in messages:
-        content = m.get("content")
-        if isinstance(content, list):  # OpenAI content parts
-            content = " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-        parts.append(f"{m.get('role', 'user')}: {content or ''}")
+        parts.append(f"{m.get('role', 'user')}: {message_text(m)}")
         for call in m.get("tool_calls") or []:
             parts.append(json.dumps(call.get("function", {})))
     if tools:
@@ -58,41 +75,43 @@ def _words(text: str) -> list[str]:
     return [w + " " for w in text.split()]
 
 
-def _last_user_text(messages: list[dict[str, Any]]) -> str:
+def ask_of(messages: list[dict[str, Any]]) -> str:
+    """What the request asks: the last paragraph of the last user message (a long
+    document's question comes after it)."""
     for m in reversed(messages):
-        if m.get("role") == "user" and isinstance(m.get("content"), str):
-            return m["content"]
+        if m.get("role") == "user":
+            paragraphs = [p.strip() for p in _PARAGRAPH.split(message_text(m)) if p.strip()]
+            return paragraphs[-1] if paragraphs else ""
     return ""
 
 
-def _pick_tool(tools: list[dict[str, Any]], request_words: set[str]) -> dict[str, Any]:
-    """The tool whose name, description and enum values overlap the request most."""
+def _pick_tool(tools: list[dict[str, Any]], ask_words: set[str]) -> dict[str, Any]:
+    """The tool whose name, description and enum values overlap the ask most."""
     best, best_score = tools[0], -1
     for tool in tools:
         fn = tool.get("function") or {}
         text = f"{fn.get('name', '')} {fn.get('description', '')}".replace("_", " ").lower()
         for prop in ((fn.get("parameters") or {}).get("properties") or {}).values():
             text += " " + " ".join(str(v) for v in (prop.get("enum") or []))
-        score = len(request_words & set(re.findall(r"\w+", text)))
+        score = len(ask_words & set(re.findall(r"\w+", text)))
         if score > best_score:
             best, best_score = tool, score
     return best
 
 
-def _arguments(tool: dict[str, Any], request_text: str, request_words: set[str]) -> str:
+def _arguments(tool: dict[str, Any], account: str | None, ask_words: set[str]) -> str:
     fn = tool.get("function") or {}
     params = fn.get("parameters") or {}
     props = params.get("properties") or {}
     required = params.get("required") or list(props)
-    account = _ACCOUNT.search(request_text)
     args: dict[str, Any] = {}
     for name in required:
         prop = props.get(name) or {}
         enum = prop.get("enum")
         if enum:
-            args[name] = next((v for v in enum if str(v).lower() in request_words), enum[0])
+            args[name] = next((v for v in enum if str(v).lower() in ask_words), enum[0])
         elif "id" in name and account:
-            args[name] = account.group(0)
+            args[name] = account
         elif prop.get("type") in ("integer", "number"):
             args[name] = 1
         else:
@@ -100,36 +119,62 @@ def _arguments(tool: dict[str, Any], request_text: str, request_words: set[str])
     return json.dumps(args)
 
 
+def _argument_tokens(args: str) -> list[str]:
+    """Tool arguments cut into tokens of a few characters, each code one whole token."""
+    tokens: list[str] = []
+    pos = 0
+    for m in [*code_matches(args), None]:
+        end = m.start() if m else len(args)
+        tokens += [args[i:min(i + _ARG_CHUNK, end)] for i in range(pos, end, _ARG_CHUNK)]
+        if m:
+            tokens.append(m.group(0))
+            pos = m.end()
+    return tokens
+
+
+def _statement(facts: tuple[str, ...]) -> str:
+    """An answer's statement of the request's codes ("" without any)."""
+    if not facts:
+        return ""
+    named = [f"the {_FACT_NAMES[i] if i < len(_FACT_NAMES) else 'reference'} is {code}"
+             for i, code in enumerate(facts)]
+    return " and ".join(named) + ". "
+
+
 @dataclass
 class Script:
-    """What a healthy reply says, piece by piece (one piece per generated token)."""
+    """What a healthy reply says, piece by piece (one piece per generated token), and
+    what the request carries (what another reply that reads its KV may write)."""
 
     reasoning: list[str]
     answer: list[str]
     tool_name: str | None
     tool_arguments: list[str]
     loop: list[str]
+    carried: Carried = field(default_factory=Carried)
 
 
 def make_script(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
                 seed: int = 0) -> Script:
-    request = _last_user_text(messages)
-    tail = " ".join(request.split()[-16:]) or "help"
-    request_words = {w.lower() for w in re.findall(r"\w+", request)}
+    carried = carried_by(messages)
+    ask = ask_of(messages)
+    tail = " ".join(ask.split()[-16:]) or "help"
+    ask_words = {w.lower() for w in re.findall(r"\w+", ask)}
     digest = hashlib.blake2b(f"{seed}/{render_prompt(messages, tools)}".encode(),
                              digest_size=8).digest()
     fillers = [_FILLER[b % len(_FILLER)] for b in digest[:3]]
     reasoning = f"The user asks: {tail} {' '.join(fillers)}"
     loop = f"Wait, the user said: {tail} Let me read that again. "
     if tools:
-        tool = _pick_tool(tools, request_words)
+        tool = _pick_tool(tools, ask_words)
         name = (tool.get("function") or {}).get("name", "tool")
-        args = _arguments(tool, request, request_words)
+        account = carried.facts[0] if carried.facts else None
+        args = _arguments(tool, account, ask_words)
         reasoning += f" So I call {name} now."
-        pieces = [args[i:i + 6] for i in range(0, len(args), 6)]
-        return Script(_words(reasoning), [], name, pieces, _words(loop))
-    answer = f"Done: {tail}"
-    return Script(_words(reasoning), _words(answer), None, [], _words(loop))
+        return Script(_words(reasoning), [], name, _argument_tokens(args), _words(loop),
+                      carried)
+    answer = f"Done: {_statement(carried.facts)}{tail}"
+    return Script(_words(reasoning), _words(answer), None, [], _words(loop), carried)
 
 
 @dataclass
@@ -142,34 +187,69 @@ class Piece:
 
 @dataclass
 class Reply:
-    """A request's generation state: where it is in its script, and whether it is lost."""
+    """A request's generation state: where it is in its script, and what foreign reads
+    did to it (`faces`, in the order taken; see `faces.py`)."""
 
     script: Script
     max_tokens: int
     generated: int = 0
     reasoning_tokens: int = 0
     corrupted_at: int | None = None  # completion token index where a read derailed it
+    faces: list[Face] = field(default_factory=list)
+    finish_reason: str | None = None
     _i: int = 0
     _phase: str = "reasoning"
-    finish_reason: str | None = None
-    pieces: list[Piece] = field(default_factory=list)
+    _salad: deque[str] = field(default_factory=deque)  # salad tokens yet to write
+    _swap: dict[str, str] = field(default_factory=dict)  # own code -> the one written
 
     @property
     def done(self) -> bool:
         return self.finish_reason is not None
 
     @property
-    def in_reasoning(self) -> bool:
-        return self._phase == "reasoning"
-
-    @property
     def lost(self) -> bool:
         return self.corrupted_at is not None
+
+    @property
+    def face(self) -> Face:
+        """The most severe face a read gave this reply so far."""
+        return max(self.faces, default=Face.NONE)
+
+    def take(self, face: Face, foreign: Carried, owner: int, entries: int) -> bool:
+        """A row read `entries` entries of request `owner` (which carries `foreign`) and
+        that gives `face`: act on it unless the reply already took a face as severe.
+        True when the reply took it (what it writes from here on changed)."""
+        if self.done or face <= self.face:
+            return False
+        if face is Face.LOST:
+            self.lose()
+        elif face is Face.CROSS_TALK:
+            swap = {own: theirs for own, theirs in
+                    zip(self.script.carried.facts, foreign.facts, strict=False) if own != theirs}
+            if not any(replace_codes(text, swap) != text for text in self._yet_to_write()):
+                return False  # nothing it has yet to write names a fact of its own
+            self._swap = swap
+        elif face is Face.SALAD:
+            self._salad.extend(token_salad(owner, entries, foreign.words))
+        else:
+            return False
+        self.faces.append(face)
+        return True
 
     def lose(self) -> None:
         """A read derailed the model: from this token on it loops in its channel."""
         if self.corrupted_at is None:
             self.corrupted_at = self.generated
+            self._salad.clear()
+
+    def _yet_to_write(self) -> list[str]:
+        s = self.script
+        after = s.tool_arguments if s.tool_name else s.answer
+        if self._phase == "reasoning":
+            return s.reasoning[self._i:] + after
+        if self._phase == "tool":
+            return s.tool_arguments[max(self._i - 1, 0):]
+        return s.answer[self._i:]
 
     def next_piece(self) -> Piece:
         """Generate one token; sets finish_reason when the reply ends."""
@@ -183,27 +263,30 @@ class Reply:
 
     def _step(self) -> Piece:
         s = self.script
+        channel = "reasoning" if self._phase == "reasoning" else "content"
         if self.corrupted_at is not None:
             # Lost: loop on the request, in whichever channel the reply was in.
             text = s.loop[self._i % len(s.loop)]
             self._i += 1
-            return Piece("reasoning" if self._phase == "reasoning" else "content", text)
+            return Piece(channel, replace_codes(text, self._swap))
+        if self._salad:
+            return Piece(channel, self._salad.popleft())
         if self._phase == "reasoning":
             if self._i < len(s.reasoning):
                 self._i += 1
-                return Piece("reasoning", s.reasoning[self._i - 1])
+                return Piece("reasoning", replace_codes(s.reasoning[self._i - 1], self._swap))
             self._phase, self._i = ("tool" if s.tool_name else "answer"), 0
             return Piece("think_end", "</think>")
         if self._phase == "tool":
             if self._i == 0:
                 self._i = 1
                 return Piece("tool_name", s.tool_name or "")
-            piece = Piece("tool_args", s.tool_arguments[self._i - 1])
+            piece = Piece("tool_args", replace_codes(s.tool_arguments[self._i - 1], self._swap))
             self._i += 1
             if self._i > len(s.tool_arguments):
                 self.finish_reason = "tool_calls"
             return piece
-        piece = Piece("content", s.answer[self._i])
+        piece = Piece("content", replace_codes(s.answer[self._i], self._swap))
         self._i += 1
         if self._i >= len(s.answer):
             self.finish_reason = "stop"

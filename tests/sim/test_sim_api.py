@@ -51,6 +51,20 @@ def test_graph_mode_choices_match_the_config() -> None:
     assert SimTarget.model_fields["graph_mode"].annotation.__args__ == GRAPH_MODES
 
 
+@pytest.mark.parametrize("key", ["salad_foreign_share", "cross_talk_foreign_share",
+                                 "fatal_foreign_share"])
+def test_the_foreign_share_keys_have_one_default(key: str) -> None:
+    """The config, the scenario's [target.sim] and `dsv4-qual sim` agree on each default."""
+    import dataclasses
+
+    from loadgen.scenario import SimTarget
+    from server_patch.sim.cli import sim_command
+
+    (option,) = [p for p in sim_command.params if p.name == key]
+    config = {f.name: f.default for f in dataclasses.fields(SimConfig)}[key]
+    assert option.default == config == SimTarget.model_fields[key].default
+
+
 def test_health_models_tokenize(sim: RunningSim) -> None:
     assert httpx.get(f"{sim.base_url}/health").status_code == 200
     models = httpx.get(f"{sim.base_url}/v1/models").json()
@@ -126,6 +140,10 @@ def test_metrics_name_the_layout(sim: RunningSim) -> None:
     assert ('dsv4_qual_c128a_layout_info{layout="prefix",device="cpu",'
             'graph_mode="full_and_piecewise"} 1') in text
     assert "vllm:num_requests_running" in text and "vllm:generation_tokens_total" in text
+    # Each face of the bug has its counter (none here: prefix never reads foreign KV).
+    for name in ("corrupted", "cross_talk", "salad"):
+        assert f"# TYPE dsv4_qual_sim_{name}_requests_total counter" in text
+        assert f"dsv4_qual_sim_{name}_requests_total 0\n" in text
 
 
 def test_receipt_records_the_first_call(sim: RunningSim) -> None:

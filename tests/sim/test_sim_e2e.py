@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from server_patch.sim.salad import BOS
 from tests.loadgen.conftest import REPO, run_cli
 
 SCENARIO = (REPO / "scenarios" / "sim-smoke.toml").read_text()
@@ -49,6 +50,10 @@ def test_packed_reproduces_stuck_in_reasoning_under_concurrency(tmp_path: Path) 
     # The server's own ground truth agrees: requests lost to a wrong read.
     assert sim_metric(s, "dsv4_qual_sim_corrupted_requests_total") >= \
         m["verdicts"]["stuck_in_reasoning"]
+    # Every reply with token salad in it is one the server counted.
+    records = [json.loads(x) for x in (s["_out"] / "records.jsonl").read_text().splitlines()]
+    salad = sum(BOS in (r["reasoning"] or "") + (r["content"] or "") for r in records)
+    assert sim_metric(s, "dsv4_qual_sim_salad_requests_total") >= salad
     assert s["target"]["c128a_layout"] == "packed"
 
 

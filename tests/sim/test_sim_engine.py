@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
 import torch
 
 from server_patch.c128a import builder
 from server_patch.sim.config import FULL, FULL_AND_PIECEWISE, GRAPH_MODES, SimConfig
-from server_patch.sim.engine import Engine
-from server_patch.sim.model import make_script
-from tests.sim.drive import drive
+from server_patch.sim.engine import Engine, SimRequest
+from server_patch.sim.faces import Face
+from server_patch.sim.facts import find_codes
+from server_patch.sim.metrics import render_metrics
+from server_patch.sim.model import Reply, make_script
+from server_patch.sim.salad import BOS, token_salad
+from tests.sim.drive import MIXED_BILLING, TOOLS, billing_messages, drive
 
 MESSAGES = [{"role": "user", "content": "Please upgrade XEHM4B to business, then cancel it."}]
 
@@ -193,3 +200,149 @@ def test_active_width_and_capacity_follow_vllm_arithmetic() -> None:
 def test_config_refuses_unknown_settings(bad: dict) -> None:
     with pytest.raises(ValueError):
         SimConfig(**bad)
+
+
+# -- the quiet faces: what a read of another request's KV makes a reply write -----------
+
+
+def reading_another(fraction: float):
+    """The capacity builder, but decode row 1 reads `fraction` of its length from the
+    slots of row 0 (another running request's entries), the rest its own."""
+    build = builder("capacity")
+
+    def build_c128a_topk_metadata(*args, **kwargs):
+        decode, lens, prefill = build(*args, **kwargs)
+        if decode.shape[0] >= 2:
+            k = round(fraction * int(lens[1]))
+            decode[1, :k] = decode[0, :k].clone()
+        return decode, lens, prefill
+
+    return build_c128a_topk_metadata
+
+
+def serve(engine: Engine, *requests: tuple[int, list, list | None, int]) -> list[SimRequest]:
+    """Admit (prompt tokens, messages, tools, max_tokens) requests together; run dry."""
+    sent = [engine.new_request(prompt, Reply(make_script(messages, tools), max_tokens))
+            for prompt, messages, tools, max_tokens in requests]
+    for r in sent:
+        engine.add(r)
+    while engine.has_work():
+        engine.step()
+    return sent
+
+
+def written(r: SimRequest) -> dict[str, str]:
+    """What the request's reply wrote, by channel."""
+    out: dict[str, str] = {}
+    while not r.queue.empty():
+        piece = r.queue.get_nowait()
+        if piece is not None:
+            out[piece.channel] = out.get(piece.channel, "") + piece.text
+    return out
+
+
+MOVE = "Move the account whose billing history is above to the pro plan now."
+STATE = ("State the account id and the contract number of the account above, then summarize "
+         "its usage in three sentences.")
+
+
+@pytest.mark.parametrize("fraction,face", [
+    (0.0, None), (0.4, None), (0.6, Face.SALAD), (0.8, Face.CROSS_TALK), (1.0, Face.LOST),
+])
+def test_a_rows_foreign_share_decides_the_face_and_its_owner_the_content(
+        fraction: float, face: Face | None) -> None:
+    engine = Engine(SimConfig(max_num_seqs=4, max_model_len=2048),
+                    reading_another(fraction))
+    a, b = serve(engine, (640, billing_messages("A1AAAA", "AC0001XX", MOVE), TOOLS, 200),
+                 (320, billing_messages("B2BBBB", "BC0002YY", MOVE), TOOLS, 200))
+    st = engine.stats
+    assert a.reply.faces == []  # row 0 read its own entries
+    assert b.reply.faces == ([face] if face else [])
+    assert b.faced_by == ({face: a.uid} if face else {})  # whose KV it found most of
+    assert (st.salad_requests, st.cross_talk_requests, st.corrupted_requests) == (
+        int(face is Face.SALAD), int(face is Face.CROSS_TALK), int(face is Face.LOST))
+    out = written(b)
+    if face is Face.LOST:
+        assert b.reply.finish_reason == "length" and "tool_args" not in out
+        return
+    assert b.reply.finish_reason == "tool_calls"  # a quiet face finishes cleanly
+    account = json.loads(out["tool_args"])["account_id"]
+    assert account == ("A1AAAA" if face is Face.CROSS_TALK else "B2BBBB")
+    # Salad is spelled from the first read that gave it: 12 of request a's entries.
+    assert (BOS in out["reasoning"]) is (face is Face.SALAD)
+    if face is Face.SALAD:
+        assert "".join(token_salad(a.uid, 12, a.reply.script.carried.words)) in out["reasoning"]
+
+
+def test_a_cross_talked_answer_states_exactly_the_other_requests_codes() -> None:
+    engine = Engine(SimConfig(max_num_seqs=4, max_model_len=2048), reading_another(0.8))
+    a, b = serve(engine, (640, billing_messages("A1AAAA", "AC0001XX", STATE), None, 200),
+                 (320, billing_messages("B2BBBB", "BC0002YY", STATE), None, 200))
+    assert b.reply.faces == [Face.CROSS_TALK] and b.reply.finish_reason == "stop"
+    assert find_codes(written(b)["content"]) == ["A1AAAA", "AC0001XX"]
+    assert find_codes(written(a)["content"]) == ["A1AAAA", "AC0001XX"]
+
+
+def test_a_finished_requests_entries_still_carry_its_facts() -> None:
+    """Request a finishes; its blocks go back to the pool with its entries in them. A row
+    of b then reads them: b's reply takes on a's facts, a no longer running."""
+    build = builder("capacity")
+    seen: dict[str, Any] = {"engine": None, "slots": None}
+
+    def build_c128a_topk_metadata(*args, **kwargs):
+        decode, lens, prefill = build(*args, **kwargs)
+        engine = seen["engine"]  # None while capturing
+        running = engine.running if engine is not None else []
+        if len(running) == 2 and seen["slots"] is None:  # a's slots, while it runs
+            per = engine.cfg.compressed_per_block
+            seen["slots"] = [blk * per + j for blk in running[0].blocks for j in range(per)]
+        elif len(running) == 1 and seen["slots"] is not None:  # a finished: b reads them
+            k = round(0.8 * int(lens[0]))
+            decode[0, :k] = torch.tensor(seen["slots"][:k], dtype=decode.dtype)
+        return decode, lens, prefill
+
+    seen["engine"] = engine = Engine(SimConfig(max_num_seqs=4, max_model_len=2048),
+                                     build_c128a_topk_metadata)
+    # b's prompt and reply fit the blocks it is given: it never takes back one of a's.
+    a, b = serve(engine, (640, billing_messages("A1AAAA", "AC0001XX", MOVE), TOOLS, 4),
+                 (180, billing_messages("B2BBBB", "BC0002YY", MOVE), TOOLS, 70))
+    assert a.reply.finish_reason == "length" and a.reply.faces == []
+    assert b.reply.faces == [Face.CROSS_TALK] and b.faced_by == {Face.CROSS_TALK: a.uid}
+    assert b.reply.finish_reason == "tool_calls"
+    assert json.loads(written(b)["tool_args"])["account_id"] == "A1AAAA"
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_packed_gives_quiet_faces_beside_lost_requests(seed: int) -> None:
+    run = drive("packed", seed=seed, **MIXED_BILLING)
+    st = run.stats
+    assert st.salad_requests > 0 and st.cross_talk_requests > 0 and st.corrupted_requests > 0
+    by_uid = {r.uid: r for r in run.requests}
+    clean = [r for r in run.requests if r.reply.faces == [Face.CROSS_TALK]]
+    assert clean  # some cross-talked replies finished cleanly, about another request
+    for r in clean:
+        owner = by_uid[r.faced_by[Face.CROSS_TALK]]
+        assert owner is not r and r.reply.finish_reason in ("tool_calls", "stop")
+        out = written(r)
+        reply = out.get("tool_args", "") + out.get("content", "")
+        facts = owner.reply.script.carried.facts
+        assert set(find_codes(reply)) == set(facts[:1] if "tool_args" in out else facts)
+    salads = [written(r) for r in run.requests if r.reply.faces == [Face.SALAD]]
+    assert salads and all(BOS in out["reasoning"] + out.get("content", "") for out in salads)
+
+
+@pytest.mark.parametrize("layout", ["capacity", "prefix"])
+def test_capacity_and_prefix_never_give_a_quiet_face(layout: str) -> None:
+    st = drive(layout, seed=1, **MIXED_BILLING).stats
+    assert st.foreign_rows == 0
+    assert st.salad_requests == st.cross_talk_requests == st.corrupted_requests == 0
+
+
+def test_the_metrics_count_each_face() -> None:
+    engine = drive("packed", seed=1, **MIXED_BILLING).engine
+    st = engine.stats
+    text = render_metrics(engine.cfg, engine, None)
+    assert f"dsv4_qual_sim_cross_talk_requests_total {st.cross_talk_requests}\n" in text
+    assert f"dsv4_qual_sim_salad_requests_total {st.salad_requests}\n" in text
+    assert f"dsv4_qual_sim_corrupted_requests_total {st.corrupted_requests}\n" in text
+    assert st.cross_talk_requests > 0 and st.salad_requests > 0

@@ -3,7 +3,9 @@
 Marker `gpu`; skipped without CUDA. Imports only torch, triton and server_patch, so it
 runs on a GPU host with nothing else installed (PYTHONPATH=. python -m pytest -m gpu).
 In both graph modes: `full_and_piecewise` replays the decode graph on pure-decode
-steps; `full` replays the decode and the prefill graphs on every step.
+steps; `full` replays the decode and the prefill graphs on every step. What each row
+read, and whose KV it was, is judged alike on both devices, so every face of the bug
+(lost, cross-talk, salad) is the CPU's.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ if not torch.cuda.is_available():  # pragma: no cover - CPU machines
 
 from server_patch.sim.config import FULL, GRAPH_MODES  # noqa: E402
 from server_patch.sim.consumer import CudaGraphConsumer, CudaGraphRows  # noqa: E402
-from tests.sim.drive import Driven  # noqa: E402
+from server_patch.sim.reads import dominant_owner  # noqa: E402
+from tests.sim.drive import MIXED_BILLING, Driven  # noqa: E402
 from tests.sim.drive import drive as drive_engine  # noqa: E402
 
 
@@ -79,3 +82,23 @@ def test_one_request_at_a_time_reads_its_decode_rows_right(layout: str, graph_mo
     # One request's prompt still has many prefill rows: a FULL graph misplaces them
     # under packed (its own indices, so nothing foreign is read).
     assert (st.misread_prefill_rows > 0) is (layout == "packed" and graph_mode == FULL)
+
+
+def test_whose_kv_a_row_read_is_judged_alike_on_both_devices() -> None:
+    generator = torch.Generator().manual_seed(0)
+    owners = torch.randint(0, 6, (512, 96), generator=generator)  # ties aplenty
+    cpu = dominant_owner(owners)
+    cuda = dominant_owner(owners.cuda())
+    assert torch.equal(cpu[0], cuda[0].cpu()) and torch.equal(cpu[1], cuda[1].cpu())
+
+
+@pytest.mark.parametrize("graph_mode", GRAPH_MODES)
+def test_every_face_on_cuda_is_the_face_on_the_cpu(graph_mode: str) -> None:
+    """The same requests, one run on real graphs and one on the CPU readers: the same
+    faces, from the same owners' KV, in the same replies."""
+    cuda = drive_engine("packed", seed=1, device="cuda", graph_mode=graph_mode, **MIXED_BILLING)
+    cpu = drive_engine("packed", seed=1, device="cpu", graph_mode=graph_mode, **MIXED_BILLING)
+    assert cuda.stats == cpu.stats
+    assert cuda.stats.cross_talk_requests > 0 and cuda.stats.salad_requests > 0
+    assert [(r.reply.faces, r.faced_by) for r in cuda.requests] == \
+        [(r.reply.faces, r.faced_by) for r in cpu.requests]
