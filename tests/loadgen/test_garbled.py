@@ -28,7 +28,7 @@ from loadgen.scenario import Scenario, VerdictConfig
 from loadgen.workload import WorkItem
 from tests.loadgen.conftest import run_cli
 from tests.support import salad
-from tests.support.legit_corpus import OFFERED
+from tests.support.legit_corpus import replay_line
 from tests.support.legit_families import FAMILIES, family_replies
 
 BOS = "<｜begin▁of▁sentence｜>"
@@ -582,32 +582,15 @@ def test_salad_with_a_clean_finish_fails_the_gate(fake_server, tmp_path: Path) -
     assert all(r["finish_reason"] in ("tool_calls", "stop") for r in records)
 
 
-RUSSIAN_REQUEST = "Ответь, пожалуйста, по-русски: что с моим тарифом?"
 
 
 def test_the_honest_families_pass_the_gate(fake_server, tmp_path: Path) -> None:
     # A sample of every family (each placement: content, reasoning, tool-call argument),
     # replayed: each body names the reply the fake streams. The gate fails on `garbled`
     # alone: the families are this rule's evidence, not the other rules'.
-    lines = []
-    for make in FAMILIES.values():
-        for seed in range(4):
-            reply = make(seed)
-            user = f"family sample: {reply.name}"
-            if "Cyrillic" in reply.params.get("scripts", ()):
-                user += " " + RUSSIAN_REQUEST
-            body: dict[str, Any] = {
-                "messages": [{"role": "user", "content": user}], "fake_mode": "replay_verbatim",
-                "fake_reply": {"reasoning": reply.reasoning, "content": reply.content,
-                               "tool_calls": reply.tool_calls,
-                               "finish_reason": reply.finish_reason}}
-            if reply.params["tools"]:
-                body["tools"] = [{"type": "function", "function": {
-                    "name": name, "parameters": {"type": "object", "required": required}}}
-                    for name, required in OFFERED.items()]
-                body["tool_choice"] = reply.params["tool_choice"] or "auto"
-            lines.append(json.dumps(body, ensure_ascii=False))
-    (tmp_path / "families.jsonl").write_text("\n".join(lines) + "\n")
+    replies = [make(seed) for make in FAMILIES.values() for seed in range(4)]
+    lines = [replay_line(reply, "family sample") for reply in replies]
+    (tmp_path / "families.jsonl").write_bytes(b"\n".join(lines) + b"\n")
     _, srv = fake_server()
     code, summary, out, output = run(tmp_path, srv.url, f"""
 [load]

@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from loadgen.judge.verdicts import classify
-from loadgen.records import RequestRecord
-from loadgen.scenario import VerdictConfig
 from loadgen.taxonomy import DEFAULT_FAIL_ON
 from tests.support.honest_shapes import FAMILIES, honest_replies
-from tests.support.legit_corpus import LegitReply
+from tests.support.legit_corpus import LegitReply, judged
 
 GATED = {v.value for v in DEFAULT_FAIL_ON}
 REPLIES = honest_replies()
@@ -18,11 +15,8 @@ REPLIES = honest_replies()
 
 @pytest.mark.parametrize("reply", REPLIES, ids=[r.name for r in REPLIES])
 def test_an_honest_reply_that_repeats_itself_is_ok(reply: LegitReply) -> None:
-    record = RequestRecord(run_id="r", scenario="s", phase="measurement", seq=0,
-                           endpoint="http://x", item_id="i", params=reply.params,
-                           finish_reason=reply.finish_reason, reasoning=reply.reasoning,
-                           content=reply.content, tool_calls=reply.tool_calls)
-    verdicts = classify(record, VerdictConfig())
+    record = judged(reply)
+    verdicts = record.verdicts
     assert not GATED.intersection(verdicts), (verdicts, record.findings)
     assert verdicts == ["ok"]
 

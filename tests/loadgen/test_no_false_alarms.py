@@ -4,22 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from loadgen.judge.verdicts import classify
-from loadgen.records import RequestRecord
-from loadgen.scenario import VerdictConfig
 from loadgen.taxonomy import DEFAULT_FAIL_ON
-from tests.support.legit_corpus import CORPUS, LegitReply, grown_corpus
+from tests.support.legit_corpus import CORPUS, LegitReply, grown_corpus, judged
 
 GATED = {v.value for v in DEFAULT_FAIL_ON}
 
 
 @pytest.mark.parametrize("reply", CORPUS, ids=[r.name for r in CORPUS])
 def test_a_legitimate_reply_is_ok(reply: LegitReply) -> None:
-    record = RequestRecord(run_id="r", scenario="s", phase="measurement", seq=0,
-                           endpoint="http://x", item_id="i", params=reply.params,
-                           finish_reason=reply.finish_reason, reasoning=reply.reasoning,
-                           content=reply.content, tool_calls=reply.tool_calls)
-    verdicts = classify(record, VerdictConfig())
+    record = judged(reply)
+    verdicts = record.verdicts
     assert not GATED.intersection(verdicts), (verdicts, record.findings)
     assert verdicts == ["ok"]
 
@@ -37,11 +31,8 @@ def test_the_grown_corpus_gets_no_gated_verdict() -> None:
     flagged = {}
     corpus = grown_corpus(members=20)
     for reply in corpus:
-        record = RequestRecord(run_id="r", scenario="s", phase="measurement", seq=0,
-                               endpoint="http://x", item_id="i", params=reply.params,
-                               finish_reason=reply.finish_reason, reasoning=reply.reasoning,
-                               content=reply.content, tool_calls=reply.tool_calls)
-        verdicts = classify(record, VerdictConfig())
+        record = judged(reply)
+        verdicts = record.verdicts
         if GATED.intersection(verdicts):
             flagged[reply.name] = (verdicts, record.findings)
     assert flagged == {}

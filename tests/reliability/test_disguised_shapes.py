@@ -3,8 +3,8 @@
 A stuck reply whose content is one zero-width space, and a reasoning loop that counts
 its repeats, fail the gate (exit 1). Tool-call streams that repeat the function name in
 every fragment, or leave `index` off continuation fragments, pass a clean run (exit 0)
-with the right calls in records.jsonl. A replay of the honest families that repeat
-themselves (tests/support/honest_shapes.py) passes.
+with the right calls in records.jsonl. (The honest families that repeat themselves pass
+the gate in test_gate_cannot_be_fooled's replay of the grown corpus.)
 """
 
 from __future__ import annotations
@@ -12,12 +12,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import orjson
 import pytest
 
 from tests.reliability.test_gate_cannot_be_fooled import run
-from tests.support.honest_shapes import honest_replies
-from tests.support.legit_corpus import OFFERED
 
 BUSINESS = {"account_id": "XEHM4B", "plan": "business"}
 
@@ -52,39 +49,3 @@ def test_tool_calls_streamed_the_way_servers_do_pass(fake_server, tmp_path: Path
         got = [(c["function"]["name"], json.loads(c["function"]["arguments"]))
                for c in record["tool_calls"]]
         assert got == calls
-
-
-def test_a_replay_of_the_honest_families_passes(fake_server, tmp_path: Path) -> None:
-    replies = honest_replies()
-    lines = []
-    for reply in replies:
-        body = {"messages": [{"role": "user", "content": f"honest: {reply.name}"}],
-                "fake_mode": "replay_reply",
-                "fake_reply": {"reasoning": reply.reasoning, "content": reply.content,
-                               "tool_calls": reply.tool_calls,
-                               "finish_reason": reply.finish_reason}}
-        if reply.params["tools"]:
-            body["tools"] = [{"type": "function", "function": {
-                "name": name, "parameters": {"type": "object", "required": required}}}
-                for name, required in OFFERED.items()]
-            body["tool_choice"] = reply.params["tool_choice"] or "auto"
-        lines.append(orjson.dumps(body))
-    (tmp_path / "honest.jsonl").write_bytes(b"\n".join(lines) + b"\n")
-    _, srv = fake_server()
-    scenario = f"""
-[load]
-concurrency = 16
-priming = 0
-measurement = {len(replies)}
-[request]
-max_tokens = 4096
-[workload]
-kind = "replay"
-path = "honest.jsonl"
-[gate]
-prove_below = 0.05
-"""
-    code, summary, output = run(tmp_path, srv.url, scenario=scenario)
-    verdicts = summary["phases"]["measurement"]["verdicts"]
-    assert code == 0, (output, verdicts)
-    assert verdicts == {"ok": len(replies)}

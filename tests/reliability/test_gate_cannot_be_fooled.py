@@ -11,11 +11,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import orjson
 import pytest
 
 from tests.loadgen.conftest import run_cli
-from tests.support.legit_corpus import OFFERED, grown_corpus, sample_by_family
+from tests.support.legit_corpus import grown_corpus, sample_by_family, write_replay
 from tests.support.openai_fake import MODE_VERDICTS
 from tests.support.receipts import parallel
 
@@ -60,24 +59,8 @@ def test_every_broken_tool_turn_fails_the_gate(fake_server, tmp_path: Path, mode
 def test_the_grown_legitimate_corpus_passes_the_gate(fake_server, tmp_path: Path) -> None:
     # Replayed bodies: each names the reply the fake streams (layout kept) and offers what
     # it needs; a sample of every family, with the default gate (every gated verdict).
-    replies = sample_by_family(grown_corpus(members=20), per_family=3)
-    lines = []
-    for reply in replies:
-        user = f"corpus: {reply.name}"
-        if reply.params.get("scripts"):  # a reply to a request in another script
-            user += " Ответь, пожалуйста, по-русски: что с моим тарифом?"
-        body = {"messages": [{"role": "user", "content": user}],
-                "fake_mode": "replay_verbatim",
-                "fake_reply": {"reasoning": reply.reasoning, "content": reply.content,
-                               "tool_calls": reply.tool_calls,
-                               "finish_reason": reply.finish_reason}}
-        if reply.params["tools"]:
-            body["tools"] = [{"type": "function", "function": {
-                "name": name, "parameters": {"type": "object", "required": required}}}
-                for name, required in OFFERED.items()]
-            body["tool_choice"] = reply.params["tool_choice"] or "auto"
-        lines.append(orjson.dumps(body))
-    (tmp_path / "corpus.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    replies = sample_by_family(grown_corpus(members=20), per_family=6)
+    write_replay(tmp_path / "corpus.jsonl", replies, "corpus")
     _, srv = fake_server()
     scenario = f"""
 [load]
@@ -95,7 +78,7 @@ prove_below = 0.2
     code, summary, output = run(tmp_path, srv.url, scenario=scenario)
     assert code == 0, (output, summary["phases"]["measurement"]["verdicts"])
     assert summary["phases"]["measurement"]["verdicts"] == {"ok": len(replies)}
-    assert len(replies) > 80
+    assert len(replies) > 150
 
 
 # --------------------------------------------------------------------------- receipts

@@ -11,7 +11,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+from loadgen.judge.verdicts import classify
+from loadgen.records import RequestRecord
+from loadgen.scenario import VerdictConfig
 
 OFFERED = {"get_account": ["account_id"], "change_plan": ["account_id", "plan"],
            "cancel_subscription": ["account_id", "effective"],
@@ -228,3 +233,41 @@ def sample_by_family(replies: list[LegitReply], per_family: int) -> list[LegitRe
             taken[family] = taken.get(family, 0) + 1
             out.append(reply)
     return out
+
+
+#: What a request in Russian says, for replies that answer one (`params["scripts"]`).
+RUSSIAN_REQUEST = "Ответь, пожалуйста, по-русски: что с моим тарифом?"
+
+
+def replay_line(reply: LegitReply, tag: str, mode: str = "replay_verbatim") -> bytes:
+    """One replay body that makes the fake server stream `reply` (layout kept), offering
+    what the reply needs (the billing tools; a request in the reply's scripts)."""
+    user = f"{tag}: {reply.name}"
+    if reply.params.get("scripts"):
+        user += " " + RUSSIAN_REQUEST
+    body: dict[str, Any] = {
+        "messages": [{"role": "user", "content": user}], "fake_mode": mode,
+        "fake_reply": {"reasoning": reply.reasoning, "content": reply.content,
+                       "tool_calls": reply.tool_calls, "finish_reason": reply.finish_reason}}
+    if reply.params["tools"]:
+        body["tools"] = [{"type": "function", "function": {
+            "name": name, "parameters": {"type": "object", "required": required}}}
+            for name, required in OFFERED.items()]
+        body["tool_choice"] = reply.params["tool_choice"] or "auto"
+    return json.dumps(body, ensure_ascii=False).encode()
+
+
+def write_replay(path: Path, replies: list[LegitReply], tag: str) -> Path:
+    """A replay file of `replies` (see `replay_line`)."""
+    path.write_bytes(b"\n".join(replay_line(r, tag) for r in replies) + b"\n")
+    return path
+
+
+def judged(reply: LegitReply) -> RequestRecord:
+    """The reply as a record, classified by today's rules (verdicts and findings set)."""
+    record = RequestRecord(run_id="r", scenario="s", phase="measurement", seq=0,
+                           endpoint="http://x", item_id="i", params=reply.params,
+                           finish_reason=reply.finish_reason, reasoning=reply.reasoning,
+                           content=reply.content, tool_calls=reply.tool_calls)
+    record.verdicts = classify(record, VerdictConfig())
+    return record
