@@ -106,3 +106,22 @@ def test_answering_another_question_fluently_fails(fake_server, tmp_path: Path,
     assert summary["phases"]["measurement"]["verdicts"] == {"wrong_answer": 16}
     record = json.loads((tmp_path / "out" / "records.jsonl").read_text().splitlines()[0])
     assert record["findings"]["wrong_answer"][0]["field"] == field
+
+
+def test_salad_that_only_concurrency_brings_fails_and_alone_passes(fake_server,
+                                                                   tmp_path: Path) -> None:
+    # Clean at one request in flight, salad in the reasoning (then the right call) when
+    # not alone: the gate under load fails it, the same server at concurrency 1 does not,
+    # and a reference phase shows the server alone agreeing with itself.
+    _, srv = fake_server(("garble_when_busy",))
+    loaded = TOOL_TURNS + "\n[reference]\nrequests = 4\n"
+    code, summary, _, output = run(tmp_path, srv.url, loaded)
+    assert code == 1, output
+    m = summary["phases"]["measurement"]
+    assert m["verdicts"].get("garbled", 0) >= 12, m["verdicts"]
+    assert summary["reference"]["oracles"] == 4  # alone, every reply was clean
+    (tmp_path / "out").rename(tmp_path / "loaded")
+    code, summary, _, output = run(tmp_path, srv.url, loaded.replace("concurrency = 4",
+                                                                     "concurrency = 1"))
+    assert code == 0, output
+    assert summary["phases"]["measurement"]["verdicts"] == {"ok": 16}

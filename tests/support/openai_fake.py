@@ -757,6 +757,16 @@ class FakeOpenAI:
         args = orjson.dumps({"account_id": "XEHM4B", "plan": self._salad("salad_args")})
         return self._stream(self._healthy_tool(body, args=args.decode()))
 
+    async def mode_garble_when_busy(self, body: dict[str, Any], max_tokens: int) -> Response:
+        """Clean with nothing else in flight; with others in flight, token salad of a kind
+        that changes request by request in the reasoning, then the right call: the bug's
+        face that only concurrency shows (#48089: 0 of 20 bad alone)."""
+        kinds = ("multilingual", "special_burst", "bpe_markers", "glued", "mojibake")
+        kind = kinds[self.counts["garble_when_busy"] % len(kinds)]
+        soup = getattr(salad, kind)(self.counts["garble_when_busy"], 80)
+        return self._not_alone(body, lambda busy: self._healthy_tool(
+            body, reasoning_text=soup if busy else None))
+
     async def mode_replay_verbatim(self, body: dict[str, Any], max_tokens: int) -> Response:
         """`replay_reply` with the reasoning streamed as it is (its newlines and spaces
         kept), for replies whose layout is part of what is judged."""
