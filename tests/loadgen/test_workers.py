@@ -54,3 +54,24 @@ def test_workers_give_the_same_records_as_one_process(fake_server, tmp_path: Pat
             by_workers["summary3"][phase]["verdicts"]
     assert by_workers["summary1"]["measurement"]["verdicts"]["stuck_in_reasoning"] == 6
     assert sum(fake.counts.values()) == 72
+
+
+def test_the_reference_phase_runs_alone_in_the_parent_whatever_the_workers(
+        fake_server, tmp_path: Path) -> None:
+    # Sharded phases, then the reference phase one request at a time: the same records.
+    _, srv = fake_server(("ok",))
+    sc = tmp_path / "w.toml"
+    sc.write_text(SC + '[reference]\nrequests = 3\nwhen = "after"\n')
+    seen = {}
+    for workers in (1, 2):
+        out = tmp_path / f"out{workers}"
+        proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet",
+                       "--workers", str(workers))
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        records = [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines()]
+        reference = [r for r in records if r["phase"] == "reference"]
+        assert [r["seq"] for r in reference] == [36, 37, 38]
+        assert all(r["in_flight"] == 1 for r in reference)
+        seen[workers] = [r["item_id"] for r in reference]
+        assert json.loads((out / "summary.json").read_text())["reference"]["oracles"] == 3
+    assert seen[1] == seen[2]
