@@ -1,0 +1,183 @@
+"""`garbled`: text that is not language (token salad), with a clean finish.
+
+A decode row that reads another request's KV (C128A and its relatives) answers in
+sub-word soup of the whole vocabulary, bursts of `<｜begin▁of▁sentence｜>`, or noise, and
+still finishes with `stop` or a well-formed tool call. The rule judges the reasoning, the
+content and every string value of every tool call's arguments (walked recursively; raw
+arguments that do not parse are judged as they are), each over windows, so a short
+salad burst in the middle of a healthy reply is caught. Each detector flags only strong
+evidence; its thresholds are `[verdicts]` keys (`garbled_*`, docs/scenario-keys.md):
+
+- markers: special tokens (`<｜…｜>`, `<|…|>`), tokenizer markers glued after a letter
+  (SentencePiece `▁`, byte-level BPE `Ġ`/`Ċ`) or in a row, byte pieces (`<0x0A>`), U+FFFD
+  replacement characters, UTF-8 read as Latin-1 (`Ã©`) and stray control characters
+  (not ANSI colours): at least `garbled_marker_burst` (4) within
+  `garbled_marker_window_chars` (160), one of them repeated. A single special token
+  named in prose, or a chat template spelled out once, is `token_leak`'s business.
+- scripts: letters of two scripts that meet inside a word (no separator), or two
+  non-Latin scripts separated only by spaces, where the pair is not explained: Latin and
+  Han always are (DeepSeek answers in both), so are the request's own scripts
+  (`params["scripts"]`), Han with kana or Hangul (Japanese, Korean), Latin with kana,
+  Hangul or Greek (terms and units), Latin with the scripts written without spaces
+  (Thai, Lao, Khmer, Myanmar, Tibetan). `garbled_script_switches` (4) such switches
+  within `garbled_script_window_chars` (120). Whole words of many scripts with
+  punctuation or Latin between them ("hello" in ten languages) are not switches, nor is
+  a Russian reply's English terms set off by spaces.
+- glued_fragments: runs of at least `garbled_glued_run_letters` (32) letters of one
+  cased script (Latin, Cyrillic, Greek), lower case after the first but for a capital
+  per 16 letters (camelCase has one every word), drawn from at least 10 letters (a DNA
+  string or a hex hash is not words): at least 3 such runs (one of 96 letters counts
+  three) and `garbled_glued_letters` (96) letters within `garbled_fragment_window_chars`
+  (400), at least `garbled_glued_share` (0.75) of the window's letters. Words a
+  detokeniser glued together without their spaces; a long compound named in a sentence,
+  or two side by side, is not.
+- spaced_letters: a chain of one-character tokens one space apart ("T h e _ u s e r")
+  holding at least `garbled_spaced_letters` (24) letters, at least 8 distinct, not an
+  alphabet in order (a word-search row, a spelled word or bits are shorter or fewer).
+- shuffled_words: a window of `garbled_shuffle_window_words` (32) words of running text
+  (80% of them follow the one before with only spaces between: not a table's cells or a
+  list's items; a word is two letters or more, or one CJK character, and no digit
+  touches it) with `garbled_shuffle_min_distinct` (5) to `garbled_shuffle_max_distinct`
+  (12) distinct words whose distinct pairs reach `garbled_shuffle_min_bigram_ratio`
+  (0.85) of what a random order of them gives: a handful of words shuffled. A template
+  or a loop repeats its pairs and stays far below.
+- noise: a window of `garbled_noise_window_chars` (192) characters, at most 10% outside
+  ASCII, with at least `garbled_noise_min_symbol_share` (0.15) ASCII punctuation, a
+  character entropy of at least `garbled_noise_min_bits` (5.8) bits and at least
+  `garbled_noise_min_distinct_pairs` (0.93) of its character pairs distinct: random
+  printable characters. Base64 (few symbols), hex hashes and UUIDs (4 bits), code,
+  regexes and minified JSON (their pairs repeat) stay below; random strings one to a line
+  (generated passwords, keys) are a list, a format.
+
+What the defaults catch at the least: 4 markers in 160 characters (four BOS tokens in a
+row); 4 switches in 120 characters (about 40 tokens of multilingual soup, a third of
+them neither Latin nor Han); three runs of 32 glued letters (or one of 96); 24 spaced
+letters; 32 words of a handful shuffled; 192 characters of printable noise (240 among
+other text: windows lie a quarter apart). Not caught: soup of one script whose pieces
+keep ordinary spaces ("ing the acc ount ations"), which only a lexicon would tell from a
+language we do not know; noise laid out one string a line; a random sequence of a
+handful of words that is honest (the digits of pi spelled out) is caught, wrongly; and
+garbage too short to be any of the above (a tool argument of a dozen characters).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import orjson
+
+from loadgen.judge.garbled.fragments import ASCII_LETTER, CASED, glued, runs, spaced_letters
+from loadgen.judge.garbled.markers import markers
+from loadgen.judge.garbled.script_mix import script_switches
+from loadgen.judge.garbled.statistics import noise, shuffled
+from loadgen.judge.scripts import INHERITED, code_points, scripts_of
+from loadgen.records import RequestRecord
+from loadgen.scenario import VerdictConfig
+
+EXCERPT_CHARS = 120
+
+
+@dataclass(frozen=True, slots=True)
+class Garble:
+    """Where salad was found and what was measured, for the report's forensics."""
+
+    field: str  # "reasoning", "content", or "call 0 change_plan.reason"
+    kind: str  # the detector: markers, scripts, glued_fragments, spaced_letters, ...
+    detail: str  # what it measured against its threshold
+    excerpt: str  # the offending window, at most EXCERPT_CHARS characters
+
+
+def garble_in_text(text: str, explained: frozenset[str], cfg: VerdictConfig
+                   ) -> tuple[str, str, str] | None:
+    """(kind, detail, excerpt) of the first salad found in one text, or None."""
+    if not text:
+        return None
+    points = code_points(text)
+    found = markers(text, points, cfg)
+    if found:
+        return _report("markers", text, found)
+    scr: np.ndarray | None = None
+    letter_runs = None
+    if points.dtype == np.uint8:  # ASCII: one script, its letters are the cased ones
+        cased = ASCII_LETTER[points]
+        edges = np.flatnonzero(np.diff(np.concatenate(([False], cased, [False])).view(
+            np.int8)))
+        starts, ends = letter_runs = edges[0::2], edges[1::2]
+    else:
+        scr = scripts_of(points)
+        inherited = scr == INHERITED
+        if inherited.any():  # a combining mark takes the script of its letter
+            fill = np.maximum.accumulate(np.where(inherited, 0, np.arange(len(scr))))
+            scr = scr[fill]
+        found = script_switches(points, scr, explained, cfg)
+        if found:
+            return _report("scripts", text, found)
+        cased = CASED[scr]
+        starts, ends = runs(cased, scr)
+    found = glued(text, cased, starts, ends, cfg)
+    if found:
+        return _report("glued_fragments", text, found)
+    found = spaced_letters(text, points, cfg)
+    if found:
+        return _report("spaced_letters", text, found)
+    found = noise(text, points, cfg)
+    if found:
+        return _report("noise", text, found)
+    found = shuffled(points, scr, letter_runs, cfg)
+    if found:
+        return _report("shuffled_words", text, found)
+    return None
+
+
+def _report(kind: str, text: str, found: tuple[str, int, int]) -> tuple[str, str, str]:
+    detail, start, end = found
+    end = min(max(end, start + 1), start + EXCERPT_CHARS)
+    return kind, detail, text[start:end]
+
+
+def _string_values(value: Any, path: str) -> Iterator[tuple[str, str]]:
+    """Every string in a parsed JSON value with its path, in order (a loop, not
+    recursion: arguments may nest as deep as the parser allows)."""
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            yield where, item
+        elif isinstance(item, dict):
+            stack += reversed([(v, f"{where}.{k}") for k, v in item.items()])
+        elif isinstance(item, list):
+            stack += reversed([(v, f"{where}[{i}]") for i, v in enumerate(item)])
+
+
+def _texts(record: RequestRecord) -> Iterator[tuple[str, str]]:
+    """Every text of a reply, named as the finding names it."""
+    yield "reasoning", record.reasoning
+    yield "content", record.content
+    for i, call in enumerate(record.tool_calls):
+        fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+        name = fn.get("name") or "?"
+        raw = fn.get("arguments") or ""
+        if not isinstance(raw, str):
+            continue
+        try:
+            args = orjson.loads(raw) if raw.strip() else {}
+        except orjson.JSONDecodeError:
+            yield f"call {i} {name} arguments", raw
+            continue
+        yield from _string_values(args, f"call {i} {name}")
+
+
+def find_garble(record: RequestRecord, cfg: VerdictConfig) -> Garble | None:
+    """The first salad in a reply's reasoning, content or tool-call argument values."""
+    if not cfg.garbled:
+        return None
+    scripts = record.params.get("scripts") or ()
+    explained = frozenset(s for s in scripts if isinstance(s, str))
+    for field, text in _texts(record):
+        found = garble_in_text(text, explained, cfg)
+        if found:
+            return Garble(field, *found)
+    return None

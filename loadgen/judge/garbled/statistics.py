@@ -1,0 +1,227 @@
+"""The `shuffled_words` and `noise` detectors: degenerate statistics over windows (a
+handful of words in random order; printable noise that is no known format)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from loadgen.judge.garbled.points import SPACES, TABLE_SIZE, lookup
+from loadgen.judge.scripts import (
+    FIRST_SCRIPT,
+    HAN,
+    SCRIPT_ID,
+)
+from loadgen.scenario import VerdictConfig
+
+_ASCII_UPPER = np.zeros(0x81, dtype=np.uint64)  # what folds an ASCII capital to lower case
+_ASCII_UPPER[0x41:0x5B] = 0x20
+_K = np.array([0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB,
+               0xD6E8FEB86659FD93], dtype=np.uint64)  # odd 64-bit mixing constants
+_RUNNING_TEXT = 0.8  # share of a window's words joined by spaces alone
+_ONE_CHAR_WORDS = np.zeros(TABLE_SIZE, dtype=bool)
+_ONE_CHAR_WORDS[[HAN, SCRIPT_ID["Hiragana"], SCRIPT_ID["Katakana"]]] = True
+
+
+def _words(points: np.ndarray, scr: np.ndarray | None,
+           letter_runs: tuple[np.ndarray, np.ndarray] | None = None
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(starts, ends, joined) of the words: letter runs of one script that no digit
+    touches (the letters of a hex hash or a UUID are not words), two letters or more; a
+    CJK character is a word of its own. `joined`: one or two spaces or nothing between a
+    word and the one before it (running text, not a table's cells or a list's items).
+    ASCII text gives its letter runs and no scripts."""
+    n = len(points)
+    if scr is None and letter_runs is not None:
+        starts, ends = letter_runs
+        one_char_word = np.zeros(len(starts), dtype=bool)
+    else:
+        assert scr is not None
+        letter = scr >= FIRST_SCRIPT
+        begins = letter.copy()
+        begins[1:] &= ~letter[:-1] | (scr[1:] != scr[:-1]) | _ONE_CHAR_WORDS[scr[1:]]
+        last = np.ones(n, dtype=bool)  # the word ends after this character
+        last[:-1] = begins[1:] | ~letter[1:]
+        starts = np.flatnonzero(begins)
+        ends = np.flatnonzero(letter & last) + 1
+        one_char_word = _ONE_CHAR_WORDS[scr[starts]]
+    before = points[np.maximum(starts - 1, 0)]
+    after = points[np.minimum(ends, n - 1)]
+    free = ((before < 0x30) | (before > 0x39) | (starts == 0)) \
+        & ((after < 0x30) | (after > 0x39) | (ends == n))
+    free &= (ends - starts > 1) | one_char_word  # not "a", "I", "C D E"
+    starts, ends = starts[free], ends[free]
+    gap = starts[1:] - ends[:-1]
+    first = lookup(SPACES, points[np.minimum(ends[:-1], n - 1)])
+    second = lookup(SPACES, points[np.minimum(ends[:-1] + 1, n - 1)])
+    joined = np.zeros(len(starts), dtype=bool)
+    joined[1:] = (gap == 0) | ((gap <= 2) & first & ((gap == 1) | second))
+    return starts, ends, joined
+
+
+def _folded(points: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Code points at these indexes, ASCII capitals in lower case."""
+    chosen = points[at].astype(np.uint64)
+    return chosen | lookup(_ASCII_UPPER, chosen)
+
+
+def _rough_keys(points: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """16 bits a word: its length and its first and last letters (words that share them
+    count as one: a screen that may only find too few distinct words)."""
+    length = np.minimum(ends - starts, 15).astype(np.uint64)
+    key = (length << np.uint64(12)) ^ (_folded(points, starts) << np.uint64(6)) \
+        ^ _folded(points, ends - 1)
+    return (key & np.uint64(0xFFFF)).astype(np.uint16)
+
+
+def _fingerprints(points: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """A word's fingerprint: its length, its first, middle and last letters and the sum
+    of its code points (one prefix sum for all the words), case-folded."""
+    if points.dtype == np.uint8:
+        folded = (points | np.uint8(0x20)).astype(np.uint64)  # letters are all that count
+    else:
+        folded = points.astype(np.uint64) | lookup(_ASCII_UPPER, points)
+    prefix = np.concatenate(([np.uint64(0)], np.cumsum(folded, dtype=np.uint64)))
+    length = ends - starts
+    return ((((length.astype(np.uint64) * _K[0] + folded[starts]) * _K[1]
+              + folded[ends - 1]) * _K[2] + folded[starts + length // 2]) * _K[3]
+            + prefix[ends] - prefix[starts])
+
+
+def _dense(keys: np.ndarray) -> np.ndarray:
+    """Keys renumbered 0, 1, 2... (equal keys, equal numbers)."""
+    order = np.argsort(keys)
+    ordered = keys[order]
+    new = np.ones(len(keys), dtype=bool)
+    new[1:] = ordered[1:] != ordered[:-1]
+    ids = np.empty(len(keys), dtype=np.int64)
+    ids[order] = np.cumsum(new) - 1
+    return ids
+
+
+def _previous(ids: np.ndarray) -> np.ndarray:
+    """Index of each id's previous occurrence, or -1 (16-bit ids sort in linear time)."""
+    if len(ids) and int(ids.max()) < 1 << 16:
+        ids = ids.astype(np.uint16)
+    order = np.argsort(ids, kind="stable")
+    ordered = ids[order]
+    prev = np.full(len(ids), -1, dtype=np.int64)
+    same = np.flatnonzero(ordered[1:] == ordered[:-1]) + 1
+    prev[order[same]] = order[same - 1]
+    return prev
+
+
+def _window_starts(length: int, size: int) -> np.ndarray:
+    """Starts of windows of `size` over `length` items, a quarter window apart, the last
+    one flush with the end (a burst anywhere lies whole in one of them once it is a
+    quarter longer than the window)."""
+    starts = np.arange(0, length - size + 1, max(1, size // 4))
+    if starts[-1] != length - size:
+        starts = np.append(starts, length - size)
+    return starts
+
+
+def _distinct_per_window(prev: np.ndarray, starts: np.ndarray, size: int) -> np.ndarray:
+    """Distinct keys in each window [start, start + size), from previous occurrences."""
+    cells = prev[starts[:, None] + np.arange(size)]
+    return np.count_nonzero(cells < starts[:, None], axis=1)
+
+
+def shuffled(points: np.ndarray, scr: np.ndarray | None,
+              letter_runs: tuple[np.ndarray, np.ndarray] | None, cfg: VerdictConfig
+              ) -> tuple[str, int, int] | None:
+    size = cfg.garbled_shuffle_window_words
+    word_starts, word_ends, joined = _words(points, scr, letter_runs)
+    if len(word_starts) < size:
+        return None
+    starts = _window_starts(len(word_starts), size)
+    linked = np.concatenate(([0], np.cumsum(joined)))
+    running = (linked[starts + size] - linked[starts + 1]) >= _RUNNING_TEXT * (size - 1)
+    low, high = cfg.garbled_shuffle_min_distinct, cfg.garbled_shuffle_max_distinct
+    # A screen on 16 bits a word (words that share them count once, so no window of few
+    # words is missed), then the windows it leaves, exactly.
+    rough = _previous(_rough_keys(points, word_starts, word_ends))
+    starts = starts[running & (_distinct_per_window(rough, starts, size) <= high)]
+    if not len(starts):
+        return None
+    ids = _dense(_fingerprints(points, word_starts, word_ends))
+    distinct = _distinct_per_window(_previous(ids), starts, size)
+    keep = (distinct >= low) & (distinct <= high)
+    starts, distinct = starts[keep], distinct[keep]
+    if not len(starts):
+        return None
+    bigrams = _dense(ids[:-1] * (int(ids.max()) + 1) + ids[1:])
+    pairs = _distinct_per_window(_previous(bigrams), starts, size - 1)
+    cells = distinct.astype(np.float64) ** 2
+    expected = cells * -np.expm1(-(size - 1) / cells)
+    ratio = pairs / expected
+    hit = np.flatnonzero(ratio >= cfg.garbled_shuffle_min_bigram_ratio)
+    if not len(hit):
+        return None
+    k = int(hit[0])
+    first = int(starts[k])
+    end_word = first + size
+    end = int(word_starts[end_word]) if end_word < len(word_starts) else len(points)
+    return (f"{size} words with {int(distinct[k])} distinct (threshold "
+            f"{low}-{high}) in random order: {int(pairs[k])} distinct bigrams, "
+            f"{ratio[k]:.2f} of a random shuffle's (threshold "
+            f"{cfg.garbled_shuffle_min_bigram_ratio})", int(word_starts[first]), end)
+
+
+# Character classes for noise: 0 space, 1 lower, 2 upper, 3 digit, 4 ASCII punctuation,
+# 5 anything else (not ASCII).
+_CLASS = np.full(0x81, 5, dtype=np.uint8)
+_CLASS[:0x80] = 0
+_CLASS[[*range(33, 48), *range(58, 65), *range(91, 97), *range(123, 127)]] = 4
+_CLASS[0x30:0x3A] = 3
+_CLASS[0x41:0x5B] = 2
+_CLASS[0x61:0x7B] = 1
+_NOISE_MAX_FOREIGN = 0.1  # noise here is ASCII: other scripts are the scripts detector's
+_NOISE_MIN_SWITCHES = 0.5  # a screen: random characters change class at 3 in 4
+_LIST_MIN_ITEMS = 2
+_LIST_ITEM_SPACES = 3
+_LIST_SHARE = 0.75
+
+
+def _a_list_of_strings(text: str, start: int, end: int) -> bool:
+    """The window's lines are items of a list: one string each, at most a number and a
+    space or two besides (generated passwords or keys, a format). Random characters in
+    one run of text are not."""
+    lo = text.rfind("\n", 0, start) + 1
+    hi = text.find("\n", end)
+    lines = [line.strip() for line in text[lo:hi if hi >= 0 else len(text)].split("\n")]
+    items = [line for line in lines if line and line.count(" ") <= _LIST_ITEM_SPACES]
+    return len(items) >= _LIST_MIN_ITEMS and \
+        sum(map(len, items)) >= _LIST_SHARE * sum(map(len, lines))
+
+
+def noise(text: str, points: np.ndarray, cfg: VerdictConfig) -> tuple[str, int, int] | None:
+    size = cfg.garbled_noise_window_chars
+    n = len(points)
+    if n < size:
+        return None
+    klass = lookup(_CLASS, points)
+    starts = _window_starts(n, size)
+    sums = np.concatenate(([0], np.cumsum(klass == 4)))
+    symbols = sums[starts + size] - sums[starts]
+    screen = symbols >= cfg.garbled_noise_min_symbol_share * size
+    if not screen.any():  # prose: the first screen ends it
+        return None
+    sums = [np.concatenate(([0], np.cumsum(v))) for v in
+            (klass == 5, np.concatenate(([False], klass[1:] != klass[:-1])))]
+    foreign, switches = (c[starts + size] - c[starts] for c in sums)
+    screen &= (foreign <= _NOISE_MAX_FOREIGN * size) & (switches >= _NOISE_MIN_SWITCHES * size)
+    for k in np.flatnonzero(screen).tolist():
+        start = int(starts[k])
+        window = points[start:start + size].astype(np.uint32)
+        _, freq = np.unique(window, return_counts=True)
+        p = freq / size
+        bits = float(-(p * np.log2(p)).sum())
+        pairs = len(np.unique((window[:-1] << np.uint32(16)) | window[1:])) / (size - 1)
+        if bits >= cfg.garbled_noise_min_bits and pairs >= cfg.garbled_noise_min_distinct_pairs \
+                and not _a_list_of_strings(text, start, start + size):
+            return (f"{size} chars of {bits:.2f} bits per char (threshold "
+                    f"{cfg.garbled_noise_min_bits}), {pairs:.0%} distinct character pairs "
+                    f"(threshold {cfg.garbled_noise_min_distinct_pairs:.0%}), "
+                    f"{int(symbols[k]) / size:.0%} punctuation (threshold "
+                    f"{cfg.garbled_noise_min_symbol_share:.0%})", start, start + size)
+    return None
