@@ -72,7 +72,7 @@ def priming_check(cfg: GateConfig, context: GateContext) -> Check:
     would leave a cold server to be measured, where the bug of a warm one hides."""
     planned = context.priming_planned
     if planned <= 0:
-        return Check("priming reached the model", True, "no priming in this scenario",
+        return Check("priming reached the model", True, "no priming asked of this run",
                      kind="error")
     st = context.priming or PhaseStats()
     replies = st.requests - st.infra_errors - st.interrupted
