@@ -84,7 +84,36 @@ BODY = {
     "stream_options": {"include_usage": True},
 }
 TOKEN_FIELDS = ("content", "reasoning", "reasoning_content", "tool_calls")
+READ = os.environ.get("BENCH_LOCUST_READ", "chunks")
 state = {"started": 0, "done": 0, "tokens": 0, "failed": 0}
+
+
+def _lines(chunks):
+    """64 KB reads split into lines, as bytes."""
+    buf = b""
+    for chunk in chunks:
+        buf += chunk
+        lines = buf.split(b"\\n")
+        buf = lines.pop()
+        yield from lines
+
+
+def count_tokens(lines, data, done):
+    """Token-carrying chunks and the usage of one SSE stream (lines as bytes or str)."""
+    tokens = 0
+    usage = None
+    for line in lines:
+        if not line.startswith(data) or line == done:
+            continue
+        event = json.loads(line[6:])
+        choices = event.get("choices")
+        if choices:
+            delta = choices[0].get("delta") or {}
+            if any(delta.get(k) for k in TOKEN_FIELDS):
+                tokens += 1
+        if event.get("usage"):
+            usage = event["usage"]
+    return tokens, usage
 
 
 @events.quitting.add_listener
@@ -99,31 +128,21 @@ class StreamingUser(FastHttpUser):
         if state["started"] >= REQUESTS:
             raise StopUser()
         state["started"] += 1
-        tokens = 0
-        usage = None
-        with self.client.post("/v1/chat/completions", json=BODY, stream=True,
-                              catch_response=True) as resp:
-            buf = b""
-            for chunk in resp.iter_content(chunk_size=65536, decode_content=False):
-                buf += chunk
-                lines = buf.split(b"\\n")
-                buf = lines.pop()
-                for line in lines:
-                    if not line.startswith(b"data: ") or line == b"data: [DONE]":
-                        continue
-                    event = json.loads(line[6:])
-                    choices = event.get("choices")
-                    if choices:
-                        delta = choices[0].get("delta") or {}
-                        if any(delta.get(k) for k in TOKEN_FIELDS):
-                            tokens += 1
-                    if event.get("usage"):
-                        usage = event["usage"]
-            if usage is None or usage.get("completion_tokens") != tokens:
-                state["failed"] += 1
-                resp.failure(f"{tokens} token chunks, usage {usage}")
-            else:
-                resp.success()
+        if READ == "iter-lines":  # locust's own helper: 1 KB reads, decoded, str lines
+            lines = self.client.iter_lines("/v1/chat/completions", method="POST", json=BODY)
+            tokens, usage = count_tokens(lines, "data: ", "data: [DONE]")
+            ok = usage is not None and usage.get("completion_tokens") == tokens
+        else:
+            with self.client.post("/v1/chat/completions", json=BODY, stream=True,
+                                  catch_response=True) as resp:
+                chunks = resp.iter_content(chunk_size=65536, decode_content=False)
+                tokens, usage = count_tokens(_lines(chunks), b"data: ", b"data: [DONE]")
+                ok = usage is not None and usage.get("completion_tokens") == tokens
+                if ok:
+                    resp.success()
+                else:
+                    resp.failure(f"{tokens} token chunks, usage {usage}")
+        state["failed"] += not ok
         state["done"] += 1
         state["tokens"] += tokens
         if state["done"] >= REQUESTS:
@@ -325,7 +344,7 @@ def run_one(client: str, rnd: int, args: argparse.Namespace, url: str, stub_pid:
                "-u", str(args.concurrency), "-r", str(args.concurrency), "--host", url,
                "--only-summary", "--loglevel", "WARNING", "-t", "900s", "--stop-timeout", "5"]
         env = os.environ | {"BENCH_REQUESTS": str(args.requests), "BENCH_RESULT": str(result),
-                            "BENCH_TOKENS": str(args.tokens)}
+                            "BENCH_TOKENS": str(args.tokens), "BENCH_LOCUST_READ": args.locust_read}
         cwd = work
     else:
         scenario = work / "bench.toml"
@@ -427,6 +446,9 @@ def main() -> None:
     ap.add_argument("--clients", default=",".join(CLIENTS),
                     help="which clients, comma-separated (after, before, locust)")
     ap.add_argument("--locust-version", default=LOCUST_VERSION)
+    ap.add_argument("--locust-read", choices=("chunks", "iter-lines"), default="chunks",
+                    help="how locust reads the stream: 64 KB reads split into byte lines, or "
+                         "its own iter_lines helper (1 KB reads, decoded to str)")
     ap.add_argument("--sample-interval", type=float, default=0.01, help="seconds")
     args = ap.parse_args()
     clients = [c for c in args.clients.split(",") if c]
