@@ -11,9 +11,10 @@ concurrency, one after the other, alternating over `--repeats` rounds:
           cd31672, before the judge's per-reply rules grew: token salad, wrong answers,
           loops that see through counters, invisible content), same interpreter;
 - locust: a `FastHttpUser` (a locustfile written into a temporary directory) that POSTs
-          the same streamed chat completion, reads the SSE stream to its end, parses each
-          `data:` line's JSON with the standard library, counts the chunks that carry a
-          token and checks that count against the reply's `usage`; headless, all users
+          the same streamed chat completion, reads the SSE stream to its end (64 KB reads
+          split into lines; `--locust-read iter-lines`: locust's own line helper), parses
+          each `data:` line's JSON with the standard library, counts the chunks that carry
+          a token and checks that count against the reply's `usage`; headless, all users
           spawned at once, stopping after the same number of requests. Locust is not a
           project dependency: it is installed into a virtual environment of its own under
           `$DSV4_QUAL_CACHE` (default ~/.cache/dsv4-qual), reused when present.
@@ -38,7 +39,7 @@ load while measuring; the sampler itself is left out).
 
     python benchmarks/bench_stream_tokens.py [--requests 2500] [--repeats 5] [--tokens 1024]
         [--concurrency 64] [--stub-core 0] [--client-core 1] [--before cd31672]
-        [--clients after,before,locust]
+        [--clients after,before,locust] [--locust-read chunks|iter-lines]
 """
 
 from __future__ import annotations
