@@ -452,6 +452,14 @@ def main() -> None:
                          "its own iter_lines helper (1 KB reads, decoded to str)")
     ap.add_argument("--sample-interval", type=float, default=0.01, help="seconds")
     args = ap.parse_args()
+    if args.tokens < 9:  # the stub's reply: reasoning, a tool call, 7 argument pieces
+        ap.error("--tokens: at least 9")
+    if args.requests < 20 * args.concurrency:
+        # The stub writes `concurrency` replies before a client has read one: with fewer
+        # requests the window starts before the clients' first replies (and a client's
+        # one-off warm-up on them) are done.
+        print(f"warning: {args.requests} requests < 20 x concurrency: the steady-state "
+              "window is short and includes the start", file=sys.stderr)
     clients = [c for c in args.clients.split(",") if c]
     if not set(clients) <= set(CLIENTS):
         ap.error(f"--clients: one or more of {', '.join(CLIENTS)}")
