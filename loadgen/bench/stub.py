@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-import random
 import sys
 
 import orjson
+
+from loadgen.bench.prose import prose_words
 
 MODEL = "bench-stub"
 
@@ -34,11 +35,11 @@ def build_events(tokens: int) -> list[bytes]:
     """SSE events of one reply with `tokens` generated tokens (each a chunk)."""
     events = [_chunk({"role": "assistant", "content": ""})]
     reasoning = max(1, tokens - 8)
-    # Healthy reasoning does not repeat itself (a repeat would rightly be a loop).
-    rng = random.Random(7)
-    vocab = ("user account upgrade business plan cancel first then tool call check seats "
-             "renewal owner active order step request explicit safe change").split()
-    events += [_chunk({"reasoning": rng.choice(vocab) + " "}) for _ in range(reasoning)]
+    # Healthy reasoning: honest prose, judged `ok` (random words from a short list would
+    # rightly be token salad, and a short repeated text a loop). Longer replies go round
+    # the ~1,000 words again: a unit too long to be a loop.
+    words = prose_words()
+    events += [_chunk({"reasoning": words[i % len(words)] + " "}) for i in range(reasoning)]
     events.append(_chunk({"tool_calls": [{"id": "call_1", "type": "function", "index": 0,
                                           "function": {"name": "change_plan",
                                                        "arguments": ""}}]}))

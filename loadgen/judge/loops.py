@@ -324,7 +324,9 @@ def ngram_repetitions(text: str, n: int, min_repeats: int, tail_words: int
     words = _tail_words(text, tail_words)
     if len(words) < n + min_repeats - 1 or sum(map(len, words)) > 24 * len(words):
         return  # too few words, or a script written without spaces: periods read it
-    keyed = [word_key(w) for w in words]
+    # The common case, every word short: the cached keys straight from C (map).
+    keyed = (list(map(_short_word_key, words)) if max(map(len, words)) <= 32
+             else [word_key(w) for w in words])
     shapes = [k[0] for k in keyed]
     grams = list(zip(*(shapes[i:] for i in range(n)), strict=False))
     counts = Counter(grams)

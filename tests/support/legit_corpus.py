@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from loadgen.bench.prose import LONG_ANSWER, LONG_REASONING
 from loadgen.judge.verdicts import classify
 from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig
@@ -44,46 +45,6 @@ def _call(name: str, **arguments: Any) -> dict[str, Any]:
             "function": {"name": name, "arguments": json.dumps(arguments)}}
 
 
-LONG_ANSWER = " ".join([
-    "Paged attention splits each sequence's key-value cache into fixed-size blocks, so the",
-    "server can allocate memory on demand instead of reserving the longest possible context",
-    "for every request. A block table maps each sequence's logical blocks to physical ones,",
-    "which lets two requests that share a prefix point at the same physical blocks until",
-    "one of them writes past the shared part. Continuous batching then schedules a new",
-    "request as soon as another one finishes, rather than waiting for a whole batch to",
-    "drain, which keeps the accelerator busy when replies differ a lot in length.",
-    "Speculative decoding adds a cheap draft model that proposes several tokens ahead; the",
-    "large model verifies all of them in one forward pass and keeps the longest prefix it",
-    "agrees with, so a good draft turns several sequential steps into one. CUDA graphs",
-    "remove the launch overhead of the many small kernels of a decode step by recording",
-    "them once and replaying the recording, but a replay reuses the exact tensor addresses",
-    "and strides that were recorded, which is why metadata buffers must stay where they",
-    "were and keep the layout the graph saw. When a builder changes the row stride between",
-    "capture and replay, every row after the first is read from the wrong place, and the",
-    "model attends to another request's context. The symptom depends on the model: some",
-    "produce word salad, reasoning models often circle in their thinking until they hit",
-    "the token limit. The fix keeps the capacity stride and narrows only how many columns",
-    "are written, which preserves the speed-up of the narrower layout without changing",
-    "what the captured kernel reads. In practice, operators should pin a release that",
-    "carries the fix, keep a positive control that reproduces the failure on purpose, and",
-    "run a soak that lasts long enough to cover the server's history, because failures of",
-    "this kind grow with uptime and short probes on a fresh server miss them entirely.",
-    "Capacity planning for such a deployment starts from the longest context the service",
-    "promises, since the persistent metadata buffers are sized for it once at start-up.",
-    "A million-token context at a compression ratio of one hundred and twenty-eight gives",
-    "eight thousand one hundred and ninety-two compressed slots per row; the number of",
-    "rows follows from the largest batch of tokens the scheduler may form in one step.",
-    "Multiplying the two gives the buffer's footprint, which is small next to the weights",
-    "but not negligible when several attention groups each keep their own copy. Expert",
-    "parallelism spreads the mixture-of-experts layers over the accelerators of a node,",
-    "while data parallelism runs independent replicas that share nothing but the front",
-    "end. Tensor parallelism, by contrast, splits every matrix across devices and needs a",
-    "fast interconnect, which is why multi-node setups prefer data parallelism across",
-    "nodes and keep tensor parallelism inside one. Monitoring should track the number of",
-    "running and waiting requests, the cache usage, preemptions and the acceptance rate",
-    "of speculative tokens, because a falling acceptance rate is often the first sign",
-    "that the draft and the target model disagree more than they should.",
-])
 
 ACCOUNTS = [f"{chr(65 + i % 26)}{(i * 7919) % 10000:04d}Z" for i in range(24)]
 
@@ -147,39 +108,6 @@ CSV_ANSWER = "month,prompt_tokens,generation_tokens,requests\n" + "\n".join(
     f"2026-{m:02d},{1_000_000 + 37_311 * m},{200_000 + 9_127 * m},{4_000 + 131 * m}"
     for m in range(1, 13))
 
-LONG_REASONING = " ".join([
-    "The user asks me to upgrade the account and then cancel it, which sounds contradictory",
-    "at first. But people do this: they want the business features for the rest of the",
-    "term, or they need an invoice at the business rate for their records. The system",
-    "prompt tells me to perform one step at a time and never to claim an action I did not",
-    "take, so I will not cancel in the same turn. Which tool fits the first step? There is",
-    "change_plan with an account id and a plan; business is among the allowed values. The",
-    "account is on pro with twelve seats, active, renewing on the first of December. Is",
-    "there anything that blocks an upgrade from pro to business? Nothing in the record",
-    "says so: no unpaid invoice, no suspension. After the upgrade I should ask whether the",
-    "cancellation is meant immediately or at the end of the term, because",
-    "cancel_subscription requires that field and guessing it would be claiming intent the",
-    "user did not state. Should I mention proration? It matters for the invoice, but it",
-    "does not change what I do now. I could also send an email, but nobody asked for one.",
-    "So: call change_plan for XEHM4B with plan business, and in the next turn ask about",
-    "the cancellation's timing. Let me double-check the identifier once more: the record",
-    "from get_account says XEHM4B, six characters, uppercase letters and digits, matching",
-    "what the user typed. The plan enum lists free, pro, business and enterprise, so the",
-    "value must be the lowercase word business, not Business or business plan. Seats stay",
-    "at twelve; the tool does not take a seat count, so nothing else to pass. What if the",
-    "upgrade fails, for example because the billing provider rejects the card? Then the",
-    "tool returns an error and I report it instead of moving on to the cancellation. What",
-    "if the user meant to cancel the business plan they do not have yet? That reading",
-    "makes no sense for the order they gave. What if they meant to cancel something else,",
-    "like an add-on? The record lists no add-ons. I am fairly confident the order is",
-    "upgrade now, cancellation to be scheduled after they confirm its timing. One more",
-    "consideration is the renewal date: if the term ends on the first of December and the",
-    "cancellation is at the end of term, the business features last until then, which is",
-    "probably the point of upgrading first. I should not speculate about that in my reply",
-    "beyond asking the question. The reply will be the tool call only; the question about",
-    "timing comes after the tool result, so that I can confirm the upgrade in the same",
-    "message.",
-])
 
 CHINESE = ("已将账户 XEHM4B 升级到企业版（business）。取消订阅需要您确认生效时间："
            "立即取消，还是在本计费周期结束时取消？确认后我再执行下一步。")
