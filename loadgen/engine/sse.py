@@ -51,6 +51,17 @@ class SSEParser:
                 self._pending_cr = True
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         buf = self._buf + chunk if self._buf else chunk
+        if not self._has_data and not self._event:
+            # Fast path: what every OpenAI-compatible server sends, `data: ...` events
+            # of one line each, split at C speed; anything else takes the general path.
+            parts = buf.split(b"\n\n")
+            rest = parts.pop()
+            if all(p[:6] == b"data: " and b"\n" not in p for p in parts):
+                self._buf = rest
+                if len(rest) > MAX_EVENT_BYTES:
+                    self.problem = self.problem or f"SSE line over {MAX_EVENT_BYTES} bytes"
+                    self._buf = b""
+                return [SSEEvent(p[6:]) for p in parts]
         events: list[SSEEvent] = []
         start = 0
         find = buf.find

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from loadgen.engine.requests import RequestMaker
@@ -611,3 +613,61 @@ fail_on = ["garbled"]
     records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
     assert len(records) == len(lines)
     assert sum(1 for r in records if r["params"].get("scripts") == ["Cyrillic"]) == 1
+
+
+# ------------------------------------------------------------------ ASCII screens
+
+def _every_detector(text: str, cfg: VerdictConfig) -> str | None:
+    """The ASCII path without its screens: every detector, in the same order."""
+    import numpy as np
+
+    from loadgen.judge import garbled as g
+    from loadgen.judge.scripts import code_points
+
+    points = code_points(text)
+    cased = g.ASCII_LETTER[points]
+    edges = np.flatnonzero(np.diff(np.concatenate(([False], cased, [False])).view(np.int8)))
+    starts, ends = edges[0::2], edges[1::2]
+    for kind, found in (
+            ("markers", lambda: g.markers(text, points, cfg)),
+            ("glued_fragments", lambda: g.glued(text, cased, starts, ends, cfg)),
+            ("spaced_letters", lambda: g.spaced_letters(text, points, cfg)),
+            ("noise", lambda: g.noise(text, points, cfg)),
+            ("shuffled_words", lambda: g.shuffled(points, None, (starts, ends), cfg))):
+        if found():
+            return kind
+    return None
+
+
+def _ascii_texts() -> list[str]:
+    texts = [text for _, text in salad.samples() if text.isascii()]
+    for reply in family_replies():
+        texts += [t for t in (reply.reasoning, reply.content) if t and t.isascii()]
+    return texts
+
+
+@pytest.mark.parametrize("cfg", [VerdictConfig(), VerdictConfig(
+    garbled_spaced_letters=8, garbled_glued_run_letters=16, garbled_noise_min_symbol_share=0.05,
+    garbled_marker_burst=2)], ids=["defaults", "tight"])
+def test_the_ascii_screens_never_hide_a_finding(cfg: VerdictConfig) -> None:
+    # Each screen is a necessary condition of its detector: with or without them, every
+    # ASCII salad and honest text gets the same finding.
+    texts = _ascii_texts()
+    assert len(texts) > 200
+    for text in texts:
+        found = garble_in_text(text, frozenset(), cfg)
+        assert (found[0] if found else None) == _every_detector(text, cfg), text[:80]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["a", "b", "Q", "z", " ", "  ", "\n", ".", ",", "#", "{",
+                                 "<|eot|>", "\x01", "<0x0A>", "the ", "x y ", "abcdefghij",
+                                 "Zq7!", "\t"]), min_size=0, max_size=400))
+def test_the_ascii_screens_agree_with_every_detector_on_any_text(parts: list[str]) -> None:
+    text = "".join(parts)
+    cfg = VerdictConfig(garbled_spaced_letters=8, garbled_glued_run_letters=16,
+                        garbled_shuffle_window_words=8, garbled_shuffle_max_distinct=6,
+                        garbled_shuffle_min_distinct=3, garbled_noise_window_chars=32,
+                        garbled_marker_burst=2)
+    found = garble_in_text(text, frozenset(), cfg)
+    assert (found[0] if found else None) == _every_detector(text, cfg)

@@ -78,6 +78,9 @@ from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig
 
 EXCERPT_CHARS = 120
+#: The shortest text any detector but the markers' can fire on: 32 one-character (CJK)
+#: words, or the shortest window of the others (spaced letters: 2 x 24 - 1).
+MIN_WORDS_TEXT = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,33 +93,74 @@ class Garble:
     excerpt: str  # the offending window, at most EXCERPT_CHARS characters
 
 
+# What an ASCII text must contain before each detector can fire (screens a few C-speed
+# passes cheap, each a necessary condition of its detector, so they never hide a
+# finding): a marker's first characters (control bytes, `<|`, `<0x`); punctuation enough
+# for one noise window; a run of letters long enough to be glued words; single letters
+# enough to make a chain one space apart.
+_ASCII_CONTROL = bytes([*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F])
+_ASCII_PUNCTUATION = bytes([*range(33, 48), *range(58, 65), *range(91, 97), *range(123, 127)])
+
+
+def _count(raw: bytes, which: bytes) -> int:
+    return len(raw) - len(raw.translate(None, which))
+
+
+def _ascii_garble(text: str, cfg: VerdictConfig) -> tuple[str, str, str] | None:
+    """The detectors an ASCII text can trip, each only past its screen: one script, so
+    no script switches; its letters are the cased ones."""
+    raw = text.encode("ascii")
+    points = np.frombuffer(raw, dtype=np.uint8)
+    if "<|" in text or "<0x" in text or _count(raw, _ASCII_CONTROL):
+        found = markers(text, points, cfg)
+        if found:
+            return _report("markers", text, found)
+    if len(text) < MIN_WORDS_TEXT:
+        return None  # too short for any other detector's window
+    cased = ASCII_LETTER[points]
+    edges = np.flatnonzero(np.diff(np.concatenate(([False], cased, [False])).view(np.int8)))
+    starts, ends = edges[0::2], edges[1::2]
+    lengths = ends - starts
+    if len(lengths) and int(lengths.max()) >= cfg.garbled_glued_run_letters:
+        found = glued(text, cased, starts, ends, cfg)
+        if found:
+            return _report("glued_fragments", text, found)
+    if np.count_nonzero(lengths == 1) >= cfg.garbled_spaced_letters:
+        found = spaced_letters(text, points, cfg)
+        if found:
+            return _report("spaced_letters", text, found)
+    if len(text) >= cfg.garbled_noise_window_chars and _count(raw, _ASCII_PUNCTUATION) >= \
+            cfg.garbled_noise_min_symbol_share * cfg.garbled_noise_window_chars:
+        found = noise(text, points, cfg)
+        if found:
+            return _report("noise", text, found)
+    found = shuffled(points, None, (starts, ends), cfg)
+    if found:
+        return _report("shuffled_words", text, found)
+    return None
+
+
 def garble_in_text(text: str, explained: frozenset[str], cfg: VerdictConfig
                    ) -> tuple[str, str, str] | None:
     """(kind, detail, excerpt) of the first salad found in one text, or None."""
     if not text:
         return None
+    if text.isascii():
+        return _ascii_garble(text, cfg)
     points = code_points(text)
     found = markers(text, points, cfg)
     if found:
         return _report("markers", text, found)
-    scr: np.ndarray | None = None
-    letter_runs = None
-    if points.dtype == np.uint8:  # ASCII: one script, its letters are the cased ones
-        cased = ASCII_LETTER[points]
-        edges = np.flatnonzero(np.diff(np.concatenate(([False], cased, [False])).view(
-            np.int8)))
-        starts, ends = letter_runs = edges[0::2], edges[1::2]
-    else:
-        scr = scripts_of(points)
-        inherited = scr == INHERITED
-        if inherited.any():  # a combining mark takes the script of its letter
-            fill = np.maximum.accumulate(np.where(inherited, 0, np.arange(len(scr))))
-            scr = scr[fill]
-        found = script_switches(points, scr, explained, cfg)
-        if found:
-            return _report("scripts", text, found)
-        cased = CASED[scr]
-        starts, ends = runs(cased, scr)
+    scr = scripts_of(points)
+    inherited = scr == INHERITED
+    if inherited.any():  # a combining mark takes the script of its letter
+        fill = np.maximum.accumulate(np.where(inherited, 0, np.arange(len(scr))))
+        scr = scr[fill]
+    found = script_switches(points, scr, explained, cfg)
+    if found:
+        return _report("scripts", text, found)
+    cased = CASED[scr]
+    starts, ends = runs(cased, scr)
     found = glued(text, cased, starts, ends, cfg)
     if found:
         return _report("glued_fragments", text, found)
@@ -126,7 +170,7 @@ def garble_in_text(text: str, explained: frozenset[str], cfg: VerdictConfig
     found = noise(text, points, cfg)
     if found:
         return _report("noise", text, found)
-    found = shuffled(points, scr, letter_runs, cfg)
+    found = shuffled(points, scr, None, cfg)
     if found:
         return _report("shuffled_words", text, found)
     return None
