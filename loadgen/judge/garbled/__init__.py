@@ -93,17 +93,43 @@ class Garble:
     excerpt: str  # the offending window, at most EXCERPT_CHARS characters
 
 
-# What an ASCII text must contain before each detector can fire (screens a few C-speed
-# passes cheap, each a necessary condition of its detector, so they never hide a
-# finding): a marker's first characters (control bytes, `<|`, `<0x`); punctuation enough
-# for one noise window; a run of letters long enough to be glued words; single letters
-# enough to make a chain one space apart.
+# What an ASCII text must contain before each detector can fire (screens of a few C-speed
+# passes, each a necessary condition of its detector, so they never hide a finding): a
+# marker's first characters (control bytes, `<|`, `<0x`); a run of letters long enough to
+# be glued words; a chain of one-character tokens one space apart; punctuation enough,
+# close enough together, for one noise window.
 _ASCII_CONTROL = bytes([*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F])
 _ASCII_PUNCTUATION = bytes([*range(33, 48), *range(58, 65), *range(91, 97), *range(123, 127)])
+# Every solid character as "x", a space as itself, other white space as "w": a chain of
+# one-character tokens one space apart reads "x x x ...".
+_AS_CHAIN = bytes(0x20 if b == 0x20 else 0x77 if b in b"\t\n\x0b\x0c\r" else 0x78
+                  for b in range(256))
+_AS_PUNCTUATION = bytes(1 if b in _ASCII_PUNCTUATION else 0 for b in range(256))
+_NOISE_BLOCK = 64  # a noise window lies within this many consecutive blocks, plus one
 
 
 def _count(raw: bytes, which: bytes) -> int:
     return len(raw) - len(raw.translate(None, which))
+
+
+def _may_chain(raw: bytes, letters: int) -> bool:
+    """A chain of `letters` one-character tokens one space apart could be in the text."""
+    return b" ".join([b"x"] * letters) in raw.translate(_AS_CHAIN)
+
+
+def _may_be_noise(raw: bytes, cfg: VerdictConfig) -> bool:
+    """Some window of the noise rule could hold its share of punctuation: the blocks that
+    cover any window hold at least as much."""
+    size, block = cfg.garbled_noise_window_chars, _NOISE_BLOCK
+    need = cfg.garbled_noise_min_symbol_share * size
+    if len(raw) < size or _count(raw, _ASCII_PUNCTUATION) < need:
+        return False
+    marks = np.frombuffer(raw.translate(_AS_PUNCTUATION), dtype=np.uint8)
+    per_block = np.add.reduceat(marks, np.arange(0, len(marks), block), dtype=np.int64)
+    span = -(-size // block) + 1  # blocks a window of `size` may touch
+    sums = np.convolve(per_block, np.ones(span, dtype=np.int64), mode="valid") \
+        if len(per_block) >= span else per_block.sum(keepdims=True)
+    return bool(sums.max() >= need)
 
 
 def _ascii_garble(text: str, cfg: VerdictConfig) -> tuple[str, str, str] | None:
@@ -120,17 +146,15 @@ def _ascii_garble(text: str, cfg: VerdictConfig) -> tuple[str, str, str] | None:
     cased = ASCII_LETTER[points]
     edges = np.flatnonzero(np.diff(np.concatenate(([False], cased, [False])).view(np.int8)))
     starts, ends = edges[0::2], edges[1::2]
-    lengths = ends - starts
-    if len(lengths) and int(lengths.max()) >= cfg.garbled_glued_run_letters:
+    if len(starts) and int((ends - starts).max()) >= cfg.garbled_glued_run_letters:
         found = glued(text, cased, starts, ends, cfg)
         if found:
             return _report("glued_fragments", text, found)
-    if np.count_nonzero(lengths == 1) >= cfg.garbled_spaced_letters:
+    if _may_chain(raw, cfg.garbled_spaced_letters):
         found = spaced_letters(text, points, cfg)
         if found:
             return _report("spaced_letters", text, found)
-    if len(text) >= cfg.garbled_noise_window_chars and _count(raw, _ASCII_PUNCTUATION) >= \
-            cfg.garbled_noise_min_symbol_share * cfg.garbled_noise_window_chars:
+    if _may_be_noise(raw, cfg):
         found = noise(text, points, cfg)
         if found:
             return _report("noise", text, found)
