@@ -29,11 +29,33 @@ def is_code(text: str) -> bool:
             and any(c.isdigit() for c in text))
 
 
+# Capitals and digits as "X", everything else as ".": where a code may be, found at C speed.
+_AS_CODE_CHARS = bytes(0x58 if chr(b).isupper() or chr(b).isdigit() else 0x2E
+                       for b in range(128)) + b"." * 128
+
+
 def find_codes(text: str) -> set[str]:
     """Every code in a text (whole tokens only: `XEHM4B`, not `XEHM4BX` or `aXEHM4B`)."""
     if not text:
         return set()
-    return {m for m in _CODE_CANDIDATE.findall(text) if is_code(m)}
+    if not text.isascii():
+        return {m for m in _CODE_CANDIDATE.findall(text) if is_code(m)}
+    raw = text.encode("ascii")
+    mapped = raw.translate(_AS_CODE_CHARS)
+    n = len(mapped)
+    found: set[str] = set()
+    start = mapped.find(b"XXXXXX")
+    while start >= 0:  # a run of six or more capitals and digits, from its first
+        end = start + 6
+        while end < n and mapped[end] == 0x58:
+            end += 1
+        if end - start <= 12 and (start == 0 or not raw[start - 1:start].isalnum()) \
+                and (end == n or not raw[end:end + 1].isalnum()):
+            code = text[start:end]
+            if is_code(code):
+                found.add(code)
+        start = mapped.find(b"XXXXXX", end)
+    return found
 
 
 @dataclass(frozen=True, slots=True)

@@ -159,11 +159,18 @@ def _leaked(text: str, found: list[_Match], i: int, code: list[tuple[int, int]])
     return not _in_sentence(text, s, e, line)
 
 
-def talked_about(text: str, start: int, end: int) -> bool:
+def code_spans(text: str) -> list[tuple[int, int]]:
+    """Where the text's inline code and code blocks are (`talked_about` takes them)."""
+    return _code_spans(text) if "`" in text or "~~~" in text else []
+
+
+def talked_about(text: str, start: int, end: int,
+                 code: list[tuple[int, int]] | None = None) -> bool:
     """Markup at text[start:end] stands as a word among words, the way a text about chat
     templates writes it (in code or quotes, named as what it is, inside a sentence), and
-    not as a decoder writes it (glued to a word, or against other markup)."""
-    code = _code_spans(text) if "`" in text or "~~~" in text else []
+    not as a decoder writes it (glued to a word, or against other markup). `code`: the
+    text's `code_spans`, when the caller asks about several places of one text."""
+    code = code_spans(text) if code is None else code
     if _inside(code, start, end):
         return True
     line = _line(text, start, end)

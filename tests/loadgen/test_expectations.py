@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from loadgen.expectations import Expectation, ExpectedCall, find_codes, is_code
 from loadgen.taxonomy import DEFAULT_FAIL_ON, RUN_LEVEL, SEVERITY, Verdict
@@ -47,3 +49,13 @@ def test_every_verdict_has_a_severity_and_ok_is_last() -> None:
     assert len(SEVERITY) == len(set(SEVERITY))
     assert SEVERITY[-1] is Verdict.OK
     assert set(Verdict) >= RUN_LEVEL and set(DEFAULT_FAIL_ON) <= set(Verdict)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="AB12xy -_.,Zq9\né", max_size=60))
+def test_codes_are_found_as_the_whole_token_rule_says_on_any_text(text: str) -> None:
+    # The fast scan of ASCII text finds exactly what the rule (a regex) says.
+    import re
+
+    rule = re.compile(r"(?<![A-Za-z0-9])[A-Z0-9]{6,12}(?![A-Za-z0-9])")
+    assert find_codes(text) == {m for m in rule.findall(text) if is_code(m)}

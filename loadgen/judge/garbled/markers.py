@@ -9,7 +9,7 @@ from collections import Counter
 import numpy as np
 
 from loadgen.judge.garbled.points import lookup
-from loadgen.judge.leaks import talked_about
+from loadgen.judge.leaks import code_spans, talked_about
 from loadgen.scenario import VerdictConfig
 
 # UTF-8 read as Latin-1 or cp1252: a lead byte's character, then one continuation byte's
@@ -42,13 +42,21 @@ def _may_have_markers(text: str, points: np.ndarray) -> bool:
 def markers(text: str, points: np.ndarray, cfg: VerdictConfig) -> tuple[str, int, int] | None:
     if not _may_have_markers(text, points):
         return None
-    # Special tokens an answer talks about (a chat template explained) are not a burst.
-    hits = [(m.start(), m.group() if m.lastgroup == "special" else m.lastgroup)
-            for m in _MARKER.finditer(text)
-            if m.lastgroup != "special" or not talked_about(text, m.start(), m.end())]
     need, width = cfg.garbled_marker_burst, cfg.garbled_marker_window_chars
+    hits: list[tuple[int, str]] = []
+    code: list[tuple[int, int]] | None = None  # the text's code spans, once, if needed
     lo = 0
-    for hi in range(len(hits)):
+    # In text order, a window ending at each marker; the first burst ends the search, so
+    # a reply of nothing but markers costs no more than its first few.
+    for m in _MARKER.finditer(text):
+        if m.lastgroup == "special":
+            # Special tokens an answer talks about (a chat template explained) are not
+            # a burst.
+            code = code_spans(text) if code is None else code
+            if talked_about(text, m.start(), m.end(), code):
+                continue
+        hits.append((m.start(), m.group() if m.lastgroup == "special" else str(m.lastgroup)))
+        hi = len(hits) - 1
         while hits[hi][0] - hits[lo][0] >= width:
             lo += 1
         if hi - lo + 1 >= need:
