@@ -24,12 +24,10 @@ _ONE_CHAR_WORDS[[HAN, SCRIPT_ID["Hiragana"], SCRIPT_ID["Katakana"]]] = True
 
 def _words(points: np.ndarray, scr: np.ndarray | None,
            letter_runs: tuple[np.ndarray, np.ndarray] | None = None
-           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(starts, ends, joined) of the words: letter runs of one script that no digit
-    touches (the letters of a hex hash or a UUID are not words), two letters or more; a
-    CJK character is a word of its own. `joined`: one or two spaces or nothing between a
-    word and the one before it (running text, not a table's cells or a list's items).
-    ASCII text gives its letter runs and no scripts."""
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, ends) of the words: letter runs of one script that no digit touches (the
+    letters of a hex hash or a UUID are not words), two letters or more; a CJK character
+    is a word of its own. ASCII text gives its letter runs and no scripts."""
     n = len(points)
     if scr is None and letter_runs is not None:
         starts, ends = letter_runs
@@ -49,13 +47,19 @@ def _words(points: np.ndarray, scr: np.ndarray | None,
     free = ((before < 0x30) | (before > 0x39) | (starts == 0)) \
         & ((after < 0x30) | (after > 0x39) | (ends == n))
     free &= (ends - starts > 1) | one_char_word  # not "a", "I", "C D E"
-    starts, ends = starts[free], ends[free]
+    return starts[free], ends[free]
+
+
+def _joined(points: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Per word: one or two spaces or nothing between it and the word before it (running
+    text, not a table's cells or a list's items)."""
+    n = len(points)
     gap = starts[1:] - ends[:-1]
     first = lookup(SPACES, points[np.minimum(ends[:-1], n - 1)])
     second = lookup(SPACES, points[np.minimum(ends[:-1] + 1, n - 1)])
     joined = np.zeros(len(starts), dtype=bool)
     joined[1:] = (gap == 0) | ((gap <= 2) & first & ((gap == 1) | second))
-    return starts, ends, joined
+    return joined
 
 
 def _folded(points: np.ndarray, at: np.ndarray) -> np.ndarray:
@@ -130,17 +134,19 @@ def shuffled(points: np.ndarray, scr: np.ndarray | None,
               letter_runs: tuple[np.ndarray, np.ndarray] | None, cfg: VerdictConfig
               ) -> tuple[str, int, int] | None:
     size = cfg.garbled_shuffle_window_words
-    word_starts, word_ends, joined = _words(points, scr, letter_runs)
+    word_starts, word_ends = _words(points, scr, letter_runs)
     if len(word_starts) < size:
         return None
     starts = _window_starts(len(word_starts), size)
-    linked = np.concatenate(([0], np.cumsum(joined)))
-    running = (linked[starts + size] - linked[starts + 1]) >= _RUNNING_TEXT * (size - 1)
     low, high = cfg.garbled_shuffle_min_distinct, cfg.garbled_shuffle_max_distinct
     # A screen on 16 bits a word (words that share them count once, so no window of few
-    # words is missed), then the windows it leaves, exactly.
+    # words is missed), then, of the windows it leaves, those of running text, exactly.
     rough = _previous(_rough_keys(points, word_starts, word_ends))
-    starts = starts[running & (_distinct_per_window(rough, starts, size) <= high)]
+    starts = starts[_distinct_per_window(rough, starts, size) <= high]
+    if not len(starts):
+        return None
+    linked = np.concatenate(([0], np.cumsum(_joined(points, word_starts, word_ends))))
+    starts = starts[(linked[starts + size] - linked[starts + 1]) >= _RUNNING_TEXT * (size - 1)]
     if not len(starts):
         return None
     ids = _dense(_fingerprints(points, word_starts, word_ends))
