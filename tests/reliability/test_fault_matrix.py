@@ -57,7 +57,13 @@ def test_every_fault_in_one_run_gets_its_verdict_and_the_run_goes_on(
     sc.write_text(SC.replace("measurement = 8", f"measurement = {n}")
                   .replace("min_measured = 8", f"min_measured = {n}")
                   .replace("max_infra_errors = 8", f"max_infra_errors = {n}")
-                  .replace("concurrency = 4", f"concurrency = {n}"))
+                  .replace("concurrency = 4", f"concurrency = {n}")
+                  # Every fault in flight at once on a busy two-core machine: a healthy
+                  # reply can be seconds late to its first token. The stalls sleep 30 s,
+                  # so wider timeouts still catch every one of them.
+                  .replace("first_token_timeout_s = 1.5", "first_token_timeout_s = 8")
+                  .replace("idle_timeout_s = 1", "idle_timeout_s = 5")
+                  .replace("total_timeout_s = 6", "total_timeout_s = 25"))
     out = tmp_path / "out"
     proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet")
     m = json.loads((out / "summary.json").read_text())["phases"]["measurement"]
