@@ -8,7 +8,10 @@ problem (exit code 3).
 
 from __future__ import annotations
 
+import difflib
 import tomllib
+import typing
+from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -517,7 +520,9 @@ def _first_problem(exc: ValidationError) -> str:
     loc = ".".join(str(p) for p in err["loc"]
                    if not str(p).startswith("function-") and str(p) not in tags)
     if err["type"] == "extra_forbidden":
-        problem = "unknown key"
+        problem = "unknown key" + _did_you_mean(
+            str(err["loc"][-1]), _known_keys([p for p in err["loc"][:-1]
+                                              if not str(p).startswith("function-")]))
     elif err["type"] == "missing":
         problem = "required key is missing"
     else:
@@ -525,6 +530,42 @@ def _first_problem(exc: ValidationError) -> str:
         if "input" in err and not isinstance(err["input"], dict | list):
             problem += f" (got {err['input']!r})"
     return f"{loc}: {problem}" if loc else problem
+
+
+def _did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """The closest known spelling, as the CLI's own options offer one."""
+    close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The scenario sections an annotation can hold (through Optional, unions, lists)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]
+
+
+def _known_keys(loc: list[Any]) -> set[str]:
+    """The keys a scenario accepts at `loc` (a discriminated union's tag names the member)."""
+    models: list[type[BaseModel]] = [Scenario]
+    for part in loc:
+        if not isinstance(part, str):
+            continue  # a list index: the same models
+        tagged = [m for m in models for name, field in m.model_fields.items()
+                  if name == "kind" and part in typing.get_args(field.annotation)]
+        if tagged:
+            models = tagged
+            continue
+        models = [inner for m in models if part in m.model_fields
+                  for inner in _models_in(m.model_fields[part].annotation)]
+    return {name for m in models for name in m.model_fields}
+
+
+def shipped_scenarios() -> list[str]:
+    """The bare names `run NAME` accepts here, for an error that lists them."""
+    names = {path.stem for directory in scenario_search_dirs() if directory.is_dir()
+             for path in directory.glob("*.toml")}
+    return sorted(names)
 
 
 def scenario_search_dirs() -> list[Path]:
@@ -556,13 +597,23 @@ def resolve_scenario_path(ref: str | Path) -> Path:
     return path
 
 
+def _shipped_hint(ref: str | Path) -> str:
+    """For a bare name: the shipped scenarios there are, the closest first."""
+    if Path(ref).suffix or "/" in str(ref):
+        return ""
+    names = shipped_scenarios()
+    if not names:
+        return ""
+    return f"{_did_you_mean(str(ref), names)}; shipped scenarios: {', '.join(names)}"
+
+
 def load_scenario(ref: str | Path) -> Scenario:
     """Read and validate a scenario file; every problem becomes one BadInputError line."""
     path = resolve_scenario_path(ref)
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        raise BadInputError(f"{path}: no such scenario file") from None
+        raise BadInputError(f"{path}: no such scenario file{_shipped_hint(ref)}") from None
     except IsADirectoryError:
         raise BadInputError(f"{path}: is a directory, not a scenario file") from None
     except OSError as exc:
