@@ -79,6 +79,10 @@ class _Group(click.Group):
         except click.exceptions.Abort:
             click.echo("dsv4-qual: interrupted", err=True)
             sys.exit(int(ExitCode.INTERRUPTED))
+        except click.exceptions.NoArgsIsHelpError as exc:
+            # A bare `dsv4-qual` asks what there is: the help, on stdout, and success.
+            click.echo(exc.ctx.get_help() if exc.ctx else self.get_help(click.Context(self)))
+            sys.exit(int(ExitCode.PASSED))
         except click.exceptions.ClickException as exc:
             exc.show()
             sys.exit(int(ExitCode.BAD_INPUT))
@@ -323,7 +327,8 @@ def soak(scenario_ref: str, duration: str | None, rounds: int | None, history_db
     if outcome.rounds:
         from loadgen.report.trend import console, round_table, write_trend_plot
 
-        console().print(round_table(outcome.rounds))
+        out = console()
+        out.print(round_table(outcome.rounds, out.width))
         write_trend_plot(outcome.rounds, outcome.out_dir / "trend.png")
     sys.exit(outcome.exit_code)
 
