@@ -24,7 +24,7 @@ def show_history(db: Path, *, soak_id: str | None, scenario: str | None, last: i
                            option=orjson.OPT_INDENT_2).decode())
     else:
         out = console()
-        out.print(round_table(rows))
+        out.print(round_table(rows, out.width))
         out.print(version_table(versions))
     if not rows:
         return None

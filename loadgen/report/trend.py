@@ -7,13 +7,16 @@ of 512 bound the rate below 0.07%, one round only below 0.6%).
 
 from __future__ import annotations
 
+import io
+import os
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from rich import box
-from rich.console import Console
+from rich.console import Console, Group, RenderableType
 from rich.table import Table
 
 from loadgen.bounds import upper_bound
@@ -39,25 +42,75 @@ def failure_rate(row: dict[str, Any]) -> float | None:
     return (row.get("gated_failures") or 0) / measured if measured else None
 
 
-def round_table(rows: list[dict[str, Any]]) -> Table:
-    table = Table(title="soak rounds (oldest first)", box=box.SIMPLE_HEAD,
-                  caption="bound: one-sided 95% Clopper-Pearson upper bound on the rate")
-    for name, justify in (("soak", "left"), ("round", "right"), ("started", "left"),
-                          ("status", "left"), ("vLLM", "left"), ("layout", "left"),
-                          ("primed", "right"), ("measured", "right"), ("failed", "right"),
-                          ("rate", "right"), ("bound", "right"), ("TTFT p50", "right"),
-                          ("e2e p99", "right"), ("exit", "right")):
+#: (header, justify, cell) of the round table, in the order shown.
+_Column = tuple[str, str, Callable[[dict[str, Any]], str]]
+_ROUND_COLUMNS: list[_Column] = [
+    ("soak", "left", lambda r: r["soak_id"]),
+    ("round", "right", lambda r: str(r["round"])),
+    ("started", "left", lambda r: _when(r["started"])),
+    ("status", "left", lambda r: r["status"]),
+    ("vLLM", "left", lambda r: r.get("vllm_version") or UNKNOWN),
+    ("layout", "left", lambda r: r.get("c128a_layout") or UNKNOWN),
+    ("primed", "right", lambda r: str(r.get("priming") or 0)),
+    ("failed", "right", lambda r: "-" if r.get("measured") is None
+     else f"{r.get('gated_failures') or 0}/{r['measured']}"),
+    ("rate", "right", lambda r: _pct(failure_rate(r))),
+    ("bound", "right", lambda r: _pct(r.get("upper_bound_95"))),
+    ("TTFT p50", "right", lambda r: _sec(r.get("ttft_p50"))),
+    ("e2e p99", "right", lambda r: _sec(r.get("e2e_p99"))),
+    ("exit", "right", lambda r: "-" if r.get("exit_code") is None else str(r["exit_code"])),
+]
+#: What goes first where the terminal is narrow (`--json` always has every field); the
+#: rest is what a release manager reads off a round.
+_DROP_FIRST = ("e2e p99", "TTFT p50", "primed", "rate")
+_CAPTION = "failed: gated failures / measured; bound: one-sided 95% Clopper-Pearson upper " \
+    "bound on the rate"
+
+
+def round_table(rows: list[dict[str, Any]], width: int | None = None) -> RenderableType:
+    """One line per round, no wider than `width` (None: every column in one table).
+
+    Where one table with a soak column does not fit, each soak gets its own table under
+    its id, and the latency, priming and rate columns go, in that order, until it fits.
+    """
+    soaks = list(dict.fromkeys(r["soak_id"] for r in rows))
+    shown = [c for c in _ROUND_COLUMNS if c[0] != "soak" or len(soaks) > 1]
+    whole = _table(_title(soaks), rows, shown, _CAPTION)
+    if width is None or _width(whole) <= width:
+        return whole
+    shown = [c for c in _ROUND_COLUMNS if c[0] != "soak"]
+    dropped: list[str] = []
+    for name in _DROP_FIRST:
+        if _width(_table("", rows, shown, None)) <= width:
+            break
+        shown = [c for c in shown if c[0] != name]
+        dropped.append(name)
+    caption = _CAPTION + (f"; {', '.join(dropped)}: a wider terminal or --json"
+                          if dropped else "")
+    return Group(*(_table(_title([soak]), [r for r in rows if r["soak_id"] == soak], shown,
+                          caption if i == len(soaks) - 1 else None)
+                   for i, soak in enumerate(soaks)))
+
+
+def _title(soaks: list[str]) -> str:
+    return f"soak {soaks[0]}: rounds, oldest first" if len(soaks) == 1 else \
+        "soak rounds (oldest first)"
+
+
+def _table(title: str, rows: list[dict[str, Any]], columns: list[_Column],
+           caption: str | None) -> Table:
+    table = Table(title=title or None, box=box.SIMPLE_HEAD, caption=caption, pad_edge=False,
+                  padding=(0, 1, 0, 0))
+    for name, justify, _ in columns:
         table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for r in rows:
-        table.add_row(
-            r["soak_id"], str(r["round"]), _when(r["started"]), r["status"],
-            r.get("vllm_version") or UNKNOWN, r.get("c128a_layout") or UNKNOWN,
-            str(r.get("priming") or 0), str(r.get("measured") if r.get("measured") is not None
-                                            else "-"),
-            str(r.get("gated_failures") if r.get("gated_failures") is not None else "-"),
-            _pct(failure_rate(r)), _pct(r.get("upper_bound_95")), _sec(r.get("ttft_p50")),
-            _sec(r.get("e2e_p99")), "-" if r.get("exit_code") is None else str(r["exit_code"]))
+        table.add_row(*(cell(r) for _, _, cell in columns))
     return table
+
+
+def _width(table: Table) -> int:
+    """The table's natural width: what it takes with no column cut."""
+    return Console(width=10_000, file=io.StringIO()).measure(table).maximum
 
 
 def per_version(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -138,4 +191,6 @@ def write_trend_plot(rows: list[dict[str, Any]], path: Path) -> None:
 def console() -> Console:
     """The terminal's width on a terminal; wide enough for the table in CI logs."""
     c = Console()
-    return c if c.is_terminal else Console(width=200)
+    if c.is_terminal or os.environ.get("COLUMNS"):
+        return c
+    return Console(width=200)
