@@ -106,3 +106,16 @@ def test_a_wide_terminal_gets_every_column() -> None:
     for header in ("soak", "primed", "rate", "TTFT p50", "e2e p99", "exit"):
         assert header in text
     assert "a wider terminal" not in text
+
+
+def test_the_readme_says_who_it_is_for_and_what_it_answers_before_the_mechanism() -> None:
+    from tests.loadgen.conftest import REPO
+
+    text = (REPO / "README.md").read_text()
+    first = text.split("\n\n")[1]  # the paragraph under the title
+    assert "release managers" in first and "operators" in first
+    assert "?" in first  # the question it answers, asked as one
+    assert "exits 0 only when" in first
+    for jargon in ("C128A", "CUDA graph", "DSpark", "stride", "packed"):
+        assert jargon not in first, jargon
+    assert "C128A" in text.split("\n\n")[2]  # then the mechanism
