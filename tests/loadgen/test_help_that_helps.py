@@ -112,7 +112,7 @@ def test_the_readme_says_who_it_is_for_and_what_it_answers_before_the_mechanism(
     from tests.loadgen.conftest import REPO
 
     text = (REPO / "README.md").read_text()
-    first = text.split("\n\n")[1]  # the paragraph under the title
+    first = " ".join(text.split("\n\n")[1].split())  # the paragraph under the title
     assert "release managers" in first and "operators" in first
     assert "?" in first  # the question it answers, asked as one
     assert "exits 0 only when" in first
