@@ -68,21 +68,26 @@ def run_scenario(
         scenario = scenario.with_overrides(
             base_urls=[embedded.base_url],
             receipts_dir=scenario.target.receipts_dir or embedded.receipts_dir)
-    runner = Runner(scenario, out_dir, run_id, quiet=quiet, transport=transport,
-                    api_key=api_key, workers=workers)
-    write_run(out_dir, scenario, runner.facts)
     try:
-        facts = loop.run(runner.run())
-    except KeyboardInterrupt:  # a second Ctrl-C before the handlers were in place
-        facts = runner.facts
-        facts.interrupted = facts.interrupted or "interrupted by SIGINT"
+        runner = Runner(scenario, out_dir, run_id, quiet=quiet, transport=transport,
+                        api_key=api_key, workers=workers)
+        write_run(out_dir, scenario, runner.facts)
+        try:
+            facts = loop.run(runner.run())
+        except KeyboardInterrupt:  # a second Ctrl-C before the handlers were in place
+            facts = runner.facts
+            facts.interrupted = facts.interrupted or "interrupted by SIGINT"
+        finally:
+            if embedded is not None:
+                embedded.stop()  # its receipt now holds the guard's last counts
+        # The run is over: a signal from here on is held, so the reports are written whole
+        # and the exit code printed is the one returned (a caller that goes on resumes them).
+        interrupts.hold()
+        # server.json keeps every receipt whole, so the sim's own folder can go.
+        write_json(out_dir / SERVER_FILE, select_receipts(runner.server_document()))
     finally:
         if embedded is not None:
-            embedded.stop()
-    # The run is over: a signal from here on is held, so the reports are written whole and
-    # the exit code printed is the one returned (a caller that goes on resumes them).
-    interrupts.hold()
-    write_json(out_dir / SERVER_FILE, select_receipts(runner.server_document()))
+            embedded.close()
     write_run(out_dir, scenario, facts)
     outcome = rebuild_reports(out_dir, html=html)
     outcome.interrupted_after = interrupts.HELD.signal

@@ -394,7 +394,9 @@ def soak(scenario: Scenario, plan: SoakPlan, out: Path | None, history_path: Pat
             finally:
                 interrupts.hold()  # the soak's own bookkeeping is written whole
                 if embedded is not None:
-                    embedded.stop()
+                    # Every round's server.json holds the receipts it read: the sim's
+                    # own receipts folder goes with it.
+                    embedded.close()
             outcome = session.finish(reason, interrupted)
             session.echo(f"soak {outcome.soak_id}: {outcome.status} ({reason}); "
                          f"exit {outcome.exit_code}")

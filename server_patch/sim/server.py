@@ -132,6 +132,7 @@ def start_in_thread(cfg: SimConfig, host: str = "127.0.0.1", port: int = 0,
 
 
 def default_receipts_dir() -> str:
+    """A fresh receipts folder in the temp dir; the caller removes it when done."""
     import tempfile
 
     return tempfile.mkdtemp(prefix=f"dsv4-qual-sim-receipts-{os.getpid()}-")

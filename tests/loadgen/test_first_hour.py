@@ -205,3 +205,57 @@ def test_documents_people_read_have_rounded_numbers(tmp_path: Path) -> None:
         values = floats(json.loads(path.read_text()))
         # At most 12 significant digits: float noise such as 0.10300000000000864 is gone.
         assert values and all(float(f"{v:.12g}") == v for v in values), path
+
+
+#: A sim scenario small enough for a few seconds' run.
+TINY_SIM = """\
+[target.sim]
+max_num_seqs = 8
+max_model_len = 2048
+
+[load]
+concurrency = 4
+priming = 2
+measurement = 8
+
+[request]
+max_tokens = 64
+
+[workload]
+kind = "long-context"
+context_tokens = [96, 256]
+tools = true
+
+[gate]
+prove_below = 0.5
+require_receipts = true
+"""
+
+
+@pytest.mark.parametrize("command", ["run", "soak", "demo"])
+def test_runs_on_the_sim_leave_nothing_in_the_temp_dir(command: str, tmp_path: Path,
+                                                       temp_dir: Path) -> None:
+    sc = tmp_path / "tiny.toml"
+    sc.write_text(TINY_SIM)
+    out = tmp_path / "o"
+    args = {"run": ["run", str(sc)], "soak": ["soak", str(sc), "--rounds", "1"],
+            "demo": ["demo", "--scenario", str(sc)]}[command]
+    proc = run_cli(*args, "--out", str(out), "--quiet")
+    assert proc.returncode in (0, 1, 2), proc.stdout + proc.stderr
+    # The sim made its receipts folder in the temp dir, and removed it.
+    assert list(temp_dir.iterdir()) == []
+    if command == "run":  # what the run read from it is kept in its results
+        assert proc.returncode == 0, proc.stdout
+        server = json.loads((out / "server.json").read_text())
+        [receipt] = server["receipts"]
+        assert receipt["counted"] and receipt["guard"]["calls"] > 0
+
+
+def test_a_receipts_folder_the_user_named_is_kept(tmp_path: Path, temp_dir: Path) -> None:
+    sc = tmp_path / "tiny.toml"
+    sc.write_text(TINY_SIM)
+    receipts = tmp_path / "receipts"
+    proc = run_cli("run", str(sc), "--receipts-dir", str(receipts), "--out",
+                   str(tmp_path / "o"), "--quiet")
+    assert proc.returncode == 0, proc.stdout
+    assert len(list(receipts.glob("*.json"))) == 1 and list(temp_dir.iterdir()) == []
