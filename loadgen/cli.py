@@ -133,7 +133,7 @@ def _scenario_from(ref: str, options: dict[str, Any]) -> Scenario:
 @target_options
 @load_options
 @click.option("--out", type=click.Path(path_type=Path), default=None,
-              help="Results directory (default: results/<scenario>-<run id>).")
+              help="Results directory (default: results/<scenario>-<id>).")
 @click.option("--workers", type=click.IntRange(1, 512), default=1, show_default=True,
               help="Processes sharing each phase (one event loop each).")
 def run(scenario_ref: str, out: Path | None, workers: int, transport: str, quiet: bool,
@@ -163,8 +163,9 @@ def report(results_dir: Path) -> None:
 
     \b
     Examples:
-      dsv4-qual report results/smoke-20261129T101500Z-01234
-      dsv4-qual report results/demo-20261129T101500Z-01234
+      dsv4-qual report results/smoke-20261129T101500Z-01234-1
+      dsv4-qual report results/qualify-pr-51318-20261129T101500Z-01234-1
+      dsv4-qual report results/demo-20261129T101500Z-01234-1
     """
     from loadgen.commands.report import rebuild_any
 
@@ -177,7 +178,7 @@ def report(results_dir: Path) -> None:
 @click.option("--scenario", "scenario_ref", default="sim-smoke", show_default=True,
               help="A scenario with a [target.sim] section.")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
-              help="Where control/ and candidate/ go (default: results/demo-<time>).")
+              help="Where control/ and candidate/ go (default: results/demo-<id>).")
 @click.option("--quiet", is_flag=True, help="Only the side-by-side table.")
 def demo(scenario_ref: str, out: Path | None, quiet: bool) -> None:
     """The main job on the embedded sim: control (packed) vs candidate (capacity).

@@ -16,7 +16,6 @@ from rich.table import Table
 from loadgen.commands.qualify import qualify
 from loadgen.exit_codes import EXIT_WORDS, BadInputError
 from loadgen.judge.run_report import RunReport
-from loadgen.results import default_out_dir, new_run_id
 from loadgen.scenario import QualifyConfig, QualifySide, Scenario, load_scenario
 
 CONTROL_LAYOUT = "packed"
@@ -59,8 +58,7 @@ def _column(report: RunReport | None) -> list[str]:
 
 def run_demo(scenario_ref: str, out: Path | None, quiet: bool = False) -> int:
     scenario = load_scenario(scenario_ref)
-    outcome = qualify(scenario, sim_sides(scenario),
-                      out or default_out_dir("demo", "", new_run_id()), quiet=quiet)
+    outcome = qualify(scenario, sim_sides(scenario), out, quiet=quiet, command="demo")
     q = outcome.qualification
     table = Table(title=f"dsv4-qual demo: {scenario.name} on the embedded sim")
     table.add_column("")

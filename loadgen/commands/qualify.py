@@ -87,8 +87,11 @@ def side_scenario(scenario: Scenario, cfg: QualifyConfig, role: str) -> Scenario
 
 
 def qualify(scenario: Scenario, cfg: QualifyConfig, out: Path | None, *, quiet: bool = False,
-            transport: str = "auto") -> QualifyOutcome:
-    """Control, then (only if it reproduced) candidate; side-by-side reports; the verdict."""
+            transport: str = "auto", command: str = "qualify") -> QualifyOutcome:
+    """Control, then (only if it reproduced) candidate; side-by-side reports; the verdict.
+
+    `command` names what the user ran (`qualify`, `demo`): the default results
+    directory and every side-by-side page carry it."""
     for name, side in (("control", cfg.control), ("candidate", cfg.candidate)):
         if not side.base_urls and side.sim is None:
             raise BadInputError(
@@ -96,7 +99,8 @@ def qualify(scenario: Scenario, cfg: QualifyConfig, out: Path | None, *, quiet: 
                 f"or qualify.{name}.sim in the scenario")
     control_sc = side_scenario(scenario, cfg, "control")
     candidate_sc = side_scenario(scenario, cfg, "candidate")
-    out_dir = prepare_out_dir(out or default_out_dir("qualify", scenario.name, new_run_id()))
+    out_dir = prepare_out_dir(out or default_out_dir(
+        command, "" if command == "demo" else scenario.name, new_run_id()))
     for sub in (CONTROL_DIR, CANDIDATE_DIR):
         if (out_dir / sub).exists() and any((out_dir / sub).iterdir()):
             raise BadInputError(f"--out {out_dir}: already holds a qualification "
@@ -114,5 +118,6 @@ def qualify(scenario: Scenario, cfg: QualifyConfig, out: Path | None, *, quiet: 
             candidate = None
     interrupts.hold()  # the side-by-side reports are written whole, whatever comes
     qualification = decide(out_dir, scenario.name, control, candidate,
-                           allow_different_models=cfg.allow_different_models)
+                           allow_different_models=cfg.allow_different_models,
+                           command=command)
     return QualifyOutcome(qualification, write_qualify_reports(qualification))

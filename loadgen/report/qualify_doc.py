@@ -78,6 +78,7 @@ def headline(doc: dict[str, Any]) -> str:
 def qualify_document(q: Qualification) -> dict[str, Any]:
     """qualify.json."""
     doc: dict[str, Any] = {
+        "command": q.command,
         "scenario": q.scenario,
         "verdict": q.verdict,
         "exit_code": q.exit_code,

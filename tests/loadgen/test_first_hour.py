@@ -259,3 +259,54 @@ def test_a_receipts_folder_the_user_named_is_kept(tmp_path: Path, temp_dir: Path
                    str(tmp_path / "o"), "--quiet")
     assert proc.returncode == 0, proc.stdout
     assert len(list(receipts.glob("*.json"))) == 1 and list(temp_dir.iterdir()) == []
+
+
+#: What a run id looks like (`results.new_run_id`), and each command's default folder.
+RUN_ID = r"\d{8}T\d{6}Z-\d{5}-\d+"
+DEFAULT_FORMS = {"results/<scenario>-<id>", "results/qualify-<scenario>-<id>",
+                 "results/demo-<id>", "results/soak-<scenario>"}
+
+
+def test_the_demo_is_named_demo_in_its_folder_pages_and_report(tmp_path: Path) -> None:
+    import re
+
+    (tmp_path / "tiny.toml").write_text(TINY_SIM)
+    proc = run_cli("demo", "--scenario", "tiny.toml", "--quiet")
+    assert proc.returncode in (0, 2), proc.stdout
+    [out] = (tmp_path / "results").iterdir()
+    assert re.fullmatch(f"demo-{RUN_ID}", out.name), out.name  # README's results/demo-<id>
+    assert json.loads((out / "qualify.json").read_text())["command"] == "demo"
+
+    def headed_demo() -> None:
+        assert (out / "report.md").read_text().startswith("# dsv4-qual demo: tiny\n")
+        page = (out / "report.html").read_text()
+        assert "<h1>dsv4-qual demo: tiny</h1>" in page and "dsv4-qual qualify" not in page
+        assert 'testsuite name="dsv4-qual.demo.tiny"' in (out / "junit.xml").read_text()
+
+    headed_demo()
+    rebuilt = run_cli("report", str(out))
+    assert rebuilt.returncode == proc.returncode
+    assert rebuilt.stdout.startswith("demo tiny: "), rebuilt.stdout
+    headed_demo()
+
+
+def test_readme_and_every_help_name_results_folders_as_the_code_does() -> None:
+    import re
+
+    from loadgen.cli import cli
+    from loadgen.results import default_out_dir
+
+    made = {default_out_dir("", "smoke", "ID"), default_out_dir("qualify", "smoke", "ID"),
+            default_out_dir("demo", "", "ID")}
+    assert {str(p) for p in made} == {"results/smoke-ID", "results/qualify-smoke-ID",
+                                      "results/demo-ID"}
+    texts = {"README.md": (REPO / "README.md").read_text()}
+    for name, command in cli.commands.items():
+        texts[f"{name} --help"] = run_cli(name, "--help").stdout
+    for where, text in texts.items():
+        text = re.sub(r"\s+", " ", text)
+        for form in re.findall(r"results/[\w.<>-]*<[\w.<>-]*", text):
+            assert form.rstrip(".") in DEFAULT_FORMS, (where, form)
+        for example in re.findall(r"results/[\w.-]*\d{8}T\d{6}Z[\w.-]*", text):
+            assert re.fullmatch(rf"results/(demo|qualify-[\w.-]+|[\w.-]+)-{RUN_ID}", example), (
+                where, example)
