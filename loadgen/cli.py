@@ -179,7 +179,9 @@ def report(results_dir: Path) -> None:
               help="A scenario with a [target.sim] section.")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Where control/ and candidate/ go (default: results/demo-<id>).")
-@click.option("--quiet", is_flag=True, help="Only the side-by-side table.")
+@click.option("--quiet", is_flag=True,
+              help="Print only the side-by-side table and the final `demo: exit N` line: no "
+                   "progress, no side's result line, no log line (the reports keep them).")
 def demo(scenario_ref: str, out: Path | None, quiet: bool) -> None:
     """The main job on the embedded sim: control (packed) vs candidate (capacity).
 

@@ -57,8 +57,13 @@ def _column(report: RunReport | None) -> list[str]:
 
 
 def run_demo(scenario_ref: str, out: Path | None, quiet: bool = False) -> int:
+    """Qualify the scenario's sim against itself and print both sides; the exit code.
+
+    `quiet` prints the table and the one `demo: exit N` line, nothing else: no progress,
+    no side's result line, no log line of the sims (the reports keep all of it)."""
     scenario = load_scenario(scenario_ref)
-    outcome = qualify(scenario, sim_sides(scenario), out, quiet=quiet, command="demo")
+    outcome = qualify(scenario, sim_sides(scenario), out, quiet=quiet, command="demo",
+                      echo=not quiet)
     q = outcome.qualification
     table = Table(title=f"dsv4-qual demo: {scenario.name} on the embedded sim")
     table.add_column("")
@@ -77,5 +82,7 @@ def run_demo(scenario_ref: str, out: Path | None, quiet: bool = False) -> int:
         if q.candidate is None else "the candidate's run was invalid",
         130: "interrupted",
     }.get(q.exit_code, "?")
-    console.print(f"demo: exit {q.exit_code}: {verdict}; reports in {q.out_dir}")
+    # One line, whatever the terminal's width: scripts and CI logs grep it.
+    console.print(f"demo: exit {q.exit_code}: {verdict}; reports in {q.out_dir}",
+                  soft_wrap=True, highlight=False)
     return q.exit_code

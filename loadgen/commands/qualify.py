@@ -87,11 +87,13 @@ def side_scenario(scenario: Scenario, cfg: QualifyConfig, role: str) -> Scenario
 
 
 def qualify(scenario: Scenario, cfg: QualifyConfig, out: Path | None, *, quiet: bool = False,
-            transport: str = "auto", command: str = "qualify") -> QualifyOutcome:
+            transport: str = "auto", command: str = "qualify",
+            echo: bool = True) -> QualifyOutcome:
     """Control, then (only if it reproduced) candidate; side-by-side reports; the verdict.
 
     `command` names what the user ran (`qualify`, `demo`): the default results
-    directory and every side-by-side page carry it."""
+    directory and every side-by-side page carry it. `echo`: each side's result line
+    (a quiet demo prints only its table)."""
     for name, side in (("control", cfg.control), ("candidate", cfg.candidate)):
         if not side.base_urls and side.sim is None:
             raise BadInputError(
@@ -107,13 +109,13 @@ def qualify(scenario: Scenario, cfg: QualifyConfig, out: Path | None, *, quiet: 
                                 "(results are never overwritten)")
     interrupts.resume()
     control = run_scenario(control_sc, out_dir / CONTROL_DIR, quiet=quiet,
-                           transport=transport).report
+                           transport=transport, echo=echo).report
     candidate: RunReport | None = None
     if control.gate.exit_code == ExitCode.PASSED:
         try:
             interrupts.resume()  # raises at once for a signal held since the control ended
             candidate = run_scenario(candidate_sc, out_dir / CANDIDATE_DIR, quiet=quiet,
-                                     transport=transport).report
+                                     transport=transport, echo=echo).report
         except KeyboardInterrupt:  # between the two runs: report what the control showed
             candidate = None
     interrupts.hold()  # the side-by-side reports are written whole, whatever comes

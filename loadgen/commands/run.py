@@ -62,9 +62,11 @@ def run_scenario(
     out_dir = prepare_out_dir(out or default_out_dir("", scenario.name, run_id))
     embedded: EmbeddedTarget | None = None
     if scenario.target.sim is not None and not scenario.target.base_urls:
-        # The sim writes its receipt where the run reads them.
+        # The sim writes its receipt where the run reads them; a quiet run's sim logs
+        # nothing (what its guard saw is in the receipt, so in the reports).
         embedded = start_embedded("sim", {**scenario.target.sim.model_dump(),
-                                          "receipts_dir": scenario.target.receipts_dir})
+                                          "receipts_dir": scenario.target.receipts_dir,
+                                          "quiet": quiet})
         scenario = scenario.with_overrides(
             base_urls=[embedded.base_url],
             receipts_dir=scenario.target.receipts_dir or embedded.receipts_dir)

@@ -383,7 +383,8 @@ def soak(scenario: Scenario, plan: SoakPlan, out: Path | None, history_path: Pat
                     # One server for the whole soak: uptime is what a soak measures.
                     # The sim writes its receipt where the run reads them.
                     embedded = start_embedded("sim", {**scenario.target.sim.model_dump(),
-                                                      "receipts_dir": scenario.target.receipts_dir})
+                                                      "receipts_dir": scenario.target.receipts_dir,
+                                                      "quiet": quiet})
                     base_urls = [embedded.base_url]
                     session.scenario = session.scenario.with_overrides(
                         base_urls=base_urls,

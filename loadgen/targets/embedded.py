@@ -32,6 +32,8 @@ class EmbeddedTarget(Protocol):
 
 
 def start_embedded(name: str, options: dict[str, Any]) -> EmbeddedTarget:
+    """Start the embedded target `name` with its scenario options (and `quiet`: the run
+    prints nothing but its results, so the target logs nothing either)."""
     for ep in entry_points(group=TARGETS_GROUP):
         if ep.name == name:
             try:

@@ -10,12 +10,26 @@ it needs into its own results (server.json keeps them whole).
 
 from __future__ import annotations
 
+import logging
 import shutil
 from dataclasses import dataclass
 from typing import Any
 
 from server_patch.sim.config import SimConfig
 from server_patch.sim.server import RunningSim, default_receipts_dir, start_in_thread
+
+#: Where a quiet run's sim sends its log (the stride guard's finding included): nowhere.
+#: What the guard saw is still in the receipt, and so in every report of the run.
+QUIET_LOGGER = "server_patch.sim.quiet"
+
+
+def quiet_logger() -> logging.Logger:
+    """A logger that writes nothing, for a run asked to print only its results."""
+    log = logging.getLogger(QUIET_LOGGER)
+    log.propagate = False
+    if not log.handlers:
+        log.addHandler(logging.NullHandler())
+    return log
 
 
 @dataclass
@@ -46,11 +60,14 @@ class EmbeddedSim:
 
 
 def start(**options: Any) -> EmbeddedSim:
-    """Start the sim from a scenario's [target.sim] options."""
+    """Start the sim from a scenario's [target.sim] options; `quiet`: its log (the
+    stride guard's line) writes nothing, as the run prints nothing but its results."""
+    quiet = bool(options.pop("quiet", False))
     receipts = options.pop("receipts_dir", None)
     own = None if receipts else default_receipts_dir()
     try:
-        running = start_in_thread(SimConfig(receipts_dir=receipts or own, **options))
+        running = start_in_thread(SimConfig(receipts_dir=receipts or own, **options),
+                                  log=quiet_logger() if quiet else None)
     except BaseException:
         if own is not None:
             shutil.rmtree(own, ignore_errors=True)

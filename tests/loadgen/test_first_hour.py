@@ -157,7 +157,7 @@ def test_a_control_states_its_reproduction_rate_and_its_expected_guard_line(
 
     out = tmp_path / "d"
     with caplog.at_level(logging.WARNING):
-        proc = run_cli("demo", "--out", str(out), "--quiet")
+        proc = run_cli("demo", "--out", str(out))
     assert proc.returncode == 0
     control_line = next(line for line in proc.stdout.splitlines() if "[control]" in line)
     assert "reproduced the bug, rate > " in control_line and "rate <" not in control_line
@@ -301,7 +301,7 @@ def test_readme_and_every_help_name_results_folders_as_the_code_does() -> None:
     assert {str(p) for p in made} == {"results/smoke-ID", "results/qualify-smoke-ID",
                                       "results/demo-ID"}
     texts = {"README.md": (REPO / "README.md").read_text()}
-    for name, command in cli.commands.items():
+    for name in cli.commands:
         texts[f"{name} --help"] = run_cli(name, "--help").stdout
     for where, text in texts.items():
         text = re.sub(r"\s+", " ", text)
@@ -310,3 +310,40 @@ def test_readme_and_every_help_name_results_folders_as_the_code_does() -> None:
         for example in re.findall(r"results/[\w.-]*\d{8}T\d{6}Z[\w.-]*", text):
             assert re.fullmatch(rf"results/(demo|qualify-[\w.-]+|[\w.-]+)-{RUN_ID}", example), (
                 where, example)
+
+
+def _demo_tiny(tmp_path: Path, *args: str) -> tuple[object, Path]:
+    sc = tmp_path / "tiny.toml"
+    sc.write_text(TINY_SIM)
+    out = tmp_path / "d"
+    return run_cli("demo", "--scenario", str(sc), "--out", str(out), *args), out
+
+
+def test_a_quiet_demo_prints_its_table_and_one_line(tmp_path: Path, caplog) -> None:
+    import logging
+
+    from server_patch.sim.embedded import QUIET_LOGGER
+
+    with caplog.at_level(logging.DEBUG):
+        proc, out = _demo_tiny(tmp_path, "--quiet")
+    stdout, stderr = proc.stdout, proc.stderr  # type: ignore[attr-defined]
+    assert proc.returncode in (0, 2), stdout  # type: ignore[attr-defined]
+    assert stderr == ""
+    lines = stdout.rstrip("\n").splitlines()
+    assert lines[-1].startswith("demo: exit ") and lines[-1].endswith(f"reports in {out}")
+    assert not any(line.startswith("demo: exit") for line in lines[:-1])
+    assert lines[0].strip() == "dsv4-qual demo: tiny on the embedded sim"
+    for words in ("priming", "measurement:", "[control]", "[candidate]", "waiting for",
+                  "stride violation", "run-level"):
+        assert words not in stdout, words
+    # The guard's line went to the quiet run's logger, which writes nothing (the test's
+    # log capture listens to it all the same).
+    quiet = logging.getLogger(QUIET_LOGGER)
+    assert not quiet.propagate and any(isinstance(h, logging.NullHandler)
+                                       for h in quiet.handlers)
+    assert {r.name for r in caplog.records if "stride violation" in r.getMessage()} <= {
+        QUIET_LOGGER}
+    # What the guard saw is in the control's receipt and reports all the same.
+    server = json.loads((out / "control" / "server.json").read_text())
+    [receipt] = server["receipts"]
+    assert receipt["guard"]["violations"] > 0 and receipt["guard"]["first_violation"]
