@@ -293,7 +293,7 @@ def test_the_demo_is_named_demo_in_its_folder_pages_and_report(tmp_path: Path) -
 def test_readme_and_every_help_name_results_folders_as_the_code_does() -> None:
     import re
 
-    from loadgen.cli import cli
+    from loadgen.cli import _load_command_plugins, cli
     from loadgen.results import default_out_dir
 
     made = {default_out_dir("", "smoke", "ID"), default_out_dir("qualify", "smoke", "ID"),
@@ -301,7 +301,8 @@ def test_readme_and_every_help_name_results_folders_as_the_code_does() -> None:
     assert {str(p) for p in made} == {"results/smoke-ID", "results/qualify-smoke-ID",
                                       "results/demo-ID"}
     texts = {"README.md": (REPO / "README.md").read_text()}
-    for name in cli.commands:
+    _load_command_plugins()
+    for name in sorted(cli.commands):
         texts[f"{name} --help"] = run_cli(name, "--help").stdout
     for where, text in texts.items():
         text = re.sub(r"\s+", " ", text)
