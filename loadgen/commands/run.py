@@ -16,6 +16,7 @@ from loadgen.commands.report import RunOutcome, one_line, rebuild_reports
 from loadgen.engine import loop
 from loadgen.engine.runner import Runner
 from loadgen.exit_codes import BadInputError
+from loadgen.report.run_text import run_level_lines
 from loadgen.results import (
     SERVER_FILE,
     default_out_dir,
@@ -94,6 +95,9 @@ def run_scenario(
     outcome = rebuild_reports(out_dir, html=html)
     outcome.interrupted_after = interrupts.HELD.signal
     if echo:
+        if not quiet:  # the counts the progress lines gave, as the run-level rules revised them
+            for line in run_level_lines(outcome.report):
+                print(line, file=sys.stderr, flush=True)
         print(one_line(outcome.report), file=sys.stdout, flush=True)
         if outcome.interrupted_after:
             print(f"dsv4-qual: {outcome.interrupted_after} came after the run had finished: "

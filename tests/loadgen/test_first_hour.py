@@ -313,11 +313,47 @@ def test_readme_and_every_help_name_results_folders_as_the_code_does() -> None:
                 where, example)
 
 
+def test_the_progress_lines_are_told_what_the_run_level_rules_changed(
+        fake_server, tmp_path: Path) -> None:
+    # Identical greedy tool turns; every fourth reply answers at length: its own verdict is
+    # ok as it completes, `divergent` once the run is judged as a whole.
+    _, srv = fake_server(("ok", "ok", "ok", "big_chunk"))
+    sc = tmp_path / "s.toml"
+    sc.write_text("[load]\nconcurrency = 1\nmeasurement = 12\n[workload]\nkind = \"tool-turn\"\n"
+                  "[gate]\nprove_below = 0.9\n")
+    proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(tmp_path / "o"))
+    assert proc.returncode == 0, proc.stdout
+    assert "measurement: 12/12 done, 0 in flight" in proc.stderr and " ok=12 (done)" in proc.stderr
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["phases"]["measurement"]["verdicts"] == {"ok": 9, "divergent": 3}
+    # ... and the line after the progress says where the three went.
+    assert ("measurement: run-level verdicts, judged once the run ended: divergent 3 (identical "
+            "greedy bodies, different answers; 3 of them counted ok above)") in proc.stderr
+    quiet = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(tmp_path / "q"),
+                    "--quiet")
+    assert quiet.returncode == 0 and quiet.stderr == ""
+
+
 def _demo_tiny(tmp_path: Path, *args: str) -> tuple[object, Path]:
     sc = tmp_path / "tiny.toml"
     sc.write_text(TINY_SIM)
     out = tmp_path / "d"
     return run_cli("demo", "--scenario", str(sc), "--out", str(out), *args), out
+
+
+def test_the_demo_table_tells_what_a_control_counts_from_what_it_only_shows(
+        tmp_path: Path) -> None:
+    proc, _ = _demo_tiny(tmp_path, "--quiet")
+    assert proc.returncode in (0, 2), proc.stdout  # type: ignore[attr-defined]
+    text = " ".join(proc.stdout.split())  # type: ignore[attr-defined]
+    rows = {line.split("│")[1].strip(): line for line in proc.stdout.splitlines()  # type: ignore[attr-defined]
+            if line.startswith("│") and line.split("│")[1].strip()}
+    assert {"ok", "verdicts counted", "verdicts not counted", "gated failures"} <= set(rows)
+    counted = rows["verdicts counted"].split("│")[2]
+    assert "stuck_in_reasoning" in counted or counted.strip() == "-"
+    assert not any(v in counted for v in ("cross_talk", "garbled", "no_tool_call", "divergent"))
+    assert ("A control counts only what reproduces the bug (stuck_in_reasoning); its other "
+            "verdicts are shown, not counted.") in text
 
 
 def test_a_quiet_demo_prints_its_table_and_one_line(tmp_path: Path, caplog) -> None:
