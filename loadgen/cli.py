@@ -262,11 +262,19 @@ def qualify(scenario_ref: str, control_urls: tuple[str, ...], candidate_urls: tu
     reproduce (the harness cannot see the bug here; the candidate is not run) or a
     run was invalid.
 
+    Targets: --control and --candidate, else the scenario's [qualify.control] and
+    [qualify.candidate] (base_urls, or a sim of their own: [qualify.control.sim],
+    [qualify.candidate.sim]); one URL alone needs the other side in the scenario.
+    With no URL, a side the scenario gives no target runs the scenario's
+    [target.sim]: packed for the control, capacity for the candidate, exactly what
+    `demo` runs.
+
     \b
     Examples:
       dsv4-qual qualify pr-51318 --control http://gpu-a:8000 --candidate http://gpu-b:8000
       dsv4-qual qualify pr-51318 --control http://a:8000 --candidate http://b:8000 \\
           --candidate-receipts-dir /receipts --out results/qualify-0.28.0
+      dsv4-qual qualify sim-smoke        # the embedded sim on both sides, as the demo
     """
     from loadgen.commands.qualify import qualify as run_qualify
     from loadgen.commands.qualify import with_sides

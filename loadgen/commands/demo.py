@@ -15,26 +15,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from loadgen.commands.qualify import qualify
+from loadgen.commands.qualify import qualify, sim_sides
 from loadgen.exit_codes import EXIT_WORDS, BadInputError
 from loadgen.judge.run_report import RunReport
-from loadgen.scenario import QualifyConfig, QualifySide, Scenario, load_scenario
-
-CONTROL_LAYOUT = "packed"
-CANDIDATE_LAYOUT = "capacity"
-
-
-def sim_sides(scenario: Scenario) -> QualifyConfig:
-    """The scenario's own [qualify] if it has one, else its sim in both layouts."""
-    if scenario.qualify is not None:
-        return scenario.qualify
-    sim = scenario.target.sim
-    if sim is None:
-        raise BadInputError(f"{scenario.name}: the demo needs [qualify] or [target.sim]")
-    return QualifyConfig(
-        control=QualifySide(sim=sim.model_copy(update={"layout": CONTROL_LAYOUT})),
-        candidate=QualifySide(sim=sim.model_copy(update={"layout": CANDIDATE_LAYOUT})))
-
+from loadgen.scenario import load_scenario
 
 ROWS = ("C128A layout", "measured requests", "ok", "verdicts counted",
         "verdicts not counted", "gated failures", "failure rate (95%)", "gate")
@@ -86,6 +70,8 @@ def run_demo(scenario_ref: str, out: Path | None, quiet: bool = False) -> int:
     `quiet` prints the table and the one `demo: exit N` line, nothing else: no progress,
     no side's result line, no log line of the sims (the reports keep all of it)."""
     scenario = load_scenario(scenario_ref)
+    if scenario.target.sim is None and scenario.qualify is None:
+        raise BadInputError(f"{scenario.name}: the demo needs [qualify] or [target.sim]")
     outcome = qualify(scenario, sim_sides(scenario), out, quiet=quiet, command="demo",
                       echo=not quiet)
     q = outcome.qualification

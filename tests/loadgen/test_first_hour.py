@@ -232,14 +232,14 @@ require_receipts = true
 """
 
 
-@pytest.mark.parametrize("command", ["run", "soak", "demo"])
+@pytest.mark.parametrize("command", ["run", "soak", "qualify", "demo"])
 def test_runs_on_the_sim_leave_nothing_in_the_temp_dir(command: str, tmp_path: Path,
                                                        temp_dir: Path) -> None:
     sc = tmp_path / "tiny.toml"
     sc.write_text(TINY_SIM)
     out = tmp_path / "o"
     args = {"run": ["run", str(sc)], "soak": ["soak", str(sc), "--rounds", "1"],
-            "demo": ["demo", "--scenario", str(sc)]}[command]
+            "qualify": ["qualify", str(sc)], "demo": ["demo", "--scenario", str(sc)]}[command]
     proc = run_cli(*args, "--out", str(out), "--quiet")
     assert proc.returncode in (0, 1, 2), proc.stdout + proc.stderr
     # The sim made its receipts folder in the temp dir, and removed it.
@@ -384,3 +384,29 @@ def test_a_quiet_demo_prints_its_table_and_one_line(tmp_path: Path, caplog) -> N
     server = json.loads((out / "control" / "server.json").read_text())
     [receipt] = server["receipts"]
     assert receipt["guard"]["violations"] > 0 and receipt["guard"]["first_violation"]
+
+
+def test_qualify_with_no_url_runs_the_sim_on_both_sides_as_the_demo(tmp_path: Path) -> None:
+    (tmp_path / "tiny.toml").write_text(TINY_SIM)
+    proc = run_cli("qualify", "tiny.toml", "--out", "q", "--quiet")
+    assert proc.returncode in (0, 2), proc.stdout + proc.stderr
+    assert any(line.startswith("qualify tiny: ") for line in proc.stdout.splitlines())
+    doc = json.loads((tmp_path / "q" / "qualify.json").read_text())
+    assert doc["command"] == "qualify" and doc["control"]["c128a_layout"] == "packed"
+    if doc["candidate"] is not None:  # the control reproduced: the fix ran beside it
+        assert doc["candidate"]["c128a_layout"] == "capacity"
+    # The help says where the targets come from.
+    text = " ".join(run_cli("qualify", "--help").stdout.split())
+    assert "[qualify.control.sim]" in text and "[qualify.candidate.sim]" in text
+    assert "exactly what `demo` runs" in text
+
+
+@pytest.mark.parametrize("given", ["--control", "--candidate"])
+def test_qualify_with_one_url_says_what_is_missing(given: str, tmp_path: Path) -> None:
+    proc = run_cli("qualify", "sim-smoke", given, "http://127.0.0.1:1", "--out", "q")
+    assert proc.returncode == 3
+    [line] = proc.stderr.strip().splitlines()
+    missing = "--candidate" if given == "--control" else "--control"
+    assert line.startswith("dsv4-qual: error: qualify needs a ")
+    assert f"{given} was given without {missing}" in line and "Traceback" not in proc.stderr
+    assert not (tmp_path / "q").exists()
