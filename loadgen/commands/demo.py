@@ -36,7 +36,9 @@ def _column(report: RunReport | None) -> list[str]:
     gate = report.gate
     ub, lb = gate.upper_bound_95, gate.lower_bound_95
     if gate.role == "control":
-        bound = f"> {lb * 100:.1f}%" if lb is not None else "-"
+        # No reproduction bounds nothing: "> 0.0%" would read as a finding.
+        bound = (f"> {lb * 100:.1f}%" if gate.failures and lb is not None
+                 else "did not reproduce" if gate.measured else "-")
     else:
         bound = f"< {ub * 100:.2f}%" if ub is not None else "-"
     verdicts = sorted(st.verdicts.items()) if st is not None else []

@@ -81,7 +81,8 @@ def one_line(report: RunReport) -> str:
     if gate.role == "control":  # what a control shows is how surely it reproduced
         lower = gate.lower_bound_95
         counted = f"{gate.failures}/{gate.measured} reproduced the bug" + (
-            f", rate > {lower * 100:.2f}% @95%" if gate.measured and lower is not None else "")
+            f", rate > {lower * 100:.2f}% @95%" if gate.failures and lower is not None
+            else ": did not reproduce" if gate.measured else "")
     else:
         upper = gate.upper_bound_95
         counted = f"{gate.failures}/{gate.measured} failed" + (

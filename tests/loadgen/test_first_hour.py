@@ -410,3 +410,36 @@ def test_qualify_with_one_url_says_what_is_missing(given: str, tmp_path: Path) -
     assert line.startswith("dsv4-qual: error: qualify needs a ")
     assert f"{given} was given without {missing}" in line and "Traceback" not in proc.stderr
     assert not (tmp_path / "q").exists()
+
+
+def test_a_control_that_did_not_reproduce_states_no_meaningless_bound(
+        fake_server, tmp_path: Path) -> None:
+    _, srv = fake_server(("ok",))
+    sc = tmp_path / "c.toml"
+    sc.write_text("[load]\nconcurrency = 4\nmeasurement = 8\n[workload]\nkind = \"tool-turn\"\n"
+                  "[gate]\nrole = \"control\"\nfail_on = [\"stuck_in_reasoning\"]\n")
+    out = tmp_path / "o"
+    proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet")
+    assert proc.returncode == 1, proc.stdout
+    assert "0/8 reproduced the bug: did not reproduce" in proc.stdout
+    assert "rate >" not in proc.stdout
+    md = (out / "report.md").read_text()
+    assert "0/8: did not reproduce." in md and "&gt; 0.00%" not in md and "> 0.00%" not in md
+    assert "the control did not reproduce it" in md and "above 0%" not in md
+    page = (out / "report.html").read_text()
+    assert "Did not" in page and "Reproduction rate &gt;" not in page
+
+
+def test_ctrl_c_ends_the_progress_line_interrupted_not_done(fake_server, tmp_path: Path,
+                                                            monkeypatch) -> None:
+    from loadgen.engine.progress import Progress
+
+    _, srv = fake_server(("ok",))
+    sc = tmp_path / "s.toml"
+    sc.write_text("[load]\nconcurrency = 2\nmeasurement = 200\n[gate]\nprove_below = 0.5\n")
+    sent = _signal_during(monkeypatch, Progress, "update")
+    proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(tmp_path / "o"))
+    assert sent == [1] and proc.returncode == 130, proc.stdout
+    [last] = [line for line in proc.stderr.splitlines() if line.startswith("measurement: ")
+              and "done," in line][-1:]
+    assert last.endswith(" (interrupted)") and "(done)" not in proc.stderr, proc.stderr
