@@ -137,7 +137,7 @@ def _scenario_from(ref: str, options: dict[str, Any]) -> Scenario:
 @target_options
 @load_options
 @click.option("--out", type=click.Path(path_type=Path), default=None,
-              help="Results directory (default: results/<scenario>-<run id>).")
+              help="Results directory (default: results/<scenario>-<id>).")
 @click.option("--workers", type=click.IntRange(1, 512), default=1, show_default=True,
               help="Processes sharing each phase (one event loop each).")
 def run(scenario_ref: str, out: Path | None, workers: int, transport: str, quiet: bool,
@@ -167,8 +167,9 @@ def report(results_dir: Path) -> None:
 
     \b
     Examples:
-      dsv4-qual report results/smoke-20261129T101500Z-01234
-      dsv4-qual report results/demo-20261129T101500Z-01234
+      dsv4-qual report results/smoke-20261129T101500Z-01234-1
+      dsv4-qual report results/qualify-pr-51318-20261129T101500Z-01234-1
+      dsv4-qual report results/demo-20261129T101500Z-01234-1
     """
     from loadgen.commands.report import rebuild_any
 
@@ -181,8 +182,10 @@ def report(results_dir: Path) -> None:
 @click.option("--scenario", "scenario_ref", default="sim-smoke", show_default=True,
               help="A scenario with a [target.sim] section.")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
-              help="Where control/ and candidate/ go (default: results/demo-<time>).")
-@click.option("--quiet", is_flag=True, help="Only the side-by-side table.")
+              help="Where control/ and candidate/ go (default: results/demo-<id>).")
+@click.option("--quiet", is_flag=True,
+              help="Print only the side-by-side table and the final `demo: exit N` line: no "
+                   "progress, no side's result line, no log line (the reports keep them).")
 def demo(scenario_ref: str, out: Path | None, quiet: bool) -> None:
     """The main job on the embedded sim: control (packed) vs candidate (capacity).
 
@@ -263,11 +266,19 @@ def qualify(scenario_ref: str, control_urls: tuple[str, ...], candidate_urls: tu
     reproduce (the harness cannot see the bug here; the candidate is not run) or a
     run was invalid.
 
+    Targets: --control and --candidate, else the scenario's [qualify.control] and
+    [qualify.candidate] (base_urls, or a sim of their own: [qualify.control.sim],
+    [qualify.candidate.sim]); one URL alone needs the other side in the scenario.
+    With no URL, a side the scenario gives no target runs the scenario's
+    [target.sim]: packed for the control, capacity for the candidate, exactly what
+    `demo` runs.
+
     \b
     Examples:
       dsv4-qual qualify pr-51318 --control http://gpu-a:8000 --candidate http://gpu-b:8000
       dsv4-qual qualify pr-51318 --control http://a:8000 --candidate http://b:8000 \\
           --candidate-receipts-dir /receipts --out results/qualify-0.28.0
+      dsv4-qual qualify sim-smoke        # the embedded sim on both sides, as the demo
     """
     from loadgen.commands.qualify import qualify as run_qualify
     from loadgen.commands.qualify import with_sides

@@ -93,8 +93,10 @@ def results_root() -> Path:
 
 
 def default_out_dir(kind: str, name: str, run_id: str) -> Path:
-    """`<root>/<kind>-<name>-<run id>` (kind empty for a plain run)."""
-    stem = "-".join(part for part in (kind, name or "run", run_id) if part)
+    """`<root>/<kind>-<name>-<id>`, the forms README and `--help` show: a run
+    `<scenario>-<id>` (kind empty), a qualification `qualify-<scenario>-<id>`, the demo
+    `demo-<id>` (name empty). A plain run of a scenario without a name is `run-<id>`."""
+    stem = "-".join(part for part in (kind, name or ("" if kind else "run"), run_id) if part)
     return results_root() / stem
 
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pytest
+
+#: Tiers whose tools want short socket paths under the machine's own temp dir.
+_OWN_TEMP_TIERS = ("docker", "vllm")
 
 
 @pytest.fixture(autouse=True)
@@ -12,3 +16,20 @@ def _inside_the_test_tmp_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     """Every test runs in its own temp dir: a default `results/` lands there, never in the
     checkout."""
     monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture(autouse=True)
+def temp_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+             monkeypatch: pytest.MonkeyPatch) -> Path | None:
+    """The temp dir of this test alone (tempfile's and TMPDIR, for its subprocesses too).
+
+    It keeps what a test leaves out of the machine's temp dir; it hides nothing: the
+    product removes the temp folders it makes, and the tests that say so look here
+    (`temp_dir` is empty after a run). None in the tiers that start tools of their own.
+    """
+    if any(request.node.get_closest_marker(tier) for tier in _OWN_TEMP_TIERS):
+        return None
+    path = tmp_path_factory.mktemp("temp")
+    monkeypatch.setattr(tempfile, "tempdir", str(path))
+    monkeypatch.setenv("TMPDIR", str(path))
+    return path

@@ -11,6 +11,12 @@ model (`judge.qualification`: else invalid, unless `qualify.allow_different_mode
 
 Each side is an ordinary run (`run_scenario`) with its own results directory under
 the qualification's; the side-by-side reports are written next to them.
+
+The targets: the command line's URLs, else the scenario's `[qualify.control]` and
+`[qualify.candidate]`; a side that names none, in a scenario with `[target.sim]`, runs
+that sim with the bug left in (control: packed) or fixed (candidate: capacity), which
+is all `demo` is (`sim_sides`). One URL without the other is an error: half of a
+qualification against a server and half against the sim would compare two setups.
 """
 
 from __future__ import annotations
@@ -44,10 +50,46 @@ class QualifyOutcome:
         return self.qualification.exit_code
 
 
+CONTROL_LAYOUT = "packed"
+CANDIDATE_LAYOUT = "capacity"
+
+
+def _has_target(side: QualifySide) -> bool:
+    return bool(side.base_urls) or side.sim is not None
+
+
+def sim_sides(scenario: Scenario) -> QualifyConfig:
+    """The scenario's [qualify], each side without a target given the scenario's sim:
+    packed for the control (the bug left in), capacity for the candidate (the fix).
+    What `demo` runs, and `qualify` when no URL is given."""
+    cfg = scenario.qualify or QualifyConfig()
+    sim = scenario.target.sim
+    if sim is None or scenario.target.base_urls:
+        return cfg
+
+    def fill(side: QualifySide, layout: str) -> QualifySide:
+        if _has_target(side):
+            return side
+        return side.model_copy(update={"sim": sim.model_copy(update={"layout": layout})})
+
+    return cfg.model_copy(update={"control": fill(cfg.control, CONTROL_LAYOUT),
+                                  "candidate": fill(cfg.candidate, CANDIDATE_LAYOUT)})
+
+
 def with_sides(scenario: Scenario, *, control_urls: list[str], candidate_urls: list[str],
                control_receipts: str | None, candidate_receipts: str | None) -> QualifyConfig:
-    """The scenario's [qualify] with the command line's targets applied over it."""
+    """The scenario's [qualify] with the command line's targets applied over it; with no
+    URL at all, a side the scenario gives no target runs its [target.sim] (`sim_sides`)."""
     cfg = scenario.qualify or QualifyConfig()
+    for given, missing, urls, other in (("control", "candidate", control_urls, cfg.candidate),
+                                        ("candidate", "control", candidate_urls, cfg.control)):
+        if urls and not (control_urls and candidate_urls) and not _has_target(other):
+            raise BadInputError(
+                f"qualify needs a {missing} target: --{given} was given without "
+                f"--{missing} (and the scenario's [qualify.{missing}] names none); give "
+                f"both URLs, or neither to run the scenario's sim on both sides")
+    if not control_urls and not candidate_urls:
+        cfg = sim_sides(scenario)
 
     def side(base: QualifySide, urls: list[str], receipts: str | None) -> QualifySide:
         update: dict[str, Any] = {}
@@ -87,32 +129,39 @@ def side_scenario(scenario: Scenario, cfg: QualifyConfig, role: str) -> Scenario
 
 
 def qualify(scenario: Scenario, cfg: QualifyConfig, out: Path | None, *, quiet: bool = False,
-            transport: str = "auto") -> QualifyOutcome:
-    """Control, then (only if it reproduced) candidate; side-by-side reports; the verdict."""
+            transport: str = "auto", command: str = "qualify",
+            echo: bool = True) -> QualifyOutcome:
+    """Control, then (only if it reproduced) candidate; side-by-side reports; the verdict.
+
+    `command` names what the user ran (`qualify`, `demo`): the default results
+    directory and every side-by-side page carry it. `echo`: each side's result line
+    (a quiet demo prints only its table)."""
     for name, side in (("control", cfg.control), ("candidate", cfg.candidate)):
         if not side.base_urls and side.sim is None:
             raise BadInputError(
-                f"qualify needs a {name} target: --{name} URL, or qualify.{name}.base_urls "
-                f"or qualify.{name}.sim in the scenario")
+                f"qualify needs a {name} target: --{name} URL, qualify.{name}.base_urls or "
+                f"[qualify.{name}.sim] in the scenario, or (with no URL) its [target.sim]")
     control_sc = side_scenario(scenario, cfg, "control")
     candidate_sc = side_scenario(scenario, cfg, "candidate")
-    out_dir = prepare_out_dir(out or default_out_dir("qualify", scenario.name, new_run_id()))
+    out_dir = prepare_out_dir(out or default_out_dir(
+        command, "" if command == "demo" else scenario.name, new_run_id()))
     for sub in (CONTROL_DIR, CANDIDATE_DIR):
         if (out_dir / sub).exists() and any((out_dir / sub).iterdir()):
             raise BadInputError(f"--out {out_dir}: already holds a qualification "
                                 "(results are never overwritten)")
     interrupts.resume()
     control = run_scenario(control_sc, out_dir / CONTROL_DIR, quiet=quiet,
-                           transport=transport).report
+                           transport=transport, echo=echo).report
     candidate: RunReport | None = None
     if control.gate.exit_code == ExitCode.PASSED:
         try:
             interrupts.resume()  # raises at once for a signal held since the control ended
             candidate = run_scenario(candidate_sc, out_dir / CANDIDATE_DIR, quiet=quiet,
-                                     transport=transport).report
+                                     transport=transport, echo=echo).report
         except KeyboardInterrupt:  # between the two runs: report what the control showed
             candidate = None
     interrupts.hold()  # the side-by-side reports are written whole, whatever comes
     qualification = decide(out_dir, scenario.name, control, candidate,
-                           allow_different_models=cfg.allow_different_models)
+                           allow_different_models=cfg.allow_different_models,
+                           command=command)
     return QualifyOutcome(qualification, write_qualify_reports(qualification))

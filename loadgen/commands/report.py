@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.exit_codes import EXIT_WORDS, BadInputError
-from loadgen.judge.qualification import decide
+from loadgen.judge.qualification import COMMANDS, decide
 from loadgen.judge.run_level import RUN_LEVEL_FILE, write_run_level
 from loadgen.judge.run_report import RunReport, judge_run
-from loadgen.report import write_qualify_reports, write_run_reports
+from loadgen.report import QUALIFY_FILE, write_qualify_reports, write_run_reports
 from loadgen.report.run_text import load_text
-from loadgen.results import RUN_FILE, is_run_dir
+from loadgen.results import RUN_FILE, is_run_dir, read_json
 
 
 @dataclass
@@ -60,9 +60,16 @@ def rebuild_any(out_dir: Path) -> tuple[int, str]:
         control = rebuild_reports(out_dir / CONTROL_DIR).report
         candidate = (rebuild_reports(out_dir / CANDIDATE_DIR).report
                      if is_run_dir(out_dir / CANDIDATE_DIR) else None)
-        qualification = decide(out_dir, control.scenario.name, control, candidate)
+        # What the command that made it decided stays decided: its name, whether the
+        # scenario let the sides serve different models.
+        before = read_json(out_dir / QUALIFY_FILE)
+        command = before.get("command") if before.get("command") in COMMANDS else "qualify"
+        qualification = decide(out_dir, control.scenario.name, control, candidate,
+                               allow_different_models=bool((before.get("model") or {})
+                                                           .get("allowed")),
+                               command=command)
         doc = write_qualify_reports(qualification)
-        return qualification.exit_code, f"qualify {doc['scenario']}: {doc['headline']}; " \
+        return qualification.exit_code, f"{command} {doc['scenario']}: {doc['headline']}; " \
             f"reports in {out_dir}"
     raise BadInputError(f"{out_dir}: not a dsv4-qual results directory (no {RUN_FILE}, "
                         f"and no {CONTROL_DIR}/{RUN_FILE} of a qualify or demo run)")
@@ -74,7 +81,8 @@ def one_line(report: RunReport) -> str:
     if gate.role == "control":  # what a control shows is how surely it reproduced
         lower = gate.lower_bound_95
         counted = f"{gate.failures}/{gate.measured} reproduced the bug" + (
-            f", rate > {lower * 100:.2f}% @95%" if gate.measured and lower is not None else "")
+            f", rate > {lower * 100:.2f}% @95%" if gate.failures and lower is not None
+            else ": did not reproduce" if gate.measured else "")
     else:
         upper = gate.upper_bound_95
         counted = f"{gate.failures}/{gate.measured} failed" + (

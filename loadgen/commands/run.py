@@ -16,6 +16,7 @@ from loadgen.commands.report import RunOutcome, one_line, rebuild_reports
 from loadgen.engine import loop
 from loadgen.engine.runner import Runner
 from loadgen.exit_codes import BadInputError
+from loadgen.report.run_text import run_level_lines
 from loadgen.results import (
     SERVER_FILE,
     default_out_dir,
@@ -62,31 +63,41 @@ def run_scenario(
     out_dir = prepare_out_dir(out or default_out_dir("", scenario.name, run_id))
     embedded: EmbeddedTarget | None = None
     if scenario.target.sim is not None and not scenario.target.base_urls:
-        # The sim writes its receipt where the run reads them.
+        # The sim writes its receipt where the run reads them; a quiet run's sim logs
+        # nothing (what its guard saw is in the receipt, so in the reports).
         embedded = start_embedded("sim", {**scenario.target.sim.model_dump(),
-                                          "receipts_dir": scenario.target.receipts_dir})
+                                          "receipts_dir": scenario.target.receipts_dir,
+                                          "quiet": quiet})
         scenario = scenario.with_overrides(
             base_urls=[embedded.base_url],
             receipts_dir=scenario.target.receipts_dir or embedded.receipts_dir)
-    runner = Runner(scenario, out_dir, run_id, quiet=quiet, transport=transport,
-                    api_key=api_key, workers=workers)
-    write_run(out_dir, scenario, runner.facts)
     try:
-        facts = loop.run(runner.run())
-    except KeyboardInterrupt:  # a second Ctrl-C before the handlers were in place
-        facts = runner.facts
-        facts.interrupted = facts.interrupted or "interrupted by SIGINT"
+        runner = Runner(scenario, out_dir, run_id, quiet=quiet, transport=transport,
+                        api_key=api_key, workers=workers)
+        write_run(out_dir, scenario, runner.facts)
+        try:
+            facts = loop.run(runner.run())
+        except KeyboardInterrupt:  # a second Ctrl-C before the handlers were in place
+            facts = runner.facts
+            facts.interrupted = facts.interrupted or "interrupted by SIGINT"
+        finally:
+            if embedded is not None:
+                embedded.stop()  # its receipt now holds the guard's last counts
+        # The run is over: a signal from here on is held, so the reports are written whole
+        # and the exit code printed is the one returned (a caller that goes on resumes them).
+        interrupts.hold()
+        # server.json keeps every receipt whole, so the sim's own folder can go.
+        write_json(out_dir / SERVER_FILE, select_receipts(runner.server_document()))
     finally:
         if embedded is not None:
-            embedded.stop()
-    # The run is over: a signal from here on is held, so the reports are written whole and
-    # the exit code printed is the one returned (a caller that goes on resumes them).
-    interrupts.hold()
-    write_json(out_dir / SERVER_FILE, select_receipts(runner.server_document()))
+            embedded.close()
     write_run(out_dir, scenario, facts)
     outcome = rebuild_reports(out_dir, html=html)
     outcome.interrupted_after = interrupts.HELD.signal
     if echo:
+        if not quiet:  # the counts the progress lines gave, as the run-level rules revised them
+            for line in run_level_lines(outcome.report):
+                print(line, file=sys.stderr, flush=True)
         print(one_line(outcome.report), file=sys.stdout, flush=True)
         if outcome.interrupted_after:
             print(f"dsv4-qual: {outcome.interrupted_after} came after the run had finished: "

@@ -383,7 +383,8 @@ def soak(scenario: Scenario, plan: SoakPlan, out: Path | None, history_path: Pat
                     # One server for the whole soak: uptime is what a soak measures.
                     # The sim writes its receipt where the run reads them.
                     embedded = start_embedded("sim", {**scenario.target.sim.model_dump(),
-                                                      "receipts_dir": scenario.target.receipts_dir})
+                                                      "receipts_dir": scenario.target.receipts_dir,
+                                                      "quiet": quiet})
                     base_urls = [embedded.base_url]
                     session.scenario = session.scenario.with_overrides(
                         base_urls=base_urls,
@@ -394,7 +395,9 @@ def soak(scenario: Scenario, plan: SoakPlan, out: Path | None, history_path: Pat
             finally:
                 interrupts.hold()  # the soak's own bookkeeping is written whole
                 if embedded is not None:
-                    embedded.stop()
+                    # Every round's server.json holds the receipts it read: the sim's
+                    # own receipts folder goes with it.
+                    embedded.close()
             outcome = session.finish(reason, interrupted)
             session.echo(f"soak {outcome.soak_id}: {outcome.status} ({reason}); "
                          f"exit {outcome.exit_code}")

@@ -57,7 +57,7 @@ async def run_phase(session: Session, source: SeqSource, maker: RequestMaker, ph
     try:
         await session.stopper.guarded(_slots(slots, session, source, maker, phase, end, shard))
     finally:
-        session.progress.end_phase()
+        session.progress.end_phase(session.stopper.reason)
     reason = session.stopper.reason
     if reason is not None and reason.kind == "invalid":
         raise RunInvalidError(reason.message)

@@ -15,6 +15,12 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from loadgen.engine.stopping import StopReason
+
+#: How a phase's last line ends: it ran to its end, or was cut short (the reason is
+#: the run's to tell; the line only must not say "done" of a phase that was not).
+ENDINGS = {None: "done", "interrupted": "interrupted", "invalid": "stopped"}
+
 
 class Progress:
     """Counts of one phase, refreshed at most a few times a second."""
@@ -34,12 +40,14 @@ class Progress:
         self.verdicts: Counter[str] = Counter()
         self._t0 = time.monotonic()
         self._last_print = 0.0
+        self._ending = ""
 
     def start_phase(self, phase: str, total: int) -> None:
         self.phase, self.total, self.done, self.tokens = phase, total, 0, 0
         self.verdicts = Counter()
         self._t0 = time.monotonic()
         self._last_print = 0.0
+        self._ending = ""
         if self.live_mode and self._live is None:
             # rich calls _render on its own refresh tick: a record costs a counter bump.
             self._live = Live(get_renderable=self._render, console=Console(file=self.stream),
@@ -59,11 +67,14 @@ class Progress:
             self._last_print = now
             self._line(self._summary_line())
 
-    def end_phase(self) -> None:
+    def end_phase(self, stop: StopReason | None = None) -> None:
+        """The phase's last line: `(done)`, or `(interrupted)` / `(stopped)` when `stop`
+        (the run's reason to stop) cut it short."""
+        self._ending = ENDINGS[stop.kind if stop is not None else None]
         if self._live is not None:
             self._live.refresh()
         elif not self.quiet:
-            self._line(self._summary_line() + " (done)")
+            self._line(self._summary_line() + f" ({self._ending})")
 
     def close(self) -> None:
         if self._live is not None:
@@ -88,7 +99,8 @@ class Progress:
         print(text, file=self.stream, flush=True)
 
     def _render(self) -> Table:
-        table = Table(title=f"{self.phase}: {self.done}/{self.total}", expand=False)
+        ending = f" ({self._ending})" if self._ending else ""
+        table = Table(title=f"{self.phase}: {self.done}/{self.total}{ending}", expand=False)
         table.add_column("in flight", justify="right")
         table.add_column("tokens/s", justify="right")
         for name in sorted(self.verdicts):

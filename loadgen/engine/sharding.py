@@ -106,7 +106,7 @@ async def run_sharded_phase(session: Session, out_dir: Path, workers: int, *, tr
         follower.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await follower
-        session.progress.end_phase()
+        session.progress.end_phase(session.stopper.reason)
     reports = []
     for proc, conn in procs:
         if conn.poll():

@@ -184,6 +184,9 @@ def statement(cfg: GateConfig, failures: int, measured: int, upper: float | None
     under = f"under this load ({describe(load.effective)})" if load else "under this load"
     weakened = f" {load.sentence()}" if load and load.changed else ""
     if cfg.role == "control":
+        if not failures:  # a rate above 0% is no finding: say what happened instead
+            return (f"0 of {measured} measured requests reproduced the bug {under}: the "
+                    "control did not reproduce it." + weakened)
         return (f"{failures} of {measured} measured requests reproduced the bug {under}: the "
                 f"reproduction rate is above {_pct(lower or 0.0)} at 95% confidence."
                 + weakened)

@@ -28,6 +28,8 @@ OTHER_MODEL = ("the control and the candidate do not serve the same model ({deta
                "control of another model proves nothing about the candidate's; set "
                "qualify.allow_different_models = true to qualify them anyway")
 VERDICT_WORDS = {0: "QUALIFIED", 1: "NOT QUALIFIED", 2: "INVALID", 130: "INTERRUPTED"}
+#: The commands that make a qualification: its pages are headed with the one that did.
+COMMANDS = ("qualify", "demo")
 
 
 def release_text(report: RunReport) -> str:
@@ -87,6 +89,9 @@ class Qualification:
     candidate: RunReport | None
     models: ModelCheck | None = None
     statements: list[str] = field(default_factory=list)  # what each side served and ran
+    #: Which command made it (`qualify`, or `demo`: both sides on the sim), so its pages
+    #: and a later `report DIR` say the name the user ran.
+    command: str = "qualify"
 
     @property
     def passed(self) -> bool:
@@ -94,8 +99,8 @@ class Qualification:
 
 
 def decide(out_dir: Path, scenario: str, control: RunReport,
-           candidate: RunReport | None, *, allow_different_models: bool = False
-           ) -> Qualification:
+           candidate: RunReport | None, *, allow_different_models: bool = False,
+           command: str = "qualify") -> Qualification:
     models = check_models(control, candidate, allow_different_models)
     statements = [models.statement(), f"control: {release_text(control)}"]
     if candidate is not None:
@@ -103,7 +108,7 @@ def decide(out_dir: Path, scenario: str, control: RunReport,
 
     def verdict(code: int, reasons: list[str]) -> Qualification:
         return Qualification(out_dir, scenario, code, VERDICT_WORDS.get(code, "INVALID"),
-                             reasons, control, candidate, models, statements)
+                             reasons, control, candidate, models, statements, command)
 
     gate = control.gate
     if gate.exit_code == ExitCode.INTERRUPTED:

@@ -43,8 +43,9 @@ img{max-width:100%;border:1px solid #eee;margin:.3em 0}
 (exit {{ g.exit_code }}):
 {% if g.role == 'control' %}{{ g.failures }} of {{ g.measured }} measured requests reproduced
 the bug; it must exceed {{ g.allowed }}.
-{% if g.measured and g.lower_bound_95 is not none %} Reproduction rate &gt;
-{{ '%.2f' % (100 * g.lower_bound_95) }}% at 95% confidence.{% endif %}
+{% if g.failures and g.lower_bound_95 is not none %} Reproduction rate &gt;
+{{ '%.2f' % (100 * g.lower_bound_95) }}% at 95% confidence.{% elif g.measured %} Did not
+reproduce.{% endif %}
 {% else %}{{ g.failures }} of {{ g.measured }} measured requests failed the gate; allowed
 {{ g.allowed }}.
 {% if g.upper_bound_95 is not none %} Failure rate &lt;

@@ -80,7 +80,8 @@ def render_markdown(report: RunReport) -> str:
         lines.append(f"Bound: {describe_bound(gate.failures, gate.measured)}.")
     elif gate.role == "control" and gate.measured:
         lines.append(f"Control reproduction rate: {gate.failures}/{gate.measured}"
-                     f" (> {_fmt(gate.lower_bound_95, 100, 2)}% at 95% confidence).")
+                     + (f" (> {_fmt(gate.lower_bound_95, 100, 2)}% at 95% confidence)."
+                        if gate.failures else ": did not reproduce."))
     lines += ["", f"What this run proves: {gate.statement}", ""]
     derived = run_level_text(report)
     if derived:

@@ -58,11 +58,13 @@ def headline(doc: dict[str, Any]) -> str:
     """One sentence: the verdict and the two numbers behind it."""
     control, candidate = doc["control"], doc["candidate"]
     parts = [f"{doc['verdict']} (exit {doc['exit_code']})"]
-    if control and control["measured"]:
+    if control and control["measured"] and control["failures"]:
         lb = control["lower_bound_95"]
         parts.append(f"control: {control['failures']} of {control['measured']} reproduced "
                      f"the bug ({100 * control['failure_rate']:.1f}%, > "
                      f"{100 * (lb or 0):.2f}% at 95% confidence)")
+    elif control and control["measured"]:  # no reproduction: no bound to state
+        parts.append(f"control: 0 of {control['measured']} reproduced the bug")
     if candidate and candidate["measured"]:
         parts.append(f"candidate: {describe_bound(candidate['failures'], candidate['measured'])}")
     elif candidate is None:
@@ -78,6 +80,7 @@ def headline(doc: dict[str, Any]) -> str:
 def qualify_document(q: Qualification) -> dict[str, Any]:
     """qualify.json."""
     doc: dict[str, Any] = {
+        "command": q.command,
         "scenario": q.scenario,
         "verdict": q.verdict,
         "exit_code": q.exit_code,
@@ -127,9 +130,10 @@ def comparison_rows(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
         ("measured requests", *both(lambda s: str(s["measured"]))),
         ("gated failures", *both(lambda s: str(s["failures"]))),
         ("failure rate", *both(lambda s: _pct(s["failure_rate"], 1))),
-        ("95% bound", *both(lambda s: (f"> {_pct(s['lower_bound_95'])} (reproduction rate)"
-                                       if s["role"] == "control"
-                                       else f"< {_pct(s['upper_bound_95'])}"))),
+        ("95% bound", *both(lambda s: (
+            (f"> {_pct(s['lower_bound_95'])} (reproduction rate)" if s["failures"]
+             else "none: did not reproduce") if s["role"] == "control"
+            else f"< {_pct(s['upper_bound_95'])}"))),
         ("TTFT p50 / p99 (s)", *both(lambda s: f"{_sec(s['latency_s'], 'ttft', 'p50')} / "
                                      f"{_sec(s['latency_s'], 'ttft', 'p99')}")),
         ("end-to-end p50 / p99 (s)", *both(lambda s: f"{_sec(s['latency_s'], 'e2e', 'p50')} / "

@@ -21,14 +21,14 @@ COLORS = {"control": "#b3261e", "candidate": "#146c2e"}
 
 _TEMPLATE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
-<title>dsv4-qual qualify: {{ d.scenario }}</title>
+<title>dsv4-qual {{ d.command or 'qualify' }}: {{ d.scenario }}</title>
 <style>
 body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
 table{border-collapse:collapse;margin:.5em 0} td,th{border:1px solid #ccc;padding:3px 8px;
 text-align:left;vertical-align:top} th{background:#f3f3f3}
 .pass{color:#146c2e} .fail{color:#b3261e} img{max-width:100%;border:1px solid #eee}
 </style></head><body>
-<h1>dsv4-qual qualify: {{ d.scenario }}</h1>
+<h1>dsv4-qual {{ d.command or 'qualify' }}: {{ d.scenario }}</h1>
 <p id="verdict" class="{{ 'pass' if d.passed else 'fail' }}"><b>{{ d.headline }}</b></p>
 {% if d.reasons %}<ul>{% for r in d.reasons %}<li>{{ r }}</li>{% endfor %}</ul>{% endif %}
 {% if d.statements %}<ul id="statements">{% for r in d.statements %}<li>{{ r }}</li>

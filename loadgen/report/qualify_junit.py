@@ -10,9 +10,9 @@ from loadgen.judge.qualification import Qualification
 
 
 def render_qualify_junit(q: Qualification, doc: dict[str, Any]) -> bytes:
-    suite = ET.Element("testsuite", {"name": f"dsv4-qual.qualify.{doc['scenario']}"})
+    classname = f"dsv4-qual.{doc.get('command') or 'qualify'}.{doc['scenario']}"
+    suite = ET.Element("testsuite", {"name": classname})
     counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-    classname = f"dsv4-qual.qualify.{doc['scenario']}"
 
     def case(name: str, outcome: str, message: str) -> None:
         el = ET.SubElement(suite, "testcase", {"classname": classname, "name": name})

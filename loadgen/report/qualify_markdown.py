@@ -8,7 +8,8 @@ from loadgen.report.qualify_doc import comparison_rows, verdict_rows
 
 
 def render_qualify_markdown(doc: dict[str, Any]) -> str:
-    lines = [f"# dsv4-qual qualify: {doc['scenario']}", "", f"**{doc['headline']}**", ""]
+    command = doc.get("command") or "qualify"  # `demo` for the demo's
+    lines = [f"# dsv4-qual {command}: {doc['scenario']}", "", f"**{doc['headline']}**", ""]
     lines += [f"- {r}" for r in doc["reasons"]]
     lines += [f"- {r}" for r in doc.get("statements") or []]
     lines += ["", "| | control | candidate |", "|---|---|---|"]

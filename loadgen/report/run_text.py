@@ -3,10 +3,20 @@ shared by every human-readable report."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
+from loadgen.judge.run_level import Changed
 from loadgen.judge.run_report import RunReport
 from loadgen.load_claim import LoadClaim, describe
+from loadgen.taxonomy import Verdict, by_severity
+
+#: What each run-level verdict means, in the words of a console line.
+RUN_LEVEL_MEANING = {
+    Verdict.DIVERGENT.value: "identical greedy bodies, different answers",
+    Verdict.CROSS_TALK.value: "another request's facts in the reply",
+    Verdict.REFERENCE_MISMATCH.value: "unlike the same body's reply alone",
+}
 
 
 def load_claim(report: RunReport) -> LoadClaim | None:
@@ -42,6 +52,50 @@ def run_level_text(report: RunReport) -> str:
         text += " (in place of " + ", ".join(f"{v} {n}" for v, n in sorted(replaced.items())) \
             + ": the wrong facts were another request's)"
     return text + "."
+
+
+def _counted_before(change: Changed) -> str:
+    """The verdict the progress lines counted the record under: its own most severe one
+    (run-level verdicts come after the run; the ones they replaced were its own)."""
+    own = (set(change.verdicts) - set(change.run_level) | set(change.replaced)) - {"ok"}
+    known = [Verdict(v) for v in own if v in Verdict._value2member_map_]
+    return by_severity(known)[0].value if known else Verdict.OK.value
+
+
+def run_level_lines(report: RunReport) -> list[str]:
+    """For the console, one line per phase the run-level rules changed.
+
+    The progress lines count each reply once, under its most severe verdict, as it
+    completes; the run-level verdicts are judged after the run over all its replies, so
+    without this line the final counts (a table, a report) disagree with the progress
+    lines unannounced: 'ok=43' above, 'ok 39' below."""
+    lines = []
+    for phase in report.stats.phases:
+        added: Counter[str] = Counter()
+        moved: dict[str, Counter[str]] = {}
+        for change in report.stats.changed:
+            if change.phase != phase:
+                continue
+            added.update(change.run_level)
+            before, after = _counted_before(change), change.verdicts[0]
+            if after in change.run_level and after != before:
+                moved.setdefault(after, Counter())[before] += 1
+        if not added:
+            continue
+        parts = []
+        for name, count in sorted(added.items()):
+            text = f"{name} {count} ({RUN_LEVEL_MEANING.get(name, 'judged over the run')}"
+            was = moved.get(name)
+            if was and len(was) == 1:
+                [(old, n)] = was.items()
+                text += f"; {n} of them counted {old} above"
+            elif was:
+                text += (f"; {sum(was.values())} of them counted above as "
+                         + ", ".join(f"{old} {n}" for old, n in sorted(was.items())))
+            parts.append(text + ")")
+        lines.append(f"{phase}: run-level verdicts, judged once the run ended: "
+                     + "; ".join(parts))
+    return lines
 
 
 def reference_lines(summary: dict[str, Any] | None) -> list[str]:

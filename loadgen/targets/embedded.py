@@ -16,13 +16,24 @@ TARGETS_GROUP = "dsv4_qual.targets"
 
 
 class EmbeddedTarget(Protocol):
+    """A server the run started: stop it, read what it left, then close it."""
+
     base_url: str
     receipts_dir: str | None
 
-    def stop(self) -> None: ...
+    def stop(self) -> None:
+        """Stop serving; its receipts stay readable, final counts written."""
+        ...
+
+    def close(self) -> None:
+        """Stop, and remove what it made for itself (a receipts folder in the temp
+        dir): call it once the run has kept what it needs (server.json)."""
+        ...
 
 
 def start_embedded(name: str, options: dict[str, Any]) -> EmbeddedTarget:
+    """Start the embedded target `name` with its scenario options (and `quiet`: the run
+    prints nothing but its results, so the target logs nothing either)."""
     for ep in entry_points(group=TARGETS_GROUP):
         if ep.name == name:
             try:

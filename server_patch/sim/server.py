@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import threading
@@ -38,14 +39,16 @@ def new_start(address: str | None) -> ServerStart:
     return ServerStart(uuid.uuid4().hex, address, os.getpid(), made_here=True)
 
 
-def make_app(cfg: SimConfig, address: str | None = None) -> SimApp:
+def make_app(cfg: SimConfig, address: str | None = None,
+             log: logging.Logger | None = None) -> SimApp:
     """The sim's ASGI app; the engine starts with the app's lifespan.
 
     The builder is wrapped as the plugin wraps vLLM's: a receipt records the first
     call, and (unless `guard` is off) the stride guard counts every call, into the
     receipt and the sim's /metrics. The receipt and /metrics name the same server
     start (`server_start`), as the plugin's do, so the load generator ties the one to
-    the other.
+    the other. The guard's lines go to `log` (its own logger by default; a quiet run
+    gives one that writes nothing: the receipt keeps what the guard saw).
     """
     build = builder(cfg.layout)
     start = new_start(address)
@@ -68,7 +71,8 @@ def make_app(cfg: SimConfig, address: str | None = None) -> SimApp:
         build = observe_first_call(build, lambda info: receipt.update(first_call=info))
     guard = StrideGuard(COUNT if cfg.guard else OFF,
                         sinks=[receipt_sink(lambda: receipt)], flush_interval_s=1.0,
-                        expected=expected_violations(cfg.layout, "this sim"))
+                        expected=expected_violations(cfg.layout, "this sim"),
+                        **({"log": log} if log is not None else {}))
     build = guard.wrap(build)
     if receipt is not None and guard.enabled:
         receipt.merge_section(RECEIPT_SECTION, guard.snapshot())
@@ -114,9 +118,9 @@ class RunningSim:
 
 
 def start_in_thread(cfg: SimConfig, host: str = "127.0.0.1", port: int = 0,
-                    timeout_s: float = 60.0) -> RunningSim:
+                    timeout_s: float = 60.0, log: logging.Logger | None = None) -> RunningSim:
     sock = bind(host, port)
-    sim = make_app(cfg, address_of(sock))
+    sim = make_app(cfg, address_of(sock), log)
     server = uvicorn.Server(uvicorn.Config(sim.app, log_level="critical",
                                            timeout_keep_alive=60))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},
@@ -132,6 +136,7 @@ def start_in_thread(cfg: SimConfig, host: str = "127.0.0.1", port: int = 0,
 
 
 def default_receipts_dir() -> str:
+    """A fresh receipts folder in the temp dir; the caller removes it when done."""
     import tempfile
 
     return tempfile.mkdtemp(prefix=f"dsv4-qual-sim-receipts-{os.getpid()}-")

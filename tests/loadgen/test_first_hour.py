@@ -157,7 +157,7 @@ def test_a_control_states_its_reproduction_rate_and_its_expected_guard_line(
 
     out = tmp_path / "d"
     with caplog.at_level(logging.WARNING):
-        proc = run_cli("demo", "--out", str(out), "--quiet")
+        proc = run_cli("demo", "--out", str(out))
     assert proc.returncode == 0
     control_line = next(line for line in proc.stdout.splitlines() if "[control]" in line)
     assert "reproduced the bug, rate > " in control_line and "rate <" not in control_line
@@ -205,3 +205,241 @@ def test_documents_people_read_have_rounded_numbers(tmp_path: Path) -> None:
         values = floats(json.loads(path.read_text()))
         # At most 12 significant digits: float noise such as 0.10300000000000864 is gone.
         assert values and all(float(f"{v:.12g}") == v for v in values), path
+
+
+#: A sim scenario small enough for a few seconds' run.
+TINY_SIM = """\
+[target.sim]
+max_num_seqs = 8
+max_model_len = 2048
+
+[load]
+concurrency = 4
+priming = 2
+measurement = 8
+
+[request]
+max_tokens = 64
+
+[workload]
+kind = "long-context"
+context_tokens = [96, 256]
+tools = true
+
+[gate]
+prove_below = 0.5
+require_receipts = true
+"""
+
+
+@pytest.mark.parametrize("command", ["run", "soak", "qualify", "demo"])
+def test_runs_on_the_sim_leave_nothing_in_the_temp_dir(command: str, tmp_path: Path,
+                                                       temp_dir: Path) -> None:
+    sc = tmp_path / "tiny.toml"
+    sc.write_text(TINY_SIM)
+    out = tmp_path / "o"
+    args = {"run": ["run", str(sc)], "soak": ["soak", str(sc), "--rounds", "1"],
+            "qualify": ["qualify", str(sc)], "demo": ["demo", "--scenario", str(sc)]}[command]
+    proc = run_cli(*args, "--out", str(out), "--quiet")
+    assert proc.returncode in (0, 1, 2), proc.stdout + proc.stderr
+    # The sim made its receipts folder in the temp dir, and removed it.
+    assert list(temp_dir.iterdir()) == []
+    if command == "run":  # what the run read from it is kept in its results
+        assert proc.returncode == 0, proc.stdout
+        server = json.loads((out / "server.json").read_text())
+        [receipt] = server["receipts"]
+        assert receipt["counted"] and receipt["guard"]["calls"] > 0
+
+
+def test_a_receipts_folder_the_user_named_is_kept(tmp_path: Path, temp_dir: Path) -> None:
+    sc = tmp_path / "tiny.toml"
+    sc.write_text(TINY_SIM)
+    receipts = tmp_path / "receipts"
+    proc = run_cli("run", str(sc), "--receipts-dir", str(receipts), "--out",
+                   str(tmp_path / "o"), "--quiet")
+    assert proc.returncode == 0, proc.stdout
+    assert len(list(receipts.glob("*.json"))) == 1 and list(temp_dir.iterdir()) == []
+
+
+#: What a run id looks like (`results.new_run_id`), and each command's default folder.
+RUN_ID = r"\d{8}T\d{6}Z-\d{5}-\d+"
+DEFAULT_FORMS = {"results/<scenario>-<id>", "results/qualify-<scenario>-<id>",
+                 "results/demo-<id>", "results/soak-<scenario>"}
+
+
+def test_the_demo_is_named_demo_in_its_folder_pages_and_report(tmp_path: Path) -> None:
+    import re
+
+    (tmp_path / "tiny.toml").write_text(TINY_SIM)
+    proc = run_cli("demo", "--scenario", "tiny.toml", "--quiet")
+    assert proc.returncode in (0, 2), proc.stdout
+    [out] = (tmp_path / "results").iterdir()
+    assert re.fullmatch(f"demo-{RUN_ID}", out.name), out.name  # README's results/demo-<id>
+    assert json.loads((out / "qualify.json").read_text())["command"] == "demo"
+
+    def headed_demo() -> None:
+        assert (out / "report.md").read_text().startswith("# dsv4-qual demo: tiny\n")
+        page = (out / "report.html").read_text()
+        assert "<h1>dsv4-qual demo: tiny</h1>" in page and "dsv4-qual qualify" not in page
+        assert 'testsuite name="dsv4-qual.demo.tiny"' in (out / "junit.xml").read_text()
+
+    headed_demo()
+    rebuilt = run_cli("report", str(out))
+    assert rebuilt.returncode == proc.returncode
+    assert rebuilt.stdout.startswith("demo tiny: "), rebuilt.stdout
+    headed_demo()
+
+
+def test_readme_and_every_help_name_results_folders_as_the_code_does() -> None:
+    import re
+
+    from loadgen.cli import _load_command_plugins, cli
+    from loadgen.results import default_out_dir
+
+    made = {default_out_dir("", "smoke", "ID"), default_out_dir("qualify", "smoke", "ID"),
+            default_out_dir("demo", "", "ID")}
+    assert {str(p) for p in made} == {"results/smoke-ID", "results/qualify-smoke-ID",
+                                      "results/demo-ID"}
+    texts = {"README.md": (REPO / "README.md").read_text()}
+    _load_command_plugins()
+    for name in sorted(cli.commands):
+        texts[f"{name} --help"] = run_cli(name, "--help").stdout
+    for where, text in texts.items():
+        text = re.sub(r"\s+", " ", text)
+        for form in re.findall(r"results/[\w.<>-]*<[\w.<>-]*", text):
+            assert form.rstrip(".") in DEFAULT_FORMS, (where, form)
+        for example in re.findall(r"results/[\w.-]*\d{8}T\d{6}Z[\w.-]*", text):
+            assert re.fullmatch(rf"results/(demo|qualify-[\w.-]+|[\w.-]+)-{RUN_ID}", example), (
+                where, example)
+
+
+def test_the_progress_lines_are_told_what_the_run_level_rules_changed(
+        fake_server, tmp_path: Path) -> None:
+    # Identical greedy tool turns; every fourth reply answers at length: its own verdict is
+    # ok as it completes, `divergent` once the run is judged as a whole.
+    _, srv = fake_server(("ok", "ok", "ok", "big_chunk"))
+    sc = tmp_path / "s.toml"
+    sc.write_text("[load]\nconcurrency = 1\nmeasurement = 12\n[workload]\nkind = \"tool-turn\"\n"
+                  "[gate]\nprove_below = 0.9\n")
+    proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(tmp_path / "o"))
+    assert proc.returncode == 0, proc.stdout
+    assert "measurement: 12/12 done, 0 in flight" in proc.stderr and " ok=12 (done)" in proc.stderr
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["phases"]["measurement"]["verdicts"] == {"ok": 9, "divergent": 3}
+    # ... and the line after the progress says where the three went.
+    assert ("measurement: run-level verdicts, judged once the run ended: divergent 3 (identical "
+            "greedy bodies, different answers; 3 of them counted ok above)") in proc.stderr
+    quiet = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(tmp_path / "q"),
+                    "--quiet")
+    assert quiet.returncode == 0 and quiet.stderr == ""
+
+
+def _demo_tiny(tmp_path: Path, *args: str) -> tuple[object, Path]:
+    sc = tmp_path / "tiny.toml"
+    sc.write_text(TINY_SIM)
+    out = tmp_path / "d"
+    return run_cli("demo", "--scenario", str(sc), "--out", str(out), *args), out
+
+
+def test_the_demo_table_tells_what_a_control_counts_from_what_it_only_shows(
+        tmp_path: Path) -> None:
+    proc, _ = _demo_tiny(tmp_path, "--quiet")
+    assert proc.returncode in (0, 2), proc.stdout  # type: ignore[attr-defined]
+    text = " ".join(proc.stdout.split())  # type: ignore[attr-defined]
+    rows = {line.split("│")[1].strip(): line for line in proc.stdout.splitlines()  # type: ignore[attr-defined]
+            if line.startswith("│") and line.split("│")[1].strip()}
+    assert {"ok", "verdicts counted", "verdicts not counted", "gated failures"} <= set(rows)
+    counted = rows["verdicts counted"].split("│")[2]
+    assert "stuck_in_reasoning" in counted or counted.strip() == "-"
+    assert not any(v in counted for v in ("cross_talk", "garbled", "no_tool_call", "divergent"))
+    assert ("A control counts only what reproduces the bug (stuck_in_reasoning); its other "
+            "verdicts are shown, not counted.") in text
+
+
+def test_a_quiet_demo_prints_its_table_and_one_line(tmp_path: Path, caplog) -> None:
+    import logging
+
+    from server_patch.sim.embedded import QUIET_LOGGER
+
+    with caplog.at_level(logging.DEBUG):
+        proc, out = _demo_tiny(tmp_path, "--quiet")
+    stdout, stderr = proc.stdout, proc.stderr  # type: ignore[attr-defined]
+    assert proc.returncode in (0, 2), stdout  # type: ignore[attr-defined]
+    assert stderr == ""
+    lines = stdout.rstrip("\n").splitlines()
+    assert lines[-1].startswith("demo: exit ") and lines[-1].endswith(f"reports in {out}")
+    assert not any(line.startswith("demo: exit") for line in lines[:-1])
+    assert lines[0].strip() == "dsv4-qual demo: tiny on the embedded sim"
+    for words in ("priming", "measurement:", "[control]", "[candidate]", "waiting for",
+                  "stride violation", "run-level"):
+        assert words not in stdout, words
+    # The guard's line went to the quiet run's logger, which writes nothing (the test's
+    # log capture listens to it all the same).
+    quiet = logging.getLogger(QUIET_LOGGER)
+    assert not quiet.propagate and any(isinstance(h, logging.NullHandler)
+                                       for h in quiet.handlers)
+    assert {r.name for r in caplog.records if "stride violation" in r.getMessage()} <= {
+        QUIET_LOGGER}
+    # What the guard saw is in the control's receipt and reports all the same.
+    server = json.loads((out / "control" / "server.json").read_text())
+    [receipt] = server["receipts"]
+    assert receipt["guard"]["violations"] > 0 and receipt["guard"]["first_violation"]
+
+
+def test_qualify_with_no_url_runs_the_sim_on_both_sides_as_the_demo(tmp_path: Path) -> None:
+    (tmp_path / "tiny.toml").write_text(TINY_SIM)
+    proc = run_cli("qualify", "tiny.toml", "--out", "q", "--quiet")
+    assert proc.returncode in (0, 2), proc.stdout + proc.stderr
+    assert any(line.startswith("qualify tiny: ") for line in proc.stdout.splitlines())
+    doc = json.loads((tmp_path / "q" / "qualify.json").read_text())
+    assert doc["command"] == "qualify" and doc["control"]["c128a_layout"] == "packed"
+    if doc["candidate"] is not None:  # the control reproduced: the fix ran beside it
+        assert doc["candidate"]["c128a_layout"] == "capacity"
+    # The help says where the targets come from.
+    text = " ".join(run_cli("qualify", "--help").stdout.split())
+    assert "[qualify.control.sim]" in text and "[qualify.candidate.sim]" in text
+    assert "exactly what `demo` runs" in text
+
+
+@pytest.mark.parametrize("given", ["--control", "--candidate"])
+def test_qualify_with_one_url_says_what_is_missing(given: str, tmp_path: Path) -> None:
+    proc = run_cli("qualify", "sim-smoke", given, "http://127.0.0.1:1", "--out", "q")
+    assert proc.returncode == 3
+    [line] = proc.stderr.strip().splitlines()
+    missing = "--candidate" if given == "--control" else "--control"
+    assert line.startswith("dsv4-qual: error: qualify needs a ")
+    assert f"{given} was given without {missing}" in line and "Traceback" not in proc.stderr
+    assert not (tmp_path / "q").exists()
+
+
+def test_a_control_that_did_not_reproduce_states_no_meaningless_bound(
+        fake_server, tmp_path: Path) -> None:
+    _, srv = fake_server(("ok",))
+    sc = tmp_path / "c.toml"
+    sc.write_text("[load]\nconcurrency = 4\nmeasurement = 8\n[workload]\nkind = \"tool-turn\"\n"
+                  "[gate]\nrole = \"control\"\nfail_on = [\"stuck_in_reasoning\"]\n")
+    out = tmp_path / "o"
+    proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet")
+    assert proc.returncode == 1, proc.stdout
+    assert "0/8 reproduced the bug: did not reproduce" in proc.stdout
+    assert "rate >" not in proc.stdout
+    md = (out / "report.md").read_text()
+    assert "0/8: did not reproduce." in md and "&gt; 0.00%" not in md and "> 0.00%" not in md
+    assert "the control did not reproduce it" in md and "above 0%" not in md
+    page = (out / "report.html").read_text()
+    assert "Did not" in page and "Reproduction rate &gt;" not in page
+
+
+def test_ctrl_c_ends_the_progress_line_interrupted_not_done(fake_server, tmp_path: Path,
+                                                            monkeypatch) -> None:
+    from loadgen.engine.progress import Progress
+
+    _, srv = fake_server(("ok",))
+    sc = tmp_path / "s.toml"
+    sc.write_text("[load]\nconcurrency = 2\nmeasurement = 200\n[gate]\nprove_below = 0.5\n")
+    sent = _signal_during(monkeypatch, Progress, "update")
+    proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(tmp_path / "o"))
+    assert sent == [1] and proc.returncode == 130, proc.stdout
+    [last] = [line for line in proc.stderr.splitlines() if line.startswith("measurement: ")
+              and "done," in line][-1:]
+    assert last.endswith(" (interrupted)") and "(done)" not in proc.stderr, proc.stderr

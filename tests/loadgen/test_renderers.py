@@ -119,3 +119,8 @@ def test_a_control_that_did_not_reproduce_skips_the_candidate(tmp_path: Path) ->
     assert (q.exit_code, q.verdict) == (2, "INVALID")
     suite = ET.fromstring(render_qualify_junit(q, qualify_document(q))).find("testsuite")
     assert suite is not None and suite.get("skipped") == "1" and suite.get("errors") == "1"
+    # No reproduction bounds nothing: the pages say so, never "> 0.00%".
+    doc = qualify_document(q)
+    assert "control: 0 of 4 reproduced the bug;" in doc["headline"]
+    text = render_qualify_markdown(doc)
+    assert "none: did not reproduce" in text and "0.00%" not in text
