@@ -18,8 +18,9 @@ on `/metrics` for Prometheus to scrape and alert on (docker/monitoring/alerts.ym
   server's receipts said (`dsv4_qual_server_receipts`, `dsv4_qual_server_stride_violations`,
   `dsv4_qual_server_layout_info{layout}`);
 - `dsv4_qual_running` (1 until the command ends) and
-  `dsv4_qual_last_update_timestamp_seconds` (the last time anything was recorded), so a
-  soak that died or hangs can be told from one that finished.
+  `dsv4_qual_last_update_timestamp_seconds` (the last time a request was sent or
+  recorded, or a phase or round began or ended), so a soak that died or hangs can be
+  told from one that finished.
 
 Labels are bounded (phase, verdict, outcome, layout; the scenario and command only in
 `dsv4_qual_info`). Each instance has its own registry: a test process runs many runs.
@@ -198,7 +199,8 @@ class LiveMetrics:
                               "1 while the run or soak is in progress, 0 once it has ended.",
                               registry=r)
         self._heartbeat = Gauge("dsv4_qual_last_update_timestamp_seconds",
-                                "When the load generator last recorded anything (Unix time).",
+                                "When the load generator last sent or recorded a request, or "
+                                "began or ended a phase or round (Unix time).",
                                 registry=r)
         self._requests = Counter("dsv4_qual_requests",
                                  "Requests recorded, by phase and their own most severe "
@@ -354,6 +356,7 @@ class LiveMetrics:
 
     def in_flight(self, count: int) -> None:
         self._in_flight.set(count)
+        self._beat()
 
     # -- helpers ---------------------------------------------------------------------
 
