@@ -216,3 +216,13 @@ def test_a_missing_tool_skips_here_and_fails_where_required(
     monkeypatch.setenv(REQUIRE_ENV, "1")
     with pytest.raises(pytest.fail.Exception):
         tool("promtool")
+
+
+def test_no_metric_is_named_like_one_the_server_exports() -> None:
+    """Prometheus scrapes both: the load generator's names must not be the plugin's or
+    the sim's (which are only told apart by job)."""
+    repo = COMPOSE.parent
+    server_side = {name for path in (repo / "server_patch").rglob("*.py")
+                   for name in re.findall(r"\bdsv4_qual_[a-z0-9_]+", path.read_text())}
+    assert "dsv4_qual_server_info" in server_side
+    assert not served_names() & server_side
