@@ -57,6 +57,15 @@ load_options = _options(
     click.option("--quiet", is_flag=True, help="No progress output."),
 )
 
+#: Live Prometheus metrics while a run or soak runs (docker/monitoring scrapes them).
+metrics_options = _options(
+    click.option("--metrics-port", type=click.IntRange(0, 65535), default=0, metavar="PORT",
+                 help="Serve Prometheus metrics on /metrics at this port while the command "
+                      "runs (0, the default: off)."),
+    click.option("--metrics-host", default="0.0.0.0", show_default=True, metavar="ADDR",
+                 help="The address the metrics endpoint listens on."),
+)
+
 #: The options above that are scenario overrides (Scenario.with_overrides keys).
 OVERRIDE_KEYS = ("base_urls", "receipts_dir", "model", "concurrency", "priming",
                  "measurement", "max_tokens", "rate_limit", "ready_timeout")
@@ -140,8 +149,9 @@ def _scenario_from(ref: str, options: dict[str, Any]) -> Scenario:
               help="Results directory (default: results/<scenario>-<id>).")
 @click.option("--workers", type=click.IntRange(1, 512), default=1, show_default=True,
               help="Processes sharing each phase (one event loop each).")
+@metrics_options
 def run(scenario_ref: str, out: Path | None, workers: int, transport: str, quiet: bool,
-        **options: Any) -> None:
+        metrics_port: int, metrics_host: str, **options: Any) -> None:
     """One run: wait until ready, priming, measurement, reports; exits with the gate's code.
 
     \b
@@ -149,11 +159,14 @@ def run(scenario_ref: str, out: Path | None, workers: int, transport: str, quiet
       dsv4-qual run scenarios/smoke.toml --base-url http://127.0.0.1:8000
       dsv4-qual run pr-51318 --base-url http://gpu-a:8000 --base-url http://gpu-b:8000 \\
           --receipts-dir /receipts --out results/pr-51318
+      dsv4-qual run smoke --base-url http://127.0.0.1:8000 --metrics-port 9464
     """
-    from loadgen.commands.run import run_scenario
+    from loadgen.commands.run import live_metrics, run_scenario
 
     scenario = _scenario_from(scenario_ref, options)
-    outcome = run_scenario(scenario, out, quiet=quiet, transport=transport, workers=workers)
+    with live_metrics("run", scenario, metrics_port, metrics_host) as metrics:
+        outcome = run_scenario(scenario, out, quiet=quiet, transport=transport,
+                               workers=workers, observer=metrics)
     sys.exit(outcome.exit_code)
 
 
@@ -312,9 +325,10 @@ def qualify(scenario_ref: str, control_urls: tuple[str, ...], candidate_urls: tu
 @click.option("--new", is_flag=True,
               help="Start a new soak even if an unfinished one is in --out (it is abandoned).")
 @load_options
+@metrics_options
 def soak(scenario_ref: str, duration: str | None, rounds: int | None, history_db: Path | None,
          stop_on_breach: bool | None, out: Path | None, new: bool, transport: str,
-         quiet: bool, **options: Any) -> None:
+         quiet: bool, metrics_port: int, metrics_host: str, **options: Any) -> None:
     """Nightly rounds against one server, each appended to the SQLite history.
 
     Primes once per server start (seen in /metrics' process_start_time_seconds, else
@@ -327,14 +341,18 @@ def soak(scenario_ref: str, duration: str | None, rounds: int | None, history_db
       dsv4-qual soak nightly-soak --duration 8h --base-url http://gpu-a:8000 \\
           --receipts-dir /receipts --history /data/dsv4-history.sqlite --out results/nightly
       dsv4-qual soak smoke --rounds 3 --base-url http://127.0.0.1:8000 --stop-on-breach
+      dsv4-qual soak nightly-soak --duration 8h --base-url http://gpu-a:8000 \\
+          --receipts-dir /receipts --metrics-port 9464
     """
+    from loadgen.commands.run import live_metrics
     from loadgen.commands.soak import history_default, make_plan
     from loadgen.commands.soak import soak as run_soak
 
     scenario = _scenario_from(scenario_ref, options)
     plan = make_plan(scenario, duration, rounds, stop_on_breach)
-    outcome = run_soak(scenario, plan, out, history_db or history_default(out, scenario),
-                       quiet=quiet, transport=transport, new=new)
+    with live_metrics("soak", scenario, metrics_port, metrics_host) as metrics:
+        outcome = run_soak(scenario, plan, out, history_db or history_default(out, scenario),
+                           quiet=quiet, transport=transport, new=new, observer=metrics)
     if outcome.rounds:
         from loadgen.report.trend import console, round_table, write_trend_plot
 

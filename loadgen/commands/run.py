@@ -7,9 +7,12 @@ exits 3 without touching the server and without leaving a results directory.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from loadgen.commands import interrupts
 from loadgen.commands.report import RunOutcome, one_line, rebuild_reports
@@ -28,6 +31,9 @@ from loadgen.results import (
 from loadgen.scenario import Scenario
 from loadgen.targets.embedded import EmbeddedTarget, start_embedded
 from loadgen.targets.epochs import select_receipts
+
+if TYPE_CHECKING:
+    from loadgen.observe.metrics import LiveMetrics
 
 
 def api_key_from_env(scenario: Scenario) -> str | None:
@@ -55,8 +61,10 @@ def run_scenario(
     echo: bool = True,
     workers: int = 1,
     html: bool = True,
+    observer: LiveMetrics | None = None,
 ) -> RunOutcome:
-    """Run a scenario end to end and write every report; never raises on a bad server."""
+    """Run a scenario end to end and write every report; never raises on a bad server.
+    `observer` (the metrics of `--metrics-port`) is told as the run goes and judged."""
     check_target(scenario)
     api_key = api_key_from_env(scenario)
     run_id = new_run_id()
@@ -71,9 +79,11 @@ def run_scenario(
         scenario = scenario.with_overrides(
             base_urls=[embedded.base_url],
             receipts_dir=scenario.target.receipts_dir or embedded.receipts_dir)
+    if observer is not None:
+        observer.run_started(scenario)
     try:
         runner = Runner(scenario, out_dir, run_id, quiet=quiet, transport=transport,
-                        api_key=api_key, workers=workers)
+                        api_key=api_key, workers=workers, observer=observer)
         write_run(out_dir, scenario, runner.facts)
         try:
             facts = loop.run(runner.run())
@@ -94,6 +104,8 @@ def run_scenario(
     write_run(out_dir, scenario, facts)
     outcome = rebuild_reports(out_dir, html=html)
     outcome.interrupted_after = interrupts.HELD.signal
+    if observer is not None:
+        observer.run_judged(outcome.report, outcome.exit_code)
     if echo:
         if not quiet:  # the counts the progress lines gave, as the run-level rules revised them
             for line in run_level_lines(outcome.report):
@@ -103,3 +115,26 @@ def run_scenario(
             print(f"dsv4-qual: {outcome.interrupted_after} came after the run had finished: "
                   "its reports are complete", file=sys.stderr, flush=True)
     return outcome
+
+
+@contextlib.contextmanager
+def live_metrics(command: str, scenario: Scenario, port: int,
+                 host: str) -> Iterator[LiveMetrics | None]:
+    """Prometheus metrics on host:port while the block runs (`--metrics-port`; 0: none).
+
+    Listening comes first, so a port in use is bad input (exit 3) before anything is
+    sent. At the end a scraper gets one last look at the final values, unless the block
+    was interrupted or a signal arrives meanwhile."""
+    if not port:
+        yield None
+        return
+    from loadgen.observe.metrics import LiveMetrics
+
+    metrics = LiveMetrics(command, scenario)
+    metrics.serve(port, host)
+    try:
+        yield metrics
+    except BaseException:
+        metrics.close(linger=False)
+        raise
+    metrics.close(should_stop=lambda: interrupts.HELD.signal is not None)

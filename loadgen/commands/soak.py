@@ -33,7 +33,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -64,6 +64,9 @@ from loadgen.targets.epochs import (
     observe,
     restarted_during,
 )
+
+if TYPE_CHECKING:
+    from loadgen.observe.metrics import LiveMetrics
 
 SOAK_FILE = "soak.json"
 LOCK_FILE = ".soak.lock"
@@ -186,7 +189,8 @@ class SoakSession:
     """One invocation of `dsv4-qual soak`: a new soak, or the continuation of one."""
 
     def __init__(self, scenario: Scenario, plan: SoakPlan, out_dir: Path, history: History,
-                 *, quiet: bool, transport: str, echo: Any = print) -> None:
+                 *, quiet: bool, transport: str, echo: Any = print,
+                 observer: LiveMetrics | None = None) -> None:
         self.scenario = scenario.model_copy(update={"qualify": None, "soak": None})
         self.plan = plan
         self.out_dir = out_dir
@@ -194,6 +198,7 @@ class SoakSession:
         self.quiet = quiet
         self.transport = transport
         self.echo = echo
+        self.observer = observer  # the live metrics of --metrics-port, if any
         self.soak: Soak | None = None
         self.previous_starts: dict[str, Observation] | None = None
         self.force_priming = False
@@ -305,9 +310,11 @@ class SoakSession:
                                  scenario=self.scenario.name, results_dir=str(directory),
                                  priming=priming, restart_detected=new_start,
                                  server_starts=starts)
+        if self.observer is not None:
+            self.observer.round_started(number)
         try:
             outcome = run_scenario(round_scenario, directory, quiet=self.quiet,
-                                   transport=self.transport)
+                                   transport=self.transport, observer=self.observer)
         except KeyboardInterrupt:
             interrupts.hold()
             recover_round(self.history, self.soak.soak_id,
@@ -365,8 +372,10 @@ class SoakSession:
 
 
 def soak(scenario: Scenario, plan: SoakPlan, out: Path | None, history_path: Path, *,
-         quiet: bool = False, transport: str = "auto", new: bool = False) -> SoakOutcome:
-    """Run (or continue) the soak of `scenario` in `out`; see the module docstring."""
+         quiet: bool = False, transport: str = "auto", new: bool = False,
+         observer: LiveMetrics | None = None) -> SoakOutcome:
+    """Run (or continue) the soak of `scenario` in `out`; see the module docstring.
+    `observer` (the metrics of `--metrics-port`) sees every round."""
     out_dir = (out or default_soak_dir(scenario)).resolve()
     base_urls = list(scenario.target.base_urls)
     check_target(scenario)
@@ -375,7 +384,7 @@ def soak(scenario: Scenario, plan: SoakPlan, out: Path | None, history_path: Pat
         history = History(history_path)
         try:
             session = SoakSession(scenario, plan, out_dir, history, quiet=quiet,
-                                  transport=transport)
+                                  transport=transport, observer=observer)
             session.open(new)
             embedded: EmbeddedTarget | None = None
             try:

@@ -100,13 +100,14 @@ async def _worker(session: Session, source: SeqSource, maker: RequestMaker, phas
             record.fail(ErrorKind.INTERRUPTED, f"interrupted: {why}", first_only=False)
             record.verdicts = ["interrupted"]
             writer.write(record)
+            progress.update(record.verdicts, 0)
             raise
         finally:
             session.in_flight.leave()
             progress.in_flight = session.in_flight.local
         record.verdicts = classify(record, session.scenario.verdicts)
         writer.write(record)
-        progress.update(record.verdicts[0], record.usage.completion_tokens or 0)
+        progress.update(record.verdicts, record.usage.completion_tokens or 0)
         if retry_after:
             session.pacer.back_off(endpoint, retry_after)
         session.outage.saw(record)

@@ -9,12 +9,14 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter
+from collections.abc import Sequence
 from typing import TextIO
 
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from loadgen.engine.observer import RunObserver
 from loadgen.engine.stopping import StopReason
 
 #: How a phase's last line ends: it ran to its end, or was cut short (the reason is
@@ -23,10 +25,11 @@ ENDINGS = {None: "done", "interrupted": "interrupted", "invalid": "stopped"}
 
 
 class Progress:
-    """Counts of one phase, refreshed at most a few times a second."""
+    """Counts of one phase, refreshed at most a few times a second; what it is told, it
+    passes on to the run's observer (live metrics), if any."""
 
     def __init__(self, stream: TextIO | None = None, quiet: bool = False,
-                 plain_interval_s: float = 5.0) -> None:
+                 plain_interval_s: float = 5.0, observer: RunObserver | None = None) -> None:
         self.stream = stream or sys.stderr
         self.quiet = quiet
         self.live_mode = (not quiet) and self.stream.isatty()
@@ -35,15 +38,28 @@ class Progress:
         self.phase = ""
         self.total = 0
         self.done = 0
-        self.in_flight = 0
+        self.observer = observer
+        self._in_flight = 0
         self.tokens = 0
         self.verdicts: Counter[str] = Counter()
         self._t0 = time.monotonic()
         self._last_print = 0.0
         self._ending = ""
 
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
+    @in_flight.setter
+    def in_flight(self, count: int) -> None:
+        self._in_flight = count
+        if self.observer is not None:
+            self.observer.in_flight(count)
+
     def start_phase(self, phase: str, total: int) -> None:
         self.phase, self.total, self.done, self.tokens = phase, total, 0, 0
+        if self.observer is not None:
+            self.observer.phase_started(phase, total)
         self.verdicts = Counter()
         self._t0 = time.monotonic()
         self._last_print = 0.0
@@ -56,10 +72,13 @@ class Progress:
         elif not self.quiet and not self.live_mode:
             self._line(f"{phase}: {total} requests")
 
-    def update(self, verdict: str, tokens: int) -> None:
+    def update(self, verdicts: Sequence[str], tokens: int) -> None:
+        """One request recorded: its verdicts (most severe first) and completion tokens."""
         self.done += 1
         self.tokens += tokens
-        self.verdicts[verdict] += 1
+        self.verdicts[verdicts[0]] += 1
+        if self.observer is not None:
+            self.observer.request_done(self.phase, verdicts)
         if self._live is not None:
             return
         now = time.monotonic()

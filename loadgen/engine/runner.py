@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from loadgen.engine.observer import RunObserver
 from loadgen.engine.phase import SeqSource, run_phase
 from loadgen.engine.progress import Progress
 from loadgen.engine.reference import reference_items
@@ -34,7 +35,8 @@ AFTER_SNAPSHOT_TIMEOUT_S = 15.0
 
 class Runner:
     def __init__(self, scenario: Scenario, out_dir: Path, run_id: str, *, quiet: bool = False,
-                 transport: str = "auto", api_key: str | None = None, workers: int = 1) -> None:
+                 transport: str = "auto", api_key: str | None = None, workers: int = 1,
+                 observer: RunObserver | None = None) -> None:
         self.scenario = scenario
         self.out_dir = out_dir
         self.facts = RunFacts(run_id=run_id, scenario=scenario.name,
@@ -44,12 +46,13 @@ class Runner:
         self.api_key = api_key
         self.workers = workers
         self.quiet = quiet
+        self.observer = observer
         self.telemetry: Telemetry | None = None
         self._worker_reports: list[dict[str, Any]] = []
 
     async def run(self) -> RunFacts:
         scenario = self.scenario
-        progress = Progress(quiet=self.quiet)
+        progress = Progress(quiet=self.quiet, observer=self.observer)
         async with Session(scenario, self.out_dir, self.facts, transport=self.transport,
                            api_key=self.api_key, progress=progress) as session:
             self.telemetry = Telemetry(session.http, self.facts.base_urls,

@@ -33,26 +33,37 @@ def _split(total: int, parts: int, index: int) -> int:
     return total // parts + (1 if index < total % parts else 0)
 
 
-async def _follow(progress: Progress, path: Path, offset: int, shared: Any) -> None:
+class _Follower:
     """Progress from the shared records file (the workers' records, as they land)."""
-    buf = b""
-    while True:
-        await asyncio.sleep(POLL_S)
-        progress.in_flight = shared.value
+
+    def __init__(self, progress: Progress, path: Path, offset: int, shared: Any) -> None:
+        self.progress = progress
+        self.path = path
+        self.offset = offset
+        self.shared = shared
+        self._buf = b""
+
+    def read(self) -> None:
+        """Count the records appended since the last read."""
+        self.progress.in_flight = self.shared.value
         try:
-            with open(path, "rb") as fh:
-                fh.seek(offset)
+            with open(self.path, "rb") as fh:
+                fh.seek(self.offset)
                 data = fh.read()
         except OSError:
-            continue
-        offset += len(data)
-        buf += data
-        *lines, buf = buf.split(b"\n")
+            return
+        self.offset += len(data)
+        *lines, self._buf = (self._buf + data).split(b"\n")
         for line in lines:
-            with contextlib.suppress(orjson.JSONDecodeError, TypeError, IndexError):
+            with contextlib.suppress(orjson.JSONDecodeError, TypeError, IndexError, KeyError):
                 rec = orjson.loads(line)
-                progress.update(rec["verdicts"][0],
-                                       (rec.get("usage") or {}).get("completion_tokens") or 0)
+                self.progress.update(rec["verdicts"],
+                                     (rec.get("usage") or {}).get("completion_tokens") or 0)
+
+    async def follow(self) -> None:
+        while True:
+            await asyncio.sleep(POLL_S)
+            self.read()
 
 
 async def run_sharded_phase(session: Session, out_dir: Path, workers: int, *, transport: str,
@@ -87,7 +98,8 @@ async def run_sharded_phase(session: Session, out_dir: Path, workers: int, *, tr
     records = out_dir / RECORDS_FILE
     offset = records.stat().st_size if records.exists() else 0
     session.progress.start_phase(phase, count)
-    follower = asyncio.ensure_future(_follow(session.progress, records, offset, shared))
+    follower = _Follower(session.progress, records, offset, shared)
+    following = asyncio.ensure_future(follower.follow())
     loop = asyncio.get_running_loop()
     try:
         await asyncio.gather(*(loop.run_in_executor(None, p.join) for p, _ in procs))
@@ -103,9 +115,10 @@ async def run_sharded_phase(session: Session, out_dir: Path, workers: int, *, tr
                 proc.kill()
         raise
     finally:
-        follower.cancel()
+        following.cancel()
         with contextlib.suppress(asyncio.CancelledError):
-            await follower
+            await following
+        follower.read()  # the records that landed after the last poll
         session.progress.end_phase(session.stopper.reason)
     reports = []
     for proc, conn in procs:

@@ -101,8 +101,8 @@ def test_progress_falls_back_to_plain_lines() -> None:
     p = Progress(stream=buf, plain_interval_s=0)
     assert p.live_mode is False
     p.start_phase("measurement", 3)
-    p.update("ok", 10)
-    p.update("stuck_in_reasoning", 64)
+    p.update(["ok"], 10)
+    p.update(["stuck_in_reasoning", "truncated"], 64)
     p.end_phase()
     p.close()
     text = buf.getvalue()

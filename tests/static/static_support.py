@@ -36,9 +36,12 @@ MULTINODE_REQUIRED = {"DSV4_HEAD_ADDRESS": "10.0.0.1"}
 
 # Profiles of each file; None is "no --profile" (what `docker compose up` starts).
 PROFILES = {
-    COMPOSE: [None, "control", "soak", "dp", "qualify"],
+    COMPOSE: [None, "control", "soak", "dp", "qualify", "monitoring"],
     MULTINODE: ["head", "worker", "hybrid", "gate"],
 }
+# Profiles that add a service to the others' rather than run a gate of their own.
+ADD_ON_PROFILES = ["monitoring"]
+MONITORING = REPO / "docker" / "monitoring"
 # Profiles whose servers the 8-GPU override file (docker/compose.8-gpus.yaml) changes.
 EIGHT_GPU_PROFILES = ["dp", "qualify"]
 # The 40-hex commit id of a Hugging Face revision (a branch name would move).
