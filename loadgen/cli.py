@@ -290,8 +290,10 @@ def qualify(scenario_ref: str, control_urls: tuple[str, ...], candidate_urls: tu
               help="Soak length from its first start, e.g. 8h, 90m, 1h30m.")
 @click.option("--rounds", type=int, default=None, metavar="N",
               help="Stop after N complete rounds (with --duration: whichever comes first).")
-@click.option("--history", "history_db", type=click.Path(path_type=Path), default=None,
-              metavar="DB", help="SQLite history (default: soak-history.sqlite next to --out).")
+@click.option("--history", "history_db", default=None, metavar="DB",
+              help="History: a SQLite file (default: soak-history.sqlite next to --out) or "
+                   "a postgresql:// URL the fleet shares (rounds are spooled in --out while "
+                   "it is away).")
 @target_options
 @click.option("--stop-on-breach/--no-stop-on-breach", default=None,
               help="End the soak after the first round that fails its gate.")
@@ -301,10 +303,10 @@ def qualify(scenario_ref: str, control_urls: tuple[str, ...], candidate_urls: tu
 @click.option("--new", is_flag=True,
               help="Start a new soak even if an unfinished one is in --out (it is abandoned).")
 @load_options
-def soak(scenario_ref: str, duration: str | None, rounds: int | None, history_db: Path | None,
+def soak(scenario_ref: str, duration: str | None, rounds: int | None, history_db: str | None,
          stop_on_breach: bool | None, out: Path | None, new: bool, transport: str,
          quiet: bool, **options: Any) -> None:
-    """Nightly rounds against one server, each appended to the SQLite history.
+    """Nightly rounds against one server, each appended to the history (SQLite or PostgreSQL).
 
     Primes once per server start (seen in /metrics' process_start_time_seconds, else
     a readiness loss), then measures round after round. Killed, it resumes: run the
@@ -316,6 +318,8 @@ def soak(scenario_ref: str, duration: str | None, rounds: int | None, history_db
       dsv4-qual soak nightly-soak --duration 8h --base-url http://gpu-a:8000 \\
           --receipts-dir /receipts --history /data/dsv4-history.sqlite --out results/nightly
       dsv4-qual soak smoke --rounds 3 --base-url http://127.0.0.1:8000 --stop-on-breach
+      dsv4-qual soak nightly-soak --duration 8h --base-url http://gpu-a:8000 \
+          --history postgresql://dsv4@history-db/dsv4   # the fleet's one database
     """
     from loadgen.commands.soak import history_default, make_plan
     from loadgen.commands.soak import soak as run_soak
