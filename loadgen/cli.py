@@ -337,26 +337,65 @@ def soak(scenario_ref: str, duration: str | None, rounds: int | None, history_db
     sys.exit(outcome.exit_code)
 
 
+#: `history` filters: option -> the round fact it matches (history.pooling.GROUP_KEYS).
+_HISTORY_FILTERS = (
+    ("--host", "host", "Only rounds run from this host."),
+    ("--gpu", "gpu", "Only rounds on this GPU (its name, e.g. 'NVIDIA H200')."),
+    ("--driver", "driver", "Only rounds on this GPU driver release."),
+    ("--vllm", "vllm", "Only rounds of this vLLM version."),
+    ("--image", "image", "Only rounds of this server image (name, or digest)."),
+    ("--model", "model", "Only rounds of this model."),
+    ("--revision", "revision", "Only rounds of this model revision."),
+    ("--layout", "layout", "Only rounds with this C128A layout."),
+    ("--scenario-hash", "scenario-hash",
+     "Only rounds of this resolved scenario (its hash, or its first 6+ characters)."),
+)
+
+
+def _history_filters(func: Any) -> Any:
+    for flag, key, text in reversed(_HISTORY_FILTERS):
+        func = click.option(flag, f"filter_{key.replace('-', '_')}", default=None,
+                            metavar="VALUE", help=text + " 'unknown': not recorded.")(func)
+    return func
+
+
 @cli.command()
-@click.argument("db", type=click.Path(path_type=Path))
+@click.argument("db")
 @click.option("--soak", "soak_id", default=None, help="Only this soak's rounds.")
 @click.option("--scenario", "scenario_name", default=None, help="Only this scenario's rounds.")
-@click.option("--last", type=click.IntRange(min=1), default=None, help="Only the last N rounds.")
+@_history_filters
+@click.option("--last", type=click.IntRange(min=1), default=None,
+              help="Only the last N rounds (after the filters).")
+@click.option("--group-by", "group_by", multiple=True, metavar="KEY",
+              type=click.Choice(["host", "gpu", "gpu-count", "driver", "vllm", "image",
+                                 "model", "revision", "layout", "scenario", "scenario-hash",
+                                 "soak"]),
+              help="Pool valid rounds per KEY (repeat it to combine keys; default vllm); "
+                   "change points are looked for in each group's rounds.")
 @click.option("--plot", type=click.Path(path_type=Path), default=None,
               help="Trend plot PNG (default: <DB without suffix>-trend.png).")
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON instead.")
-def history(db: Path, soak_id: str | None, scenario_name: str | None, last: int | None,
-            plot: Path | None, as_json: bool) -> None:
-    """The soak history's trend: a table per round and per vLLM version, and a plot.
+def history(db: str, soak_id: str | None, scenario_name: str | None, last: int | None,
+            group_by: tuple[str, ...], plot: Path | None, as_json: bool,
+            **filters: str | None) -> None:
+    """The soak history's trend: rounds, pooled figures, change points, and a plot.
+
+    DB: a SQLite history or the fleet's postgresql:// URL. Invalid and partial rounds
+    are listed as such and never pooled. Change points in the failure rate are found
+    across each group's rounds and across vLLM versions (ruptures, binomial cost).
 
     \b
-    Example:
+    Examples:
       dsv4-qual history results/soak-history.sqlite --scenario nightly-soak --last 30
+      dsv4-qual history postgresql://dsv4@history-db/dsv4 --gpu 'NVIDIA B200' \\
+          --group-by host --group-by vllm
     """
     from loadgen.commands.history import show_history
 
+    chosen = {key.removeprefix("filter_").replace("_", "-"): value
+              for key, value in filters.items() if value is not None}
     target = show_history(db, soak_id=soak_id, scenario=scenario_name, last=last, plot=plot,
-                          as_json=as_json)
+                          as_json=as_json, filters=chosen, group_by=list(group_by) or None)
     if target is None:
         click.echo("no rounds recorded (yet)", err=True)
     else:
