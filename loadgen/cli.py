@@ -318,7 +318,7 @@ def soak(scenario_ref: str, duration: str | None, rounds: int | None, history_db
       dsv4-qual soak nightly-soak --duration 8h --base-url http://gpu-a:8000 \\
           --receipts-dir /receipts --history /data/dsv4-history.sqlite --out results/nightly
       dsv4-qual soak smoke --rounds 3 --base-url http://127.0.0.1:8000 --stop-on-breach
-      dsv4-qual soak nightly-soak --duration 8h --base-url http://gpu-a:8000 \
+      dsv4-qual soak nightly-soak --duration 8h --base-url http://gpu-a:8000 \\
           --history postgresql://dsv4@history-db/dsv4   # the fleet's one database
     """
     from loadgen.commands.soak import history_default, make_plan
