@@ -314,8 +314,10 @@ def qualify(scenario_ref: str, control_urls: tuple[str, ...], candidate_urls: tu
               help="Soak length from its first start, e.g. 8h, 90m, 1h30m.")
 @click.option("--rounds", type=int, default=None, metavar="N",
               help="Stop after N complete rounds (with --duration: whichever comes first).")
-@click.option("--history", "history_db", type=click.Path(path_type=Path), default=None,
-              metavar="DB", help="SQLite history (default: soak-history.sqlite next to --out).")
+@click.option("--history", "history_db", default=None, metavar="DB",
+              help="History: a SQLite file (default: soak-history.sqlite next to --out) or "
+                   "a postgresql:// URL the fleet shares (rounds are spooled in --out while "
+                   "it is away).")
 @target_options
 @click.option("--stop-on-breach/--no-stop-on-breach", default=None,
               help="End the soak after the first round that fails its gate.")
@@ -326,10 +328,10 @@ def qualify(scenario_ref: str, control_urls: tuple[str, ...], candidate_urls: tu
               help="Start a new soak even if an unfinished one is in --out (it is abandoned).")
 @load_options
 @metrics_options
-def soak(scenario_ref: str, duration: str | None, rounds: int | None, history_db: Path | None,
+def soak(scenario_ref: str, duration: str | None, rounds: int | None, history_db: str | None,
          stop_on_breach: bool | None, out: Path | None, new: bool, transport: str,
          quiet: bool, metrics_port: int, metrics_host: str, **options: Any) -> None:
-    """Nightly rounds against one server, each appended to the SQLite history.
+    """Nightly rounds against one server, each appended to the history (SQLite or PostgreSQL).
 
     Primes once per server start (seen in /metrics' process_start_time_seconds, else
     a readiness loss), then measures round after round. Killed, it resumes: run the
@@ -342,7 +344,8 @@ def soak(scenario_ref: str, duration: str | None, rounds: int | None, history_db
           --receipts-dir /receipts --history /data/dsv4-history.sqlite --out results/nightly
       dsv4-qual soak smoke --rounds 3 --base-url http://127.0.0.1:8000 --stop-on-breach
       dsv4-qual soak nightly-soak --duration 8h --base-url http://gpu-a:8000 \\
-          --receipts-dir /receipts --metrics-port 9464
+          --receipts-dir /receipts --metrics-port 9464 \\
+          --history postgresql://dsv4@history-db/dsv4   # the fleet's one database
     """
     from loadgen.commands.run import live_metrics
     from loadgen.commands.soak import history_default, make_plan
@@ -362,26 +365,65 @@ def soak(scenario_ref: str, duration: str | None, rounds: int | None, history_db
     sys.exit(outcome.exit_code)
 
 
+#: `history` filters: option -> the round fact it matches (history.pooling.GROUP_KEYS).
+_HISTORY_FILTERS = (
+    ("--host", "host", "Only rounds run from this host."),
+    ("--gpu", "gpu", "Only rounds on this GPU (its name, e.g. 'NVIDIA H200')."),
+    ("--driver", "driver", "Only rounds on this GPU driver release."),
+    ("--vllm", "vllm", "Only rounds of this vLLM version."),
+    ("--image", "image", "Only rounds of this server image (name, or digest)."),
+    ("--model", "model", "Only rounds of this model."),
+    ("--revision", "revision", "Only rounds of this model revision."),
+    ("--layout", "layout", "Only rounds with this C128A layout."),
+    ("--scenario-hash", "scenario-hash",
+     "Only rounds of this resolved scenario (its hash, or its first 6+ characters)."),
+)
+
+
+def _history_filters(func: Any) -> Any:
+    for flag, key, text in reversed(_HISTORY_FILTERS):
+        func = click.option(flag, f"filter_{key.replace('-', '_')}", default=None,
+                            metavar="VALUE", help=text + " 'unknown': not recorded.")(func)
+    return func
+
+
 @cli.command()
-@click.argument("db", type=click.Path(path_type=Path))
+@click.argument("db")
 @click.option("--soak", "soak_id", default=None, help="Only this soak's rounds.")
 @click.option("--scenario", "scenario_name", default=None, help="Only this scenario's rounds.")
-@click.option("--last", type=click.IntRange(min=1), default=None, help="Only the last N rounds.")
+@_history_filters
+@click.option("--last", type=click.IntRange(min=1), default=None,
+              help="Only the last N rounds (after the filters).")
+@click.option("--group-by", "group_by", multiple=True, metavar="KEY",
+              type=click.Choice(["host", "gpu", "gpu-count", "driver", "vllm", "image",
+                                 "model", "revision", "layout", "scenario", "scenario-hash",
+                                 "soak"]),
+              help="Pool valid rounds per KEY (repeat it to combine keys; default vllm); "
+                   "change points are looked for in each group's rounds.")
 @click.option("--plot", type=click.Path(path_type=Path), default=None,
               help="Trend plot PNG (default: <DB without suffix>-trend.png).")
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON instead.")
-def history(db: Path, soak_id: str | None, scenario_name: str | None, last: int | None,
-            plot: Path | None, as_json: bool) -> None:
-    """The soak history's trend: a table per round and per vLLM version, and a plot.
+def history(db: str, soak_id: str | None, scenario_name: str | None, last: int | None,
+            group_by: tuple[str, ...], plot: Path | None, as_json: bool,
+            **filters: str | None) -> None:
+    """The soak history's trend: rounds, pooled figures, change points, and a plot.
+
+    DB: a SQLite history or the fleet's postgresql:// URL. Invalid and partial rounds
+    are listed as such and never pooled. Change points in the failure rate are found
+    across each group's rounds and across vLLM versions (ruptures, binomial cost).
 
     \b
-    Example:
+    Examples:
       dsv4-qual history results/soak-history.sqlite --scenario nightly-soak --last 30
+      dsv4-qual history postgresql://dsv4@history-db/dsv4 --gpu 'NVIDIA B200' \\
+          --group-by host --group-by vllm
     """
     from loadgen.commands.history import show_history
 
+    chosen = {key.removeprefix("filter_").replace("_", "-"): value
+              for key, value in filters.items() if value is not None}
     target = show_history(db, soak_id=soak_id, scenario=scenario_name, last=last, plot=plot,
-                          as_json=as_json)
+                          as_json=as_json, filters=chosen, group_by=list(group_by) or None)
     if target is None:
         click.echo("no rounds recorded (yet)", err=True)
     else:

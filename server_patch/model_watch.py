@@ -14,7 +14,10 @@ plugin in every process, write what they see into that process's receipt:
   (DeepSeek-V4's C128A layers have ratio 128, V4.1's have 1 and 2 only, None: no such
   key), and ``model``, ``revision``, ``model_type`` and ``parallel`` (this process's
   data-parallel rank and size, worker rank and world size, so that the gate can tell
-  whether every rank of a server start wrote a receipt) are the target model's.
+  whether every rank of a server start wrote a receipt) are the target model's;
+  ``device`` is the GPU the process runs it on (name and UUID from torch, the driver
+  from NVML), so that a history can say which GPUs and driver a round ran on (absent
+  where the process has no CUDA device; never guessed).
 - ``c128a_builders``: how many DeepSeek-V4 sparse-MLA metadata builders with
   compress ratio 128 this process made (one per C128A KV-cache group), and their
   capacity widths. The hook wraps ``__init__`` of the target module's classes that
@@ -88,8 +91,10 @@ def _merged(loads: list[dict[str, Any]]) -> dict[str, Any]:
         "revision": first["revision"],
         "compress_ratios": sorted({r for found in ratios for r in found}) if ratios else None,
         "parallel": first["parallel"],
+        "device": first.get("device"),
         "loaded_at": first["loaded_at"],
-        "loads": [{k: v for k, v in load.items() if k != "parallel"} for load in loads],
+        "loads": [{k: v for k, v in load.items()
+                   if k not in ("parallel", "device")} for load in loads],
     }
 
 
@@ -162,8 +167,41 @@ def _describe_model(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, 
         "revision": revision if isinstance(revision, str) else None,
         "compress_ratios": _compress_ratios(model_config),
         "parallel": _parallel(vllm_config),
+        "device": _device(),
         "loaded_at": utc_now(),
     }
+
+
+def _device() -> dict[str, Any] | None:
+    """The CUDA device this process loaded the model on, or None (no CUDA, no torch).
+
+    Read after the load, when the worker has its device: torch names it (and its UUID,
+    so that a server's GPUs can be counted across its workers); NVML, which vLLM
+    installs, gives the driver release. Whatever cannot be read is left out."""
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            return None
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        found: dict[str, Any] = {"name": str(props.name),
+                                 "uuid": str(getattr(props, "uuid", "") or "") or None,
+                                 "driver": None}
+    except Exception as err:  # never raise into vLLM's loader
+        logger.debug("dsv4-qual: no CUDA device to record: %s", err)
+        return None
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            driver = pynvml.nvmlSystemGetDriverVersion()
+        finally:
+            pynvml.nvmlShutdown()
+        found["driver"] = driver.decode() if isinstance(driver, bytes) else str(driver)
+    except Exception as err:
+        logger.debug("dsv4-qual: no NVML driver version: %s", err)
+    return found
 
 
 def _hook_model_loader() -> str:

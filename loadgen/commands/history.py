@@ -1,33 +1,94 @@
-"""`dsv4-qual history DB`: the soak history's trend, as tables and a plot."""
+"""`dsv4-qual history DB`: the soak history's trend, as tables, change points and a plot.
+
+DB is a node's SQLite file or the fleet's PostgreSQL URL. Rounds can be filtered by
+what they ran on (host, GPU, driver, vLLM, image, model, revision, layout, scenario
+hash) and pooled per any of those (`--group-by`); change points in the failure rate
+are looked for in each group's rounds and across vLLM versions (`history.changes`).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import orjson
 
-from loadgen.history import History
-from loadgen.report.trend import console, per_version, round_table, version_table, write_trend_plot
+from loadgen.history import History, is_postgres
+from loadgen.history.changes import round_change_points, version_change_points
+from loadgen.history.pooling import (
+    filter_rounds,
+    is_pooled,
+    key_value,
+    per_group,
+    per_version,
+    round_outcome,
+)
+from loadgen.report.trend import (
+    change_table,
+    console,
+    group_table,
+    round_table,
+    version_table,
+    write_trend_plot,
+)
+
+DEFAULT_GROUP_BY = ("vllm",)
+METHOD = ("ruptures PELT, binomial deviance of each segment's pooled rate, penalty "
+          "2 ln(measured) per change; valid rounds only")
 
 
-def show_history(db: Path, *, soak_id: str | None, scenario: str | None, last: int | None,
-                 plot: Path | None, as_json: bool) -> Path | None:
+def default_plot(db: str | Path) -> Path:
+    """Beside a SQLite file; for a database URL, in the current directory."""
+    if is_postgres(db):
+        name = str(db).rsplit("/", 1)[-1].split("?", 1)[0] or "history"
+        return Path(f"{name}-trend.png")
+    path = Path(db)
+    return path.with_name(path.stem + "-trend.png")
+
+
+def trend(rows: list[dict[str, Any]], group_by: list[str]) -> dict[str, Any]:
+    """The rounds' figures: pooled per version and per group, and the change points."""
+    for row in rows:
+        row["outcome"] = round_outcome(row)
+        row["pooled"] = is_pooled(row)
+    valid = [r for r in rows if r["pooled"]]
+    versions = per_version(rows)
+    changes = {
+        "method": METHOD,
+        "series_by": group_by,
+        "rounds": round_change_points(
+            valid, lambda r: ", ".join(f"{k} {key_value(r, k)}" for k in group_by)),
+        "versions": version_change_points([v for v in versions if v["measured"]]),
+    }
+    return {"rounds": rows, "versions": versions, "group_by": group_by,
+            "groups": per_group(rows, group_by), "change_points": changes}
+
+
+def show_history(db: str | Path, *, soak_id: str | None, scenario: str | None,
+                 last: int | None, plot: Path | None, as_json: bool,
+                 filters: dict[str, str] | None = None,
+                 group_by: list[str] | None = None) -> Path | None:
     """Print the rounds (or their JSON) and write the trend plot; the plot's path, if any."""
     store = History(db, create=False)
     try:
-        rows = store.all_rounds(soak_id=soak_id, scenario=scenario, last=last)
+        rows = store.all_rounds(soak_id=soak_id, scenario=scenario)
     finally:
         store.close()
-    versions = per_version(rows)
+    rows = filter_rounds(rows, filters or {}, last)
+    keys = list(group_by or DEFAULT_GROUP_BY)
+    doc = trend(rows, keys)
     if as_json:
-        print(orjson.dumps({"rounds": rows, "versions": versions},
-                           option=orjson.OPT_INDENT_2).decode())
+        doc["filters"] = filters or {}
+        print(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode())
     else:
         out = console()
         out.print(round_table(rows, out.width))
-        out.print(version_table(versions))
+        out.print(version_table(doc["versions"]))
+        if keys != list(DEFAULT_GROUP_BY):
+            out.print(group_table(doc["groups"], keys))
+        out.print(change_table(doc["change_points"]))
     if not rows:
         return None
-    target = plot or db.with_name(db.stem + "-trend.png")
-    write_trend_plot(rows, target)
+    target = plot or default_plot(db)
+    write_trend_plot(rows, target, doc["change_points"]["rounds"])
     return target

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import secrets
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -43,7 +44,9 @@ from loadgen.commands.report import rebuild_reports
 from loadgen.commands.run import check_target, run_scenario
 from loadgen.durations import format_duration, parse_duration
 from loadgen.exit_codes import BadInputError, ExitCode
-from loadgen.history import History, Soak, round_results
+from loadgen.history import History, Soak, is_postgres, round_results
+from loadgen.history.identity import node_identity, server_columns
+from loadgen.history.spool import SPOOL_FILE, SpooledHistory
 from loadgen.judge.run_report import RunReport
 from loadgen.results import (
     RECORDS_FILE,
@@ -156,18 +159,23 @@ def soak_exit_code(rounds: list[dict[str, Any]], interrupted: bool) -> int:
     return int(ExitCode.PASSED)
 
 
-def recover_round(history: History, soak_id: str, row: dict[str, Any]) -> None:
+def recover_round(history: History | SpooledHistory, soak_id: str,
+                  row: dict[str, Any]) -> None:
     """A round left `running` by a process that died: rebuild its reports, record it partial."""
     directory = Path(row["results_dir"])
     summary: dict[str, Any] | None = None
+    columns: dict[str, Any] = {}
     if is_run_dir(directory):
         with contextlib.suppress(BadInputError, OSError):
             scenario, facts = load_run(directory)
             if not facts.finished:
                 facts.interrupted = facts.interrupted or DIED_NOTE
                 write_run(directory, scenario, facts)
-            summary = rebuild_reports(directory).summary
+            rebuilt = rebuild_reports(directory)
+            summary = rebuilt.summary
+            columns = server_columns(rebuilt.report.server, rebuilt.report.run.model)
     results, verdicts = round_results(summary) if summary else ({}, {})
+    results.update(columns)
     complete = summary is not None and summary["gate"]["exit_code"] != ExitCode.INTERRUPTED
     history.finish_round(soak_id, row["round"], status="complete" if complete else "partial",
                          note=None if complete else DIED_NOTE,
@@ -188,10 +196,12 @@ def _restarted_during(report: RunReport) -> bool:
 class SoakSession:
     """One invocation of `dsv4-qual soak`: a new soak, or the continuation of one."""
 
-    def __init__(self, scenario: Scenario, plan: SoakPlan, out_dir: Path, history: History,
-                 *, quiet: bool, transport: str, echo: Any = print,
-                 observer: LiveMetrics | None = None) -> None:
+    def __init__(self, scenario: Scenario, plan: SoakPlan, out_dir: Path,
+                 history: History | SpooledHistory, *, quiet: bool, transport: str,
+                 echo: Any = print, observer: LiveMetrics | None = None) -> None:
         self.scenario = scenario.model_copy(update={"qualify": None, "soak": None})
+        # Where every round of this invocation runs, and the protocol it runs.
+        self.identity = node_identity(self.scenario)
         self.plan = plan
         self.out_dir = out_dir
         self.history = history
@@ -221,7 +231,10 @@ class SoakSession:
             self._close_expired(soak)
             soak = None
         if soak is None:
-            soak = Soak(soak_id=f"{self.scenario.name or 'soak'}-{new_run_id()}",
+            # The random tail keeps ids apart across a fleet's nodes sharing one database
+            # (containers started by the same cron line: same second, same pid).
+            soak = Soak(soak_id=f"{self.scenario.name or 'soak'}-{new_run_id()}-"
+                                f"{secrets.token_hex(2)}",
                         scenario=self.scenario.name, out_dir=str(self.out_dir), started=time.time(),
                         status="running", duration_s=self.plan.duration_s,
                         rounds_target=self.plan.rounds, stop_on_breach=self.plan.stop_on_breach)
@@ -309,7 +322,7 @@ class SoakSession:
         self.history.start_round(self.soak.soak_id, number, started=time.time(),
                                  scenario=self.scenario.name, results_dir=str(directory),
                                  priming=priming, restart_detected=new_start,
-                                 server_starts=starts)
+                                 server_starts=starts, identity=self.identity)
         if self.observer is not None:
             self.observer.round_started(number)
         try:
@@ -323,6 +336,7 @@ class SoakSession:
         report = outcome.report
         interrupted = outcome.exit_code == ExitCode.INTERRUPTED
         results, verdicts = round_results(outcome.summary)
+        results.update(server_columns(report.server, report.run.model))
         self.history.finish_round(
             self.soak.soak_id, number, status="partial" if interrupted else "complete",
             note=report.run.interrupted if interrupted else None,
@@ -371,7 +385,14 @@ class SoakSession:
         return SoakOutcome(self.soak.soak_id, self.soak_dir, code, status, rounds)
 
 
-def soak(scenario: Scenario, plan: SoakPlan, out: Path | None, history_path: Path, *,
+def open_history(target: str | Path, out_dir: Path) -> History | SpooledHistory:
+    """A SQLite file as it is; a fleet's PostgreSQL through a spool in the soak's --out."""
+    if is_postgres(target):
+        return SpooledHistory(str(target), out_dir / SPOOL_FILE)
+    return History(Path(target))
+
+
+def soak(scenario: Scenario, plan: SoakPlan, out: Path | None, history_path: str | Path, *,
          quiet: bool = False, transport: str = "auto", new: bool = False,
          observer: LiveMetrics | None = None) -> SoakOutcome:
     """Run (or continue) the soak of `scenario` in `out`; see the module docstring.
@@ -381,7 +402,7 @@ def soak(scenario: Scenario, plan: SoakPlan, out: Path | None, history_path: Pat
     check_target(scenario)
     interrupts.resume()
     with soak_lock(out_dir):
-        history = History(history_path)
+        history = open_history(history_path, out_dir)
         try:
             session = SoakSession(scenario, plan, out_dir, history, quiet=quiet,
                                   transport=transport, observer=observer)

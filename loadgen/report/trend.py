@@ -1,15 +1,17 @@
-"""The soak history as a trend: a table per round, a table per vLLM version, one plot.
+"""The soak history as a trend: a table per round, per vLLM version (or group), the
+change points, and one plot.
 
 A round's bound says how bad it could be given what it measured; pooled per vLLM
-version, clean rounds add up to a bound a single round cannot reach (8 clean rounds
-of 512 bound the rate below 0.07%, one round only below 0.6%).
+version, valid rounds add up to a bound a single round cannot reach. Invalid and
+partial rounds are listed as such (their status says it, their exit code matches) and
+marked on the plot, never pooled (`history.pooling`).
 """
 
 from __future__ import annotations
 
 import io
 import os
-from collections import defaultdict
+import re
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -19,10 +21,21 @@ from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
 
-from loadgen.bounds import upper_bound
+from loadgen.history.pooling import (
+    INVALID,
+    PARTIAL,
+    UNKNOWN,
+    failure_rate,
+    is_pooled,
+    per_version,
+    round_outcome,
+)
 from loadgen.report.figures import png_bytes, pyplot
 
-UNKNOWN = "unknown"
+_HEX64 = re.compile(r"\b([0-9a-f]{12})[0-9a-f]{52}\b")
+
+__all__ = ["change_table", "console", "failure_rate", "group_table", "per_version",
+           "round_table", "trend_figure", "version_table", "write_trend_plot"]
 
 
 def _pct(value: float | None, digits: int = 2) -> str:
@@ -37,18 +50,14 @@ def _when(t: float | None) -> str:
     return "-" if t is None else datetime.fromtimestamp(t).strftime("%m-%d %H:%M")
 
 
-def failure_rate(row: dict[str, Any]) -> float | None:
-    measured = row.get("measured") or 0
-    return (row.get("gated_failures") or 0) / measured if measured else None
-
-
 #: (header, justify, cell) of the round table, in the order shown.
 _Column = tuple[str, str, Callable[[dict[str, Any]], str]]
 _ROUND_COLUMNS: list[_Column] = [
     ("soak", "left", lambda r: r["soak_id"]),
     ("round", "right", lambda r: str(r["round"])),
     ("started", "left", lambda r: _when(r["started"])),
-    ("status", "left", lambda r: r["status"]),
+    ("host", "left", lambda r: r.get("host") or UNKNOWN),
+    ("status", "left", round_outcome),
     ("vLLM", "left", lambda r: r.get("vllm_version") or UNKNOWN),
     ("layout", "left", lambda r: r.get("c128a_layout") or UNKNOWN),
     ("primed", "right", lambda r: str(r.get("priming") or 0)),
@@ -62,9 +71,9 @@ _ROUND_COLUMNS: list[_Column] = [
 ]
 #: What goes first where the terminal is narrow (`--json` always has every field); the
 #: rest is what a release manager reads off a round.
-_DROP_FIRST = ("e2e p99", "TTFT p50", "primed", "rate")
+_DROP_FIRST = ("e2e p99", "TTFT p50", "primed", "rate", "host")
 _CAPTION = "failed: gated failures / measured; bound: one-sided 95% Clopper-Pearson upper " \
-    "bound on the rate"
+    "bound on the rate; invalid (exit 2) and partial rounds are never pooled"
 
 
 def round_table(rows: list[dict[str, Any]], width: int | None = None) -> RenderableType:
@@ -74,11 +83,14 @@ def round_table(rows: list[dict[str, Any]], width: int | None = None) -> Rendera
     its id, and the latency, priming and rate columns go, in that order, until it fits.
     """
     soaks = list(dict.fromkeys(r["soak_id"] for r in rows))
-    shown = [c for c in _ROUND_COLUMNS if c[0] != "soak" or len(soaks) > 1]
+    # The host only where the rounds ran on more than one (a fleet's database).
+    hosts = {r.get("host") for r in rows}
+    columns = [c for c in _ROUND_COLUMNS if c[0] != "host" or len(hosts) > 1]
+    shown = [c for c in columns if c[0] != "soak" or len(soaks) > 1]
     whole = _table(_title(soaks), rows, shown, _CAPTION)
     if width is None or _width(whole) <= width:
         return whole
-    shown = [c for c in _ROUND_COLUMNS if c[0] != "soak"]
+    shown = [c for c in columns if c[0] != "soak"]
     dropped: list[str] = []
     for name in _DROP_FIRST:
         if _width(_table("", rows, shown, None)) <= width:
@@ -113,51 +125,83 @@ def _width(table: Table) -> int:
     return Console(width=10_000, file=io.StringIO()).measure(table).maximum
 
 
-def per_version(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Measured rounds pooled per vLLM version (partial rounds count what they measured)."""
-    pooled: dict[str, dict[str, Any]] = defaultdict(
-        lambda: {"rounds": 0, "measured": 0, "failures": 0, "layouts": set()})
-    for r in rows:
-        if not r.get("measured"):
-            continue
-        p = pooled[r.get("vllm_version") or UNKNOWN]
-        p["rounds"] += 1
-        p["measured"] += r["measured"]
-        p["failures"] += r.get("gated_failures") or 0
-        if r.get("c128a_layout"):
-            p["layouts"].add(r["c128a_layout"])
-    out = []
-    for version, p in pooled.items():
-        out.append({"vllm_version": version, "rounds": p["rounds"], "measured": p["measured"],
-                    "failures": p["failures"], "layouts": sorted(p["layouts"]),
-                    "failure_rate": p["failures"] / p["measured"],
-                    "upper_bound_95": upper_bound(p["failures"], p["measured"])})
-    return out
+def _left_out(g: dict[str, Any]) -> str:
+    parts = [f"{g[k]} {k}" for k in (INVALID, PARTIAL) if g.get(k)]
+    return ", ".join(parts) or "-"
 
 
 def version_table(versions: list[dict[str, Any]]) -> Table:
-    table = Table(title="per vLLM version (rounds pooled)", box=box.SIMPLE_HEAD)
-    for name in ("vLLM", "layouts", "rounds", "measured", "failed", "rate", "bound"):
+    table = Table(title="per vLLM version (valid rounds pooled)", box=box.SIMPLE_HEAD)
+    for name in ("vLLM", "layouts", "rounds", "measured", "failed", "rate", "bound",
+                 "not pooled"):
         table.add_column(name, justify="left" if name in ("vLLM", "layouts") else "right",
                          no_wrap=True)
     for v in versions:
         table.add_row(v["vllm_version"], ", ".join(v["layouts"]) or UNKNOWN, str(v["rounds"]),
                       str(v["measured"]), str(v["failures"]), _pct(v["failure_rate"]),
-                      _pct(v["upper_bound_95"]))
+                      _pct(v["upper_bound_95"]), _left_out(v))
     return table
 
 
-def write_trend_plot(rows: list[dict[str, Any]], path: Path) -> None:
-    """Failure rate and its 95% bound per round (colour: vLLM version), and per version."""
+def group_table(groups: list[dict[str, Any]], keys: list[str]) -> Table:
+    """Valid rounds pooled per value of the --group-by keys."""
+    table = Table(title=f"per {', '.join(keys)} (valid rounds pooled)", box=box.SIMPLE_HEAD)
+    for key in keys:
+        table.add_column(key, justify="left", no_wrap=True)
+    for name in ("rounds", "measured", "failed", "rate", "bound", "not pooled"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for g in groups:
+        table.add_row(*(_short(g["group"][k]) for k in keys), str(g["rounds"]),
+                      str(g["measured"]), str(g["failures"]), _pct(g["failure_rate"]),
+                      _pct(g["upper_bound_95"]), _left_out(g))
+    return table
+
+
+def _short(value: str) -> str:
+    """Hashes and digests by their first 12 hex digits, as `--scenario-hash` takes them."""
+    return _HEX64.sub(r"\1", value)
+
+
+def _side(side: dict[str, Any]) -> str:
+    return f"{_pct(side['failure_rate'])} ({side['failures']}/{side['measured']})"
+
+
+def change_table(changes: dict[str, Any]) -> RenderableType:
+    """The change points found, across rounds and across versions (or a line: none)."""
+    rounds, versions = changes.get("rounds") or [], changes.get("versions") or []
+    if not rounds and not versions:
+        return f"change points: none in the failure rate ({changes.get('method', '')})"
+    table = Table(title="change points in the failure rate (valid rounds)",
+                  box=box.SIMPLE_HEAD, caption=changes.get("method"))
+    for name in ("where", "at", "before", "after", "what changed"):
+        table.add_column(name, no_wrap=name != "what changed")
+    for c in rounds:
+        changed = "; ".join(f"{k} {_short(str(a))} -> {_short(str(b))}"
+                            for k, (a, b) in c["changed"].items()) or "nothing recorded"
+        table.add_row(f"rounds of {c['series']}", f"{c['soak_id']} round {c['round']} "
+                      f"({_when(c['started'])})", _side(c["before"]), _side(c["after"]),
+                      changed)
+    for c in versions:
+        table.add_row("vLLM versions", f"{c['from_version']} -> {c['to_version']}",
+                      _side(c["before"]), _side(c["after"]),
+                      f"versions {', '.join(c['before']['versions'])} | "
+                      f"{', '.join(c['after']['versions'])}")
+    return table
+
+
+def trend_figure(rows: list[dict[str, Any]],
+                 change_points: list[dict[str, Any]] | None = None) -> Any:
+    """Failure rate and its 95% bound per round (colour: vLLM version), invalid and
+    partial rounds marked (not pooled), change points as dashed lines; and per version."""
     plt = pyplot()
-    versions = per_version(rows)
+    versions = [v for v in per_version(rows) if v["measured"]]
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 3.6),
                                  gridspec_kw={"width_ratios": [3, 1]})
     palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     colour = {v["vllm_version"]: palette[i % len(palette)] for i, v in enumerate(versions)}
     for version in colour:
         pts = [(i, r) for i, r in enumerate(rows)
-               if (r.get("vllm_version") or UNKNOWN) == version and r.get("measured")]
+               if (r.get("vllm_version") or UNKNOWN) == version and is_pooled(r)]
         if not pts:
             continue
         xs = [i for i, _ in pts]
@@ -167,13 +211,27 @@ def write_trend_plot(rows: list[dict[str, Any]], path: Path) -> None:
         ax.vlines(xs, rates, bounds, color=colour[version], alpha=0.5)
         ax.plot(xs, bounds, "_", markersize=12, color=colour[version],
                 label=f"{version}: 95% upper bound")
+    for outcome, marker, shade in ((INVALID, "X", "#d62728"), (PARTIAL, "x", "#7f7f7f")):
+        xs = [i for i, r in enumerate(rows) if round_outcome(r) == outcome]
+        if not xs:
+            continue
+        for i in xs:
+            ax.axvspan(i - 0.4, i + 0.4, color=shade, alpha=0.12, linewidth=0)
+        ax.plot(xs, [100 * (failure_rate(rows[i]) or 0) for i in xs], marker, color=shade,
+                markersize=9, linestyle="none", label=f"{outcome} round (not pooled)")
+    index = {(r["soak_id"], r["round"]): i for i, r in enumerate(rows)}
+    for n, c in enumerate(change_points or []):
+        at = index.get((c["soak_id"], c["round"]))
+        if at is not None:
+            ax.axvline(at - 0.5, color="#333", linestyle="--", linewidth=1,
+                       label="change point" if n == 0 else None)
     ax.set_xticks(range(len(rows)))
     ax.set_xticklabels([str(r["round"]) for r in rows], fontsize=7)
     ax.set_ylim(bottom=0)
     ax.set_xlabel("round (oldest first)")
     ax.set_ylabel("% of measured requests")
     ax.set_title("per round")
-    if versions:
+    if ax.get_legend_handles_labels()[1]:
         ax.legend(fontsize=7)
     names = [v["vllm_version"] for v in versions]
     bx.bar(names, [100 * v["failure_rate"] for v in versions],
@@ -182,8 +240,14 @@ def write_trend_plot(rows: list[dict[str, Any]], path: Path) -> None:
                 yerr=[[0] * len(versions),
                       [100 * ((v["upper_bound_95"] or 0) - v["failure_rate"]) for v in versions]],
                 fmt="none", ecolor="#333", capsize=6, label="95% upper bound")
-    bx.set_title("per vLLM version (pooled)")
+    bx.set_title("per vLLM version (valid rounds pooled)")
     bx.tick_params(axis="x", labelsize=7)
+    return fig
+
+
+def write_trend_plot(rows: list[dict[str, Any]], path: Path,
+                     change_points: list[dict[str, Any]] | None = None) -> None:
+    fig = trend_figure(rows, change_points)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(png_bytes(fig))
 

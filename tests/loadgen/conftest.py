@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -32,3 +33,24 @@ def fake_server() -> Iterator[Callable[..., tuple[FakeOpenAI, ServerThread]]]:
 def write_scenario(path: Path, text: str) -> Path:
     path.write_text(text)
     return path
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[object]:
+    """One throwaway PostgreSQL cluster for the session (tests.support.postgres)."""
+    from tests.support.postgres import Cluster
+
+    cluster = Cluster().start()
+    try:
+        yield cluster
+    finally:
+        cluster.remove()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def history_target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh history: a SQLite file, or a database of the session's PostgreSQL cluster."""
+    if request.param == "sqlite":
+        return str(tmp_path / "h.sqlite")
+    cluster = request.getfixturevalue("postgres_cluster")
+    return cluster.new_database(f"h_{uuid.uuid4().hex[:16]}")

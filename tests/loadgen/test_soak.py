@@ -16,6 +16,7 @@ from loadgen.durations import parse_duration
 from loadgen.targets.epochs import Observation, detect_restart
 from tests.loadgen.conftest import run_cli
 from tests.support.cli import cli_command, cli_env
+from tests.support.history_db import execute, query
 
 SC = """
 [load]
@@ -41,13 +42,9 @@ def scenario(tmp_path: Path, measurement: int = 4) -> Path:
     return path
 
 
-def rounds_in(db: Path) -> list[dict]:
-    con = sqlite3.connect(db)
-    con.row_factory = sqlite3.Row
-    try:
-        return [dict(r) for r in con.execute("SELECT * FROM rounds ORDER BY round")]
-    finally:
-        con.close()
+def rounds_in(db: Path | str) -> list[dict]:
+    """Every round of the history (a SQLite path or a PostgreSQL URL), by soak and round."""
+    return query(str(db), "SELECT * FROM rounds ORDER BY started, round")
 
 
 def soak_dir(out: Path) -> Path:
@@ -65,7 +62,8 @@ def records(directory: Path) -> list[dict]:
     (True, False, 1), (False, False, 1), (False, True, 0)],
     ids=["process-start-time", "readiness-loss", "server-id"])
 def test_priming_once_per_server_start(fake_server, tmp_path: Path, exposes_start_time: bool,
-                                       exposes_id: bool, down_probes: int) -> None:
+                                       exposes_id: bool, down_probes: int,
+                                       history_target: str) -> None:
     fake, srv = fake_server(("ok",), expose_start_time=exposes_start_time,
                             expose_server_id=exposes_id)
     # The server restarts when round 2's last request (the 10th) arrives: with the
@@ -75,10 +73,10 @@ def test_priming_once_per_server_start(fake_server, tmp_path: Path, exposes_star
     fake.restart_down_probes = down_probes
     out = tmp_path / "soak"
     proc = run_cli("soak", str(scenario(tmp_path)), "--base-url", srv.url, "--rounds", "3",
-                   "--out", str(out), "--quiet")
+                   "--out", str(out), "--history", history_target, "--quiet")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert fake.restarts == 1
-    rows = rounds_in(tmp_path / "soak-history.sqlite")
+    rows = rounds_in(history_target)
     assert [(r["round"], r["priming"], r["restart_detected"]) for r in rows] == [
         (1, 2, 1), (2, 0, 0), (3, 2, 1)]
     # 2 + 4, 4, 2 + 4: priming ran once per server start, never in between.
@@ -119,13 +117,14 @@ def test_restart_detection_rules() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
-def test_killed_soak_resumes_its_round_count(fake_server, tmp_path: Path, sig) -> None:
+def test_killed_soak_resumes_its_round_count(fake_server, tmp_path: Path, sig,
+                                            history_target: str) -> None:
     fake, srv = fake_server(("ok",), token_delay_s=0.006)
     out = tmp_path / "soak"
-    db = tmp_path / "h.sqlite"
+    db = history_target
     per_round = 16
     args = ["soak", str(scenario(tmp_path, measurement=per_round)), "--base-url", srv.url,
-            "--rounds", "2", "--out", str(out), "--history", str(db), "--quiet"]
+            "--rounds", "2", "--out", str(out), "--history", db, "--quiet"]
     proc = subprocess.Popen(cli_command(*args), env=cli_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 90
@@ -164,21 +163,20 @@ def test_killed_soak_resumes_its_round_count(fake_server, tmp_path: Path, sig) -
     lost = served_before_resume - (2 + per_round) - len(cut)
     assert 0 <= lost <= (0 if sig == signal.SIGTERM else 2)
     assert len([r for r in cut if r["verdicts"] == ["interrupted"]]) <= 2
-    con = sqlite3.connect(db)
-    soak = con.execute("SELECT status, exit_code FROM soaks").fetchall()
-    con.close()
+    soak = [(r["status"], r["exit_code"]) for r in query(db, "SELECT * FROM soaks")]
     assert soak == [("finished", 0)]
     assert sum(fake.counts.values()) == served_before_resume + per_round
 
 
-def test_history_table_matches_the_records(fake_server, tmp_path: Path) -> None:
+def test_history_table_matches_the_records(fake_server, tmp_path: Path,
+                                           history_target: str) -> None:
     _, srv = fake_server(("ok", "stuck", "ok", "loop", "empty", "ok", "truncated"))
     out = tmp_path / "soak"
-    db = tmp_path / "h.sqlite"
+    db = history_target
     proc = run_cli("soak", str(scenario(tmp_path, measurement=9)), "--base-url", srv.url,
-                   "--rounds", "2", "--out", str(out), "--history", str(db), "--quiet")
+                   "--rounds", "2", "--out", str(out), "--history", db, "--quiet")
     assert proc.returncode == 1, proc.stdout + proc.stderr  # stuck replies fail the gate
-    shown = run_cli("history", str(db), "--json")
+    shown = run_cli("history", db, "--json")
     assert shown.returncode == 0, shown.stderr
     rows = json.loads(shown.stdout)["rounds"]
     assert [r["round"] for r in rows] == [1, 2]
@@ -197,7 +195,7 @@ def test_history_table_matches_the_records(fake_server, tmp_path: Path) -> None:
     version = json.loads(shown.stdout)["versions"][0]
     assert version["vllm_version"] == "0.0.0-fake"
     assert (version["measured"], version["failures"]) == (total_measured, total_failed)
-    table = run_cli("history", str(db), "--plot", str(tmp_path / "t.png"))
+    table = run_cli("history", db, "--plot", str(tmp_path / "t.png"))
     assert table.returncode == 0, table.stderr
     assert f"soak {rows[0]['soak_id']}: rounds" in table.stdout  # one soak: its id once
     for row in rows:
@@ -206,14 +204,15 @@ def test_history_table_matches_the_records(fake_server, tmp_path: Path) -> None:
     assert (tmp_path / "t.png").read_bytes()[:4] == b"\x89PNG"
 
 
-def test_stop_on_breach_ends_the_soak_after_the_failing_round(fake_server,
-                                                              tmp_path: Path) -> None:
+def test_stop_on_breach_ends_the_soak_after_the_failing_round(fake_server, tmp_path: Path,
+                                                              history_target: str) -> None:
     _, srv = fake_server(("ok", "ok", "ok", "stuck"))
     out = tmp_path / "soak"
     proc = run_cli("soak", str(scenario(tmp_path)), "--base-url", srv.url, "--rounds", "5",
-                   "--out", str(out), "--stop-on-breach", "--quiet")
+                   "--out", str(out), "--history", history_target, "--stop-on-breach",
+                   "--quiet")
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    rows = rounds_in(tmp_path / "soak-history.sqlite")
+    rows = rounds_in(history_target)
     assert len(rows) == 1 and rows[0]["exit_code"] == 1
     assert json.loads((soak_dir(out) / "soak.json").read_text())["status"] == "stopped_on_breach"
 
@@ -244,31 +243,31 @@ def test_bad_input_is_one_line_and_exit_3(fake_server, tmp_path: Path) -> None:
     assert sum(fake.counts.values()) == 0
 
 
-def test_the_same_command_the_next_night_starts_a_new_soak(fake_server,
-                                                           tmp_path: Path) -> None:
+def test_the_same_command_the_next_night_starts_a_new_soak(fake_server, tmp_path: Path,
+                                                           history_target: str) -> None:
     """Finished, or unfinished past its duration: never continued, never overwritten."""
     _, srv = fake_server(("ok",))
     out = tmp_path / "soak"
-    db = tmp_path / "h.sqlite"
+    db = history_target
     args = ["soak", str(scenario(tmp_path)), "--base-url", srv.url, "--rounds", "1",
-            "--out", str(out), "--history", str(db), "--quiet"]
+            "--out", str(out), "--history", db, "--quiet"]
     assert run_cli(*args).returncode == 0
     assert run_cli(*args).returncode == 0
-    # A soak killed last night (left `running`) whose duration has run out.
-    con = sqlite3.connect(db)
-    con.execute("INSERT INTO soaks (soak_id, scenario, out_dir, started, status, duration_s, "
-                "stop_on_breach) VALUES ('killed', 'soak', ?, ?, 'running', 3600, 0)",
-                (str(out.resolve()), time.time() - 86400))
-    con.commit()
-    con.close()
+    # A soak killed last night (left `running`) whose duration has run out, where this
+    # node keeps its own record: the history file, or the fleet database's local spool
+    # (every node of a fleet has the same --out path: the shared database cannot say
+    # which node's soak it is).
+    own = str(out / "history-spool.sqlite") if db.startswith("postgresql") else db
+    execute(own, "INSERT INTO soaks (soak_id, scenario, out_dir, started, status, duration_s, "
+            "stop_on_breach) VALUES ('killed', 'soak', ?, ?, 'running', 3600, 0)",
+            (str(out.resolve()), time.time() - 86400))
     proc = run_cli("soak", str(scenario(tmp_path)), "--base-url", srv.url, "--duration", "1h",
-                   "--rounds", "1", "--out", str(out), "--history", str(db), "--quiet")
+                   "--rounds", "1", "--out", str(out), "--history", db, "--quiet")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "closed (expired)" in proc.stdout
-    con = sqlite3.connect(db)
-    soaks = con.execute("SELECT soak_id, status FROM soaks ORDER BY started").fetchall()
-    rounds = con.execute("SELECT soak_id, round FROM rounds").fetchall()
-    con.close()
+    soaks = [(r["soak_id"], r["status"])
+             for r in query(db, "SELECT soak_id, status FROM soaks ORDER BY started")]
+    rounds = [(r["soak_id"], r["round"]) for r in query(db, "SELECT soak_id, round FROM rounds")]
     assert [status for _, status in soaks] == ["expired", "finished", "finished", "finished"]
     assert len({soak for soak, _ in rounds}) == 3 and {r for _, r in rounds} == {1}
     assert len([d for d in out.iterdir() if d.is_dir()]) == 3

@@ -126,3 +126,28 @@ def test_a_config_without_compress_ratios_says_so(receipts) -> None:
     _load_model(["Qwen3ForCausalLM"], "qwen3")
     section = receipts()
     assert section["compress_ratios"] is None and section["parallel"] is None
+
+
+def test_the_model_process_records_its_gpu_and_driver(receipts, monkeypatch) -> None:
+    """Name and UUID from torch, the driver from NVML: what the history's GPU columns read."""
+    import sys
+
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "get_device_properties",
+                        lambda index: SimpleNamespace(name="NVIDIA H200", uuid="GPU-1234"))
+    nvml = SimpleNamespace(nvmlInit=lambda: None, nvmlShutdown=lambda: None,
+                           nvmlSystemGetDriverVersion=lambda: b"570.133.20")
+    monkeypatch.setitem(sys.modules, "pynvml", nvml)
+    plugin.register()
+    _load_model(["DeepseekV4ForCausalLM"], "deepseek_v4")
+    assert receipts()["device"] == {"name": "NVIDIA H200", "uuid": "GPU-1234",
+                                    "driver": "570.133.20"}
+
+
+def test_a_process_without_cuda_records_no_device(receipts) -> None:
+    plugin.register()
+    _load_model(["DeepseekV4ForCausalLM"], "deepseek_v4")
+    assert receipts()["device"] is None  # the CPU: nothing to say, nothing guessed

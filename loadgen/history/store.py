@@ -1,12 +1,13 @@
-"""Soak history in SQLite: one row per soak, one per round, per-verdict counts.
+"""The soak history: one row per soak, one per round, per-verdict counts.
 
 Nightly soaks are worth their GPU hours only as a trend: is the failure rate of
-this vLLM build the same as last week's, does it grow with uptime. Every round is
-written here the moment it starts (status `running`) and again when it ends, so a
-killed soak leaves a row that says so, and a restarted one continues its count.
+this vLLM build the same as last week's, does it grow with uptime, is one node of the
+fleet worse than the others. Every round is written here the moment it starts (status
+`running`) and again when it ends, so a killed soak leaves a row that says so, and a
+restarted one continues its count.
 
-Schema (version in `PRAGMA user_version`; a newer database is refused, never
-rewritten):
+Where: a SQLite file (the default, one per node's volume) or a PostgreSQL database
+the whole fleet shares (`db.connect`); the schema is the same (`schema.py`):
 
   soaks          soak_id, scenario, out_dir, started, ended, status, duration_s,
                  rounds_target, stop_on_breach, exit_code, tool_version
@@ -15,93 +16,32 @@ rewritten):
                  server_start, restart_detected, server_restarts, priming, requests,
                  measured, gated_failures, allowed, role, upper_bound_95,
                  lower_bound_95, exit_code, ttft_p50/p90/p99, itl_p50/p99,
-                 e2e_p50/p99, tokens_per_s
+                 e2e_p50/p99, tokens_per_s, and what it ran on: host, gpu_name,
+                 gpu_count, gpu_driver, image, image_digest, model, model_revision,
+                 scenario_hash
   round_verdicts soak_id, round, phase, verdict, count  (records carrying the verdict)
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loadgen.exit_codes import BadInputError
+from loadgen.history.db import Database, connect, redact
+from loadgen.history.schema import ROUND_COLUMNS, ROUND_FACT_COLUMNS, SOAK_COLUMNS
 
-SCHEMA_VERSION = 1
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS soaks (
-    soak_id        TEXT PRIMARY KEY,
-    scenario       TEXT NOT NULL,
-    out_dir        TEXT NOT NULL,
-    started        REAL NOT NULL,
-    ended          REAL,
-    status         TEXT NOT NULL,
-    duration_s     REAL,
-    rounds_target  INTEGER,
-    stop_on_breach INTEGER NOT NULL DEFAULT 0,
-    exit_code      INTEGER,
-    tool_version   TEXT
-);
-CREATE INDEX IF NOT EXISTS soaks_by_target ON soaks (scenario, out_dir);
-CREATE TABLE IF NOT EXISTS rounds (
-    soak_id          TEXT NOT NULL REFERENCES soaks (soak_id),
-    round            INTEGER NOT NULL,
-    status           TEXT NOT NULL,
-    note             TEXT,
-    started          REAL NOT NULL,
-    ended            REAL,
-    scenario         TEXT NOT NULL,
-    results_dir      TEXT NOT NULL,
-    run_id           TEXT,
-    vllm_version     TEXT,
-    c128a_layout     TEXT,
-    server_start     REAL,
-    server_starts    TEXT,
-    restart_detected INTEGER NOT NULL DEFAULT 0,
-    server_restarts  INTEGER,
-    priming          INTEGER NOT NULL DEFAULT 0,
-    requests         INTEGER,
-    measured         INTEGER,
-    gated_failures   INTEGER,
-    allowed          INTEGER,
-    role             TEXT,
-    upper_bound_95   REAL,
-    lower_bound_95   REAL,
-    exit_code        INTEGER,
-    ttft_p50         REAL,
-    ttft_p90         REAL,
-    ttft_p99         REAL,
-    itl_p50          REAL,
-    itl_p99          REAL,
-    e2e_p50          REAL,
-    e2e_p99          REAL,
-    tokens_per_s     REAL,
-    PRIMARY KEY (soak_id, round)
-);
-CREATE INDEX IF NOT EXISTS rounds_by_start ON rounds (started);
-CREATE TABLE IF NOT EXISTS round_verdicts (
-    soak_id TEXT NOT NULL,
-    round   INTEGER NOT NULL,
-    phase   TEXT NOT NULL,
-    verdict TEXT NOT NULL,
-    count   INTEGER NOT NULL,
-    PRIMARY KEY (soak_id, round, phase, verdict),
-    FOREIGN KEY (soak_id, round) REFERENCES rounds (soak_id, round)
-);
-"""
-
-# Round columns filled from a finished round's summary.json.
+# Round columns filled from a finished round (its summary.json and server facts).
 RESULT_COLUMNS = (
     "run_id", "vllm_version", "c128a_layout", "server_restarts", "requests", "measured",
     "gated_failures", "allowed", "role", "upper_bound_95", "lower_bound_95", "exit_code",
     "ttft_p50", "ttft_p90", "ttft_p99", "itl_p50", "itl_p99", "e2e_p50", "e2e_p99",
-    "tokens_per_s",
+    "tokens_per_s", "gpu_name", "gpu_count", "gpu_driver", "model", "model_revision",
 )
+#: Round columns known when a round starts: where it runs and what it runs.
+START_COLUMNS = ("host", "image", "image_digest", "scenario_hash")
+FACT_COLUMNS = tuple(name for name, _ in ROUND_FACT_COLUMNS)
 
 
 @dataclass
@@ -119,63 +59,41 @@ class Soak:
 
 
 class History:
-    """An open history database. Short transactions: several soaks may share one file."""
+    """An open history database. Short transactions: several soaks may share one file,
+    and a fleet one PostgreSQL database."""
 
-    def __init__(self, path: Path, *, create: bool = True) -> None:
-        self.path = path
-        if not create and not path.is_file():
-            raise BadInputError(f"{path}: no such history database")
-        try:
-            if create:
-                path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(str(path), timeout=30.0, isolation_level=None)
-            self.db.row_factory = sqlite3.Row
-            version = self.db.execute("PRAGMA user_version").fetchone()[0]
-        except (sqlite3.DatabaseError, OSError) as exc:
-            raise BadInputError(f"{path}: not a usable history database ({exc})") from None
-        if version > SCHEMA_VERSION:
-            self.db.close()
-            raise BadInputError(
-                f"{path}: history schema v{version} is newer than this dsv4-qual "
-                f"(v{SCHEMA_VERSION}); upgrade dsv4-qual to write to it")
-        if version == 0:
-            if not create:
-                tables = self.db.execute(
-                    "SELECT count(*) FROM sqlite_master WHERE name = 'rounds'").fetchone()[0]
-                if not tables:
-                    self.db.close()
-                    raise BadInputError(f"{path}: not a dsv4-qual history database")
-            self.db.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}"
-                                  f"PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;")
+    def __init__(self, target: str | Path, *, create: bool = True) -> None:
+        self.target = target
+        self.db: Database = connect(target, create=create)
+
+    @property
+    def path(self) -> str:
+        """Where it is, as it may be printed (a URL's password hidden)."""
+        return redact(self.target)
+
+    @property
+    def remote(self) -> bool:
+        return self.db.dialect == "postgresql"
 
     def close(self) -> None:
         self.db.close()
-
-    @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
-            yield self.db
-        except BaseException:
-            if self.db.in_transaction:
-                self.db.execute("ROLLBACK")
-            raise
-        else:
-            if self.db.in_transaction:
-                self.db.execute("COMMIT")
 
     # -- soaks ----------------------------------------------------------------------
 
     def unfinished_soak(self, scenario: str, out_dir: str) -> Soak | None:
         """The soak a restarted command continues: same scenario, same out dir, not done."""
-        row = self.db.execute(
+        rows = self.db.query(
             "SELECT * FROM soaks WHERE scenario = ? AND out_dir = ? "
             "AND status IN ('running', 'interrupted') ORDER BY started DESC LIMIT 1",
-            (scenario, out_dir)).fetchone()
-        return _soak(row) if row else None
+            (scenario, out_dir))
+        return _soak(rows[0]) if rows else None
+
+    def soak_row(self, soak_id: str) -> dict[str, Any] | None:
+        rows = self.db.query("SELECT * FROM soaks WHERE soak_id = ?", (soak_id,))
+        return rows[0] if rows else None
 
     def add_soak(self, soak: Soak, tool_version: str) -> None:
-        with self.transaction() as db:
+        with self.db.transaction() as db:
             db.execute(
                 "INSERT INTO soaks (soak_id, scenario, out_dir, started, status, duration_s, "
                 "rounds_target, stop_on_breach, tool_version) VALUES (?,?,?,?,?,?,?,?,?)",
@@ -185,28 +103,32 @@ class History:
     def update_soak(self, soak_id: str, **fields: Any) -> None:
         _check_columns(fields, {"status", "ended", "exit_code", "duration_s",
                                 "rounds_target", "stop_on_breach"})
-        with self.transaction() as db:
+        with self.db.transaction() as db:
             db.execute(f"UPDATE soaks SET {', '.join(f'{k} = ?' for k in fields)} "
                        "WHERE soak_id = ?", (*fields.values(), soak_id))
 
     # -- rounds ---------------------------------------------------------------------
 
     def rounds(self, soak_id: str) -> list[dict[str, Any]]:
-        return [dict(r) for r in self.db.execute(
-            "SELECT * FROM rounds WHERE soak_id = ? ORDER BY round", (soak_id,))]
+        return self.db.query("SELECT * FROM rounds WHERE soak_id = ? ORDER BY round",
+                             (soak_id,))
 
     def start_round(self, soak_id: str, number: int, *, started: float, scenario: str,
                     results_dir: str, priming: int, restart_detected: bool,
-                    server_starts: dict[str, float | None]) -> None:
+                    server_starts: dict[str, float | None],
+                    identity: dict[str, Any] | None = None) -> None:
+        """`identity`: what is known of the round before it runs (START_COLUMNS)."""
+        identity = identity or {}
+        _check_columns(identity, set(START_COLUMNS))
         known = [s for s in server_starts.values() if s is not None]
-        with self.transaction() as db:
-            db.execute(
-                "INSERT INTO rounds (soak_id, round, status, started, scenario, results_dir, "
-                "priming, restart_detected, server_start, server_starts) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (soak_id, number, "running", started, scenario, results_dir, priming,
-                 int(restart_detected), max(known) if known else None,
-                 json.dumps(server_starts)))
+        fields = {"soak_id": soak_id, "round": number, "status": "running", "started": started,
+                  "scenario": scenario, "results_dir": results_dir, "priming": priming,
+                  "restart_detected": int(restart_detected),
+                  "server_start": max(known) if known else None,
+                  "server_starts": json.dumps(server_starts), **identity}
+        with self.db.transaction() as db:
+            db.execute(f"INSERT INTO rounds ({', '.join(fields)}) "
+                       f"VALUES ({', '.join('?' for _ in fields)})", tuple(fields.values()))
 
     def finish_round(self, soak_id: str, number: int, *, status: str, note: str | None,
                      ended: float, results: dict[str, Any],
@@ -214,7 +136,7 @@ class History:
         """Record a round's outcome and its per-phase verdict counts, in one transaction."""
         _check_columns(results, set(RESULT_COLUMNS))
         fields = {"status": status, "note": note, "ended": ended, **results}
-        with self.transaction() as db:
+        with self.db.transaction() as db:
             db.execute(f"UPDATE rounds SET {', '.join(f'{k} = ?' for k in fields)} "
                        "WHERE soak_id = ? AND round = ?", (*fields.values(), soak_id, number))
             db.execute("DELETE FROM round_verdicts WHERE soak_id = ? AND round = ?",
@@ -225,33 +147,77 @@ class History:
                 [(soak_id, number, phase, verdict, count)
                  for phase, counts in verdicts.items() for verdict, count in counts.items()])
 
+    def all_verdicts(self, soak_id: str, number: int) -> list[dict[str, Any]]:
+        return self.db.query("SELECT * FROM round_verdicts WHERE soak_id = ? AND round = ?",
+                             (soak_id, number))
+
     def verdict_counts(self, soak_id: str, number: int, phase: str = "measurement"
                        ) -> dict[str, int]:
-        return {r["verdict"]: r["count"] for r in self.db.execute(
+        return {r["verdict"]: r["count"] for r in self.db.query(
             "SELECT verdict, count FROM round_verdicts WHERE soak_id = ? AND round = ? "
             "AND phase = ?", (soak_id, number, phase))}
 
     def all_rounds(self, *, soak_id: str | None = None, scenario: str | None = None,
-                   last: int | None = None) -> list[dict[str, Any]]:
-        """Rounds oldest first, with their measured verdict counts (the trend's rows)."""
-        where, args = [], []
-        if soak_id:
-            where.append("soak_id = ?")
-            args.append(soak_id)
-        if scenario:
-            where.append("scenario = ?")
-            args.append(scenario)
-        sql = "SELECT * FROM rounds" + (" WHERE " + " AND ".join(where) if where else "")
+                   last: int | None = None,
+                   where: dict[str, str] | None = None) -> list[dict[str, Any]]:
+        """Rounds oldest first, with their measured verdict counts (the trend's rows).
+
+        `where`: round column -> value it must equal (the `history` filters)."""
+        clauses, args = [], []
+        filters = {"soak_id": soak_id, "scenario": scenario, **(where or {})}
+        _check_columns({k: v for k, v in filters.items() if v is not None}, set(ROUND_COLUMNS))
+        for column, value in filters.items():
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                args.append(value)
+        sql = "SELECT * FROM rounds" + (" WHERE " + " AND ".join(clauses) if clauses else "")
         sql += " ORDER BY started, soak_id, round"
-        rows = [dict(r) for r in self.db.execute(sql, args)]
+        rows = self.db.query(sql, args)
         if last:
             rows = rows[-last:]
+        counts: dict[tuple[str, int], dict[str, int]] = {}
+        soaks = sorted({r["soak_id"] for r in rows})
+        for i in range(0, len(soaks), 500):
+            chunk = soaks[i:i + 500]
+            for r in self.db.query(
+                    "SELECT soak_id, round, verdict, count FROM round_verdicts WHERE phase = "
+                    f"'measurement' AND soak_id IN ({', '.join('?' for _ in chunk)})", chunk):
+                counts.setdefault((r["soak_id"], r["round"]), {})[r["verdict"]] = r["count"]
         for row in rows:
-            row["verdicts"] = self.verdict_counts(row["soak_id"], row["round"])
+            for column in FACT_COLUMNS:  # a read-only v1 file lacks them: unknown
+                row.setdefault(column, None)
+            row["verdicts"] = counts.get((row["soak_id"], row["round"]), {})
         return rows
 
+    # -- copying (a soak's local spool into the fleet's database) ---------------------
 
-def _soak(row: sqlite3.Row) -> Soak:
+    def upsert(self, soak: dict[str, Any], rounds: list[dict[str, Any]],
+               verdicts: list[dict[str, Any]]) -> None:
+        """Write these rows as they are, replacing what the database has of them, in one
+        transaction: copying the same rows twice leaves the same database."""
+        with self.db.transaction() as db:
+            _upsert(db, "soaks", SOAK_COLUMNS, ("soak_id",), soak)
+            for row in rounds:
+                _upsert(db, "rounds", ROUND_COLUMNS, ("soak_id", "round"), row)
+                db.execute("DELETE FROM round_verdicts WHERE soak_id = ? AND round = ?",
+                           (row["soak_id"], row["round"]))
+            db.executemany(
+                "INSERT INTO round_verdicts (soak_id, round, phase, verdict, count) "
+                "VALUES (?,?,?,?,?)",
+                [(v["soak_id"], v["round"], v["phase"], v["verdict"], v["count"])
+                 for v in verdicts])
+
+
+def _upsert(db: Any, table: str, columns: tuple[str, ...], key: tuple[str, ...],
+            row: dict[str, Any]) -> None:
+    cols = [c for c in columns if c in row]
+    updates = ", ".join(f"{c} = excluded.{c}" for c in cols if c not in key)
+    db.execute(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)}) "
+               f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}",
+               tuple(row[c] for c in cols))
+
+
+def _soak(row: dict[str, Any]) -> Soak:
     return Soak(soak_id=row["soak_id"], scenario=row["scenario"], out_dir=row["out_dir"],
                 started=row["started"], status=row["status"], duration_s=row["duration_s"],
                 rounds_target=row["rounds_target"], stop_on_breach=bool(row["stop_on_breach"]),
