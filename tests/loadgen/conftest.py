@@ -10,6 +10,7 @@ import pytest
 
 from tests.support.cli import REPO, run_cli, run_cli_process
 from tests.support.openai_fake import FakeOpenAI, ServerThread
+from tests.support.postgres import Cluster  # at collection: it reads the machine temp dir
 
 __all__ = ["REPO", "fake_server", "run_cli", "run_cli_process", "write_scenario"]
 
@@ -38,8 +39,6 @@ def write_scenario(path: Path, text: str) -> Path:
 @pytest.fixture(scope="session")
 def postgres_cluster() -> Iterator[object]:
     """One throwaway PostgreSQL cluster for the session (tests.support.postgres)."""
-    from tests.support.postgres import Cluster
-
     cluster = Cluster().start()
     try:
         yield cluster

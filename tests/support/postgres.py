@@ -24,6 +24,10 @@ from typing import Any
 import pytest
 
 REQUIRE_ENV = "DSV4_QUAL_REQUIRE_POSTGRES"
+#: The machine's temp dir as it was at import: a test's own temp dir (tests/conftest.py)
+#: sits under a folder only its owner may enter, where `nobody` could not run a cluster.
+#: The cluster's folder is removed with it (`Cluster.remove`).
+_SHARED_TEMP = tempfile.gettempdir()
 
 
 def _binary(name: str) -> str | None:
@@ -61,7 +65,7 @@ class Cluster:
 
     def __init__(self) -> None:
         self.initdb, self.postgres = require_binaries()
-        self.root = Path(tempfile.mkdtemp(prefix="dsv4-pg-"))
+        self.root = Path(tempfile.mkdtemp(prefix="dsv4-pg-", dir=_SHARED_TEMP))
         self.data = self.root / "data"
         self.port = _free_port()
         self.user: dict[str, Any] = {}
