@@ -11,6 +11,7 @@ or ends the run invalid when it never comes back.
 from __future__ import annotations
 
 import asyncio
+import math
 
 import httpx
 
@@ -54,7 +55,10 @@ class OutageWatch:
                                "(load.on_server_restart = 'invalid')")
             return
         try:
-            await wait_ready(self._http, endpoint, self._load.restart_ready_timeout_s)
+            # A name that stops resolving is a container on its way back, not a typo:
+            # the restart wait keeps its whole limit.
+            await wait_ready(self._http, endpoint, self._load.restart_ready_timeout_s,
+                             dns_grace_s=math.inf, how_to_wait="load.restart_ready_timeout_s")
         except RunInvalidError as exc:
             self._stopper.stop("invalid", f"server went away and did not come back: {exc}")
             return

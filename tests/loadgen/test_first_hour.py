@@ -25,11 +25,54 @@ def test_waiting_for_the_server_says_what_it_waits_for_and_beats() -> None:
             await wait_ready(http, "http://127.0.0.1:1", 0.6, interval_s=0.05,
                              say=said.append, heartbeat_s=0.2)
 
-    with pytest.raises(RunInvalidError, match=r"not ready after 0\.6 s"):
+    with pytest.raises(RunInvalidError, match=r"not ready after 0\.6 s: nothing listening"):
         asyncio.run(wait())
     assert said[0] == ("waiting for http://127.0.0.1:1 to be ready (GET /health and "
-                       "/v1/models), up to 0.6 s")
+                       "/v1/models), up to 0.6 s (--ready-timeout SECONDS changes it)")
     assert any(line.startswith("still waiting for http://127.0.0.1:1: ") for line in said)
+
+
+def _waiting_lines(url: str, timeout_s: float, **kwargs: object) -> tuple[list[str], str]:
+    """What wait_ready says while it waits for `url`, and why it gave up."""
+    said: list[str] = []
+
+    async def wait() -> None:
+        async with httpx.AsyncClient() as http:
+            await wait_ready(http, url, timeout_s, interval_s=0.05, say=said.append,
+                             heartbeat_s=0.2, **kwargs)  # type: ignore[arg-type]
+
+    with pytest.raises(RunInvalidError) as caught:
+        asyncio.run(wait())
+    return said, str(caught.value)
+
+
+def test_the_waiting_lines_say_nothing_is_listening_and_how_to_change_the_wait() -> None:
+    said, reason = _waiting_lines("http://127.0.0.1:1", 0.5)
+    what = "nothing listening on 127.0.0.1:1 (connection refused)"
+    # At once, before any heartbeat: which address refuses, and that a loading server does.
+    assert said[1].startswith(f"http://127.0.0.1:1: {what}; waiting")
+    beats = [line for line in said if line.startswith("still waiting")]
+    assert beats and all(what in line and "--ready-timeout SECONDS" in line for line in beats)
+    assert what in reason and "--ready-timeout SECONDS waits longer" in reason
+
+
+def test_an_unresolvable_host_gives_up_after_a_short_grace() -> None:
+    start = time.monotonic()
+    said, reason = _waiting_lines("http://no-such-host.invalid:8000", 60, dns_grace_s=0.3)
+    assert time.monotonic() - start < 15  # not the 60 s ready timeout
+    assert "no such host no-such-host.invalid" in said[1] and "check the address" in said[1]
+    assert reason.startswith("server http://no-such-host.invalid:8000 not ready: no such "
+                             "host no-such-host.invalid")
+    assert "did not resolve for 0.3 s" in reason
+
+
+def test_a_server_that_answers_but_is_not_ready_is_told_apart(fake_server) -> None:
+    fake, srv = fake_server(("ok",))
+    fake.healthy = False
+    said, reason = _waiting_lines(srv.url, 0.5)
+    assert said[1] == (f"{srv.url}: up but not ready (GET /health answered 503); waiting: "
+                       "the server is starting")
+    assert "up but not ready (GET /health answered 503)" in reason
 
 
 def test_ready_timeout_on_the_command_line(tmp_path: Path) -> None:
