@@ -51,7 +51,7 @@ def _column(report: RunReport | None) -> list[str]:
         report.server.layout or "?",
         str(gate.measured) + (f" ({interrupted} interrupted)" if interrupted else ""),
         ", ".join(f"{k} {v}" for k, v in verdicts) or "-",
-        f"{gate.failures}/{gate.measured}",
+        gate.no_rate or f"{gate.failures}/{gate.measured}",
         bound,
         EXIT_WORDS.get(gate.exit_code, str(gate.exit_code)),
     ]

@@ -89,6 +89,27 @@ def test_ready_timeout_on_the_command_line(tmp_path: Path) -> None:
     assert summary["run"]["invalid"].startswith("server http://127.0.0.1:1 not ready")
 
 
+def test_a_run_that_never_became_ready_says_so_and_counts_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    proc = run_cli("run", SMOKE, "--base-url", "http://127.0.0.1:1", "--ready-timeout", "0.5",
+                   "--out", str(out))
+    assert proc.returncode == 2
+    line = proc.stdout.strip().splitlines()[-1]
+    assert "RUN INVALID (exit 2): not ready, nothing sent — server http://127.0.0.1:1 not " \
+           "ready after 0.5 s: nothing listening on 127.0.0.1:1" in line
+    assert "0/0" not in line and "rate <" not in line
+    assert not (out / "records.jsonl").exists()  # no empty file that reads as "0 requests"
+    assert "not ready, nothing sent" in (out / "report.md").read_text().split("\n\n")[1]
+    assert "not ready, nothing sent." in (out / "report.html").read_text()
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["gate"]["no_rate"] == "not ready, nothing sent"
+    assert summary["gate"]["upper_bound_95"] is None
+    assert summary["gate"]["statement"].startswith("Not ready, nothing sent: this run proves")
+    # The folder is still a run `report` rebuilds, with the same words.
+    again = run_cli("report", str(out))
+    assert again.returncode == 2 and "not ready, nothing sent" in again.stdout
+
+
 @pytest.mark.parametrize("args,words", [
     (["--measurement", "0"], "load.measurement"),
     (["--ready-timeout", "0"], "target.ready_timeout_s"),
@@ -248,3 +269,26 @@ def test_documents_people_read_have_rounded_numbers(tmp_path: Path) -> None:
         values = floats(json.loads(path.read_text()))
         # At most 12 significant digits: float noise such as 0.10300000000000864 is gone.
         assert values and all(float(f"{v:.12g}") == v for v in values), path
+
+
+def test_no_rate_bound_for_replies_that_never_came(fake_server, tmp_path: Path) -> None:
+    # Every request answered by an error, all of them within max_infra_errors: not a
+    # clean pass of "0/8 failed, rate < ...", and no bound anywhere.
+    fake, srv = fake_server(("http_500",))
+    sc = tmp_path / "s.toml"
+    sc.write_text("[load]\nconcurrency = 4\nmeasurement = 8\n[request]\nmax_tokens = 64\n"
+                  "[gate]\nprove_below = 0.5\nmax_infra_errors = 8\n")
+    out = tmp_path / "o"
+    proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet")
+    assert fake.counts == {"http_500": 8}
+    assert proc.returncode == 2, proc.stdout
+    line = proc.stdout.strip().splitlines()[-1]
+    assert "RUN INVALID (exit 2): no reply came from the model — 8 measured, none answered " \
+           "by the model (8 http_error/timeout/stream_error)" in line
+    assert "rate <" not in line and "0/8" not in line
+    gate = json.loads((out / "summary.json").read_text())["gate"]
+    assert gate["upper_bound_95"] is None and gate["detectable_rate_95"] is None
+    assert gate["statement"].startswith("No reply came from the model: this run proves nothing")
+    md = (out / "report.md").read_text()
+    assert "Bound:" not in md and "at 95% confidence" not in md
+    assert "Failure rate &lt;" not in (out / "report.html").read_text()
