@@ -140,6 +140,9 @@ class Runner:
                 api_key=self.api_key, phase=phase, start=source.next_seq, count=count)) or []
             self._worker_reports += reports
             source.skip(count)
+            reason = session.stopper.reason  # the workers' errors together over the limit
+            if reason is not None and reason.kind == "invalid":
+                raise RunInvalidError(reason.message)
             invalid = next((r["invalid"] for r in reports if r.get("invalid")), None)
             if invalid:
                 raise RunInvalidError(invalid)

@@ -21,9 +21,11 @@ from typing import Any
 
 import orjson
 
+from loadgen.engine.budget import InfraBudget
 from loadgen.engine.progress import Progress
 from loadgen.engine.session import Session
-from loadgen.engine.shard_worker import ShardSpec, shard_main
+from loadgen.engine.shard_worker import STOP_INVALID, ShardSpec, shard_main
+from loadgen.engine.stopping import Stopper
 from loadgen.results import RECORDS_FILE
 
 POLL_S = 0.5
@@ -33,8 +35,11 @@ def _split(total: int, parts: int, index: int) -> int:
     return total // parts + (1 if index < total % parts else 0)
 
 
-async def _follow(progress: Progress, path: Path, offset: int, shared: Any) -> None:
-    """Progress from the shared records file (the workers' records, as they land)."""
+async def _follow(progress: Progress, path: Path, offset: int, shared: Any,
+                  budget: InfraBudget, stopper: Stopper) -> None:
+    """Progress from the shared records file (the workers' records, as they land), and
+    the phase's infrastructure errors over all workers against the gate's limit (each
+    worker stops at its own share's count; the sum stops them all)."""
     buf = b""
     while True:
         await asyncio.sleep(POLL_S)
@@ -49,10 +54,15 @@ async def _follow(progress: Progress, path: Path, offset: int, shared: Any) -> N
         buf += data
         *lines, buf = buf.split(b"\n")
         for line in lines:
-            with contextlib.suppress(orjson.JSONDecodeError, TypeError, IndexError):
+            with contextlib.suppress(orjson.JSONDecodeError, TypeError, IndexError, KeyError,
+                                     ValueError):
                 rec = orjson.loads(line)
                 progress.update(rec["verdicts"][0],
                                        (rec.get("usage") or {}).get("completion_tokens") or 0)
+                spent = budget.spent(rec["verdicts"], rec.get("error"), int(rec["seq"]),
+                                     str(rec.get("endpoint")))
+                if spent is not None:
+                    stopper.stop("invalid", spent)
 
 
 async def run_sharded_phase(session: Session, out_dir: Path, workers: int, *, transport: str,
@@ -87,16 +97,21 @@ async def run_sharded_phase(session: Session, out_dir: Path, workers: int, *, tr
     records = out_dir / RECORDS_FILE
     offset = records.stat().st_size if records.exists() else 0
     session.progress.start_phase(phase, count)
-    follower = asyncio.ensure_future(_follow(session.progress, records, offset, shared))
+    follower = asyncio.ensure_future(_follow(session.progress, records, offset, shared,
+                                             InfraBudget.for_phase(scenario, phase),
+                                             session.stopper))
     loop = asyncio.get_running_loop()
     try:
         await asyncio.gather(*(loop.run_in_executor(None, p.join) for p, _ in procs))
     except asyncio.CancelledError:
-        # Interrupted: each worker records its in-flight requests as interrupted.
+        # Interrupted, or the errors of all workers together passed the gate's limit:
+        # each worker records its in-flight requests as interrupted, saying which.
+        reason = session.stopper.reason
+        sig = STOP_INVALID if reason is not None and reason.kind == "invalid" else signal.SIGINT
         for proc, _ in procs:
             if proc.is_alive() and proc.pid is not None:
                 with contextlib.suppress(ProcessLookupError):
-                    os.kill(proc.pid, signal.SIGINT)
+                    os.kill(proc.pid, sig)
         await asyncio.gather(*(loop.run_in_executor(None, p.join, 60) for p, _ in procs))
         for proc, _ in procs:
             if proc.is_alive():

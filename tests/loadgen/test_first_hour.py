@@ -292,3 +292,30 @@ def test_no_rate_bound_for_replies_that_never_came(fake_server, tmp_path: Path) 
     md = (out / "report.md").read_text()
     assert "Bound:" not in md and "at 95% confidence" not in md
     assert "Failure rate &lt;" not in (out / "report.html").read_text()
+
+
+def test_a_phase_stops_once_its_infrastructure_errors_are_over_the_limit(
+        fake_server, tmp_path: Path) -> None:
+    # The run: every request refused with HTTP 400 (max_tokens over the server's
+    # max_model_len, which this server does not state, so nothing could be checked first).
+    fake, srv = fake_server(("ok",), max_model_len=4096, state_max_model_len=False)
+    sc = tmp_path / "s.toml"
+    sc.write_text("[load]\nconcurrency = 4\npriming = 64\nmeasurement = 64\n"
+                  "[request]\nmax_tokens = 16384\n[gate]\nprove_below = 0.1\n")
+    out = tmp_path / "o"
+    proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet")
+    assert proc.returncode == 2, proc.stdout
+    assert sum(fake.counts.values()) <= 8  # not the 128 planned: at most what was in flight
+    line = proc.stdout.strip().splitlines()[-1]
+    assert ("RUN INVALID (exit 2): no reply came from the model — priming stopped early: 1 "
+            "infrastructure error (http_error/timeout/stream_error), more than the 0 "
+            "gate.max_infra_errors allows") in line
+    assert "the first: HTTP 400: 400: max_tokens=16384 cannot be greater than " \
+           "max_model_len=4096." in line
+    assert "rate <" not in line
+    records = [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines()]
+    assert {r["phase"] for r in records} == {"priming"}  # the measurement never started
+    # What was in flight when it stopped is kept, as interrupted, with the reason.
+    cut = [r for r in records if r["verdicts"] == ["interrupted"]]
+    assert all("priming stopped early" in r["error"] for r in cut)
+    assert sum(r["verdicts"] == ["http_error"] for r in records) >= 1
