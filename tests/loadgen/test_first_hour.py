@@ -319,3 +319,64 @@ def test_a_phase_stops_once_its_infrastructure_errors_are_over_the_limit(
     cut = [r for r in records if r["verdicts"] == ["interrupted"]]
     assert all("priming stopped early" in r["error"] for r in cut)
     assert sum(r["verdicts"] == ["http_error"] for r in records) >= 1
+
+
+def test_a_run_that_cannot_fit_the_servers_context_sends_nothing(fake_server,
+                                                                  tmp_path: Path) -> None:
+    # The issue's run: max_tokens 16384 against a server that states max_model_len 4096.
+    fake, srv = fake_server(("ok",), max_model_len=4096)
+    out = tmp_path / "o"
+    proc = run_cli("run", "pr-51318", "--base-url", srv.url, "--out", str(out))
+    assert proc.returncode == 2, proc.stdout
+    assert sum(fake.counts.values()) == 0 and fake.bodies == []  # not one request sent
+    line = proc.stdout.strip().splitlines()[-1]
+    assert (f"RUN INVALID (exit 2): nothing sent — server {srv.url} serves fake-dsv4 with "
+            "max_model_len 4096: max_tokens 16384 alone is more than that") in line
+    assert "--max-model-len above 16" in line and "--accept-weaker-load" in line
+    assert "rate <" not in line and "0/0" not in line
+    assert not (out / "records.jsonl").exists()
+
+
+LONG = """
+[load]
+concurrency = 2
+measurement = 4
+[request]
+max_tokens = 2048
+[workload]
+kind = "long-context"
+context_tokens = [3000]
+[gate]
+prove_below = 0.6
+"""
+
+
+def test_the_longest_prompt_counts_and_every_server_is_checked(fake_server,
+                                                                tmp_path: Path) -> None:
+    sc = tmp_path / "s.toml"
+    sc.write_text(LONG)
+    roomy, first = fake_server(("ok",), max_model_len=8192)
+    tight, second = fake_server(("ok",), max_model_len=4096)
+    proc = run_cli("run", str(sc), "--base-url", first.url, "--base-url", second.url,
+                   "--out", str(tmp_path / "o"), "--quiet")
+    assert proc.returncode == 2, proc.stdout
+    assert sum(roomy.counts.values()) == sum(tight.counts.values()) == 0
+    # 2048 alone fits 4096; with the 3000-token document (by the server's tokenizer) not.
+    assert f"server {second.url} serves fake-dsv4 with max_model_len 4096: max_tokens 2048 " \
+           "plus the longest prompt (at least" in proc.stdout
+    assert "tokens by the server's tokenizer" in proc.stdout
+    # The same run against the roomy server alone fits and is sent.
+    proc = run_cli("run", str(sc), "--base-url", first.url, "--out", str(tmp_path / "p"),
+                   "--quiet")
+    assert proc.returncode == 0, proc.stdout
+    assert sum(roomy.counts.values()) == 4
+
+
+def test_a_server_that_does_not_state_its_context_is_not_checked(fake_server,
+                                                                 tmp_path: Path) -> None:
+    sc = tmp_path / "s.toml"
+    sc.write_text(LONG)
+    fake, srv = fake_server(("ok",), max_model_len=4096, state_max_model_len=False)
+    proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(tmp_path / "o"))
+    assert f"{srv.url} does not state max_model_len for fake-dsv4" in proc.stderr
+    assert proc.returncode == 0 and sum(fake.counts.values()) == 4  # the fake lets them in

@@ -185,7 +185,7 @@ class FakeOpenAI:
     """The server's state: its plan, counters and knobs the tests turn."""
 
     def __init__(self, plan: Iterable[str] = ("ok",), model: str = MODEL,
-                 max_model_len: int = 4096, token_delay_s: float = 0.0,
+                 max_model_len: int = 65536, token_delay_s: float = 0.0,
                  mode_by_text: dict[str, str] | None = None,
                  expose_start_time: bool = True, expose_server_id: bool = True,
                  version: str = "0.0.0-fake", root: str | None = None,
