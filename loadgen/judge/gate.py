@@ -76,6 +76,14 @@ class GateContext:
     answered: int | None = None
 
 
+#: What a run without a rate to bound says instead (`no_rate`).
+NOT_READY = "not ready, nothing sent"
+NOTHING_SENT = "nothing sent"
+NO_REPLY = "no reply came from the model"
+NOTHING_MEASURED = "nothing measured"
+NO_MEASURED_REPLY = "no measured reply came from the model"
+
+
 def replies(st: PhaseStats) -> int:
     """Requests of a phase that the model answered: neither an infrastructure error nor
     interrupted."""
@@ -92,14 +100,14 @@ def no_rate(run: RunFacts, st: PhaseStats, context: GateContext) -> str | None:
     sent = context.sent if context.sent is not None else st.requests
     if sent == 0:
         not_ready = len(run.ready) < len(run.base_urls) and run.interrupted is None
-        return "not ready, nothing sent" if not_ready else "nothing sent"
+        return NOT_READY if not_ready else NOTHING_SENT
     answered = context.answered if context.answered is not None else replies(st)
     if answered == 0:
-        return "no reply came from the model"
+        return NO_REPLY
     if st.measured == 0:
-        return "nothing measured"
+        return NOTHING_MEASURED
     if replies(st) == 0:
-        return "no measured reply came from the model"
+        return NO_MEASURED_REPLY
     return None
 
 
