@@ -12,8 +12,11 @@ waiting for them could take a stuck reply's whole total timeout). The reference 
 has no limit of its own in the gate, so none here.
 
 A server that goes away mid-run (`engine.outage`) breaks the streams in flight: those
-count here as they count in the gate, so a restart the scenario lets the run survive
-needs a `max_infra_errors` that covers them, as it always did.
+count here as they count in the gate (a restart the scenario lets the run survive needs
+a `max_infra_errors` that covers them, as it always did), but the outage watch speaks
+first: the run stops once its check of the server is done, so a server that went away
+ends the run with that reason (`on_server_restart = "invalid"`, or never back), and one
+that came back is recorded as a restart before the budget stops the phase.
 """
 
 from __future__ import annotations
@@ -44,15 +47,15 @@ class InfraBudget:
 
     def spent(self, verdicts: Sequence[str], error: str | None, seq: int,
               endpoint: str) -> str | None:
-        """Count one finished request; the reason to stop the phase when this one took
-        the errors past the limit (said once)."""
+        """Count one finished request; the reason to stop the phase when the errors are
+        past the limit (every time: the stop keeps its first reason)."""
         if not counts_as_infra_error(verdicts):
             return None
         self.errors += 1
         if self.first is None:
             what = (error or verdicts[0])[:FIRST_ERROR_CHARS]
             self.first = f"{what} (seq {seq}, {endpoint})"
-        if self.limit is None or self.errors != self.limit + 1:
+        if self.limit is None or self.errors <= self.limit:
             return None
         return self.reason()
 

@@ -115,5 +115,7 @@ async def _worker(session: Session, source: SeqSource, maker: RequestMaker, phas
             session.pacer.back_off(endpoint, retry_after)
         session.outage.saw(record)
         spent = budget.spent(record.verdicts, record.error, seq, endpoint)
-        if spent is not None:  # the gate can no longer pass: stop sending
+        # The gate can no longer pass: stop sending; but where the server may have gone
+        # away, its restart handling (engine.outage) speaks first.
+        if spent is not None and not session.outage.then_stop(endpoint, spent):
             stopper.stop("invalid", spent)

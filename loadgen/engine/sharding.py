@@ -26,9 +26,11 @@ from loadgen.engine.progress import Progress
 from loadgen.engine.session import Session
 from loadgen.engine.shard_worker import STOP_INVALID, ShardSpec, shard_main
 from loadgen.engine.stopping import Stopper
+from loadgen.records import ErrorKind
 from loadgen.results import RECORDS_FILE
 
 POLL_S = 0.5
+SERVER_GONE = frozenset(kind.value for kind in ErrorKind if kind.server_gone)
 
 
 def _split(total: int, parts: int, index: int) -> int:
@@ -61,7 +63,9 @@ async def _follow(progress: Progress, path: Path, offset: int, shared: Any,
                                        (rec.get("usage") or {}).get("completion_tokens") or 0)
                 spent = budget.spent(rec["verdicts"], rec.get("error"), int(rec["seq"]),
                                      str(rec.get("endpoint")))
-                if spent is not None:
+                # A server that may have gone away: the workers' outage watches speak
+                # first (each worker's own budget waits for its watch's check).
+                if spent is not None and rec.get("error_kind") not in SERVER_GONE:
                     stopper.stop("invalid", spent)
 
 
