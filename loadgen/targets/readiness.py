@@ -172,8 +172,11 @@ async def wait_ready(
             say(f"{base_url}: {check.reason}; {_while_waiting(check.kind, grace)}")
             next_beat = now + heartbeat_s
         if say is not None and now >= next_beat and now < deadline:
+            what = (f"giving up in {grace - (now - unresolved_since):.0f} s unless it "
+                    "resolves" if unresolved_since is not None else
+                    f"{how_to_wait} changes the wait")
             say(f"still waiting for {base_url}: {now - start:.0f} s of {timeout_s:g} s, "
-                f"{check.reason} ({how_to_wait} changes the wait)")
+                f"{check.reason} ({what})")
             next_beat = now + heartbeat_s
         if time.monotonic() >= deadline:
             raise RunInvalidError(
