@@ -123,20 +123,24 @@ class RecordWriter:
     """Append-only records.jsonl; every line is flushed to the OS when written.
 
     A flush per record costs one write(2) and means that SIGKILL, an OOM kill or a
-    crash of the client loses no finished request.
+    crash of the client loses no finished request. The file is created with the first
+    record: a run that sent nothing (the server never became ready) leaves no empty
+    records file that would read as "0 requests, all fine".
     """
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._fh: IO[bytes] = open(path, "ab", buffering=0)  # noqa: SIM115
+        self._fh: IO[bytes] | None = None
         self.count = 0
 
     def write(self, record: RequestRecord) -> None:
+        if self._fh is None:
+            self._fh = open(self.path, "ab", buffering=0)  # noqa: SIM115
         self._fh.write(record.to_json() + b"\n")
         self.count += 1
 
     def close(self) -> None:
-        if not self._fh.closed:
+        if self._fh is not None and not self._fh.closed:
             os.fsync(self._fh.fileno())
             self._fh.close()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from enum import StrEnum
 
 
@@ -63,6 +64,15 @@ _RANK = {v: i for i, v in enumerate(SEVERITY)}
 INFRA_VERDICTS: frozenset[Verdict] = frozenset(
     {Verdict.HTTP_ERROR, Verdict.TIMEOUT, Verdict.STREAM_ERROR}
 )
+_INFRA_NAMES = frozenset(v.value for v in INFRA_VERDICTS)
+
+
+def counts_as_infra_error(verdicts: Collection[str]) -> bool:
+    """Whether a record counts against gate.max_infra_errors: one place, so that the
+    engine stops a phase at the very count at which the gate would call the run invalid
+    (an interrupted request never finished: it counts neither way)."""
+    return Verdict.INTERRUPTED.value not in verdicts and not _INFRA_NAMES.isdisjoint(verdicts)
+
 
 # What a gate fails on unless the scenario says otherwise: every verdict that makes a
 # reply useless or wrong. `divergent` is opt-in: vLLM is not batch-invariant (unless

@@ -50,7 +50,7 @@ def _column(report: RunReport | None) -> list[str]:
         str(st.verdicts.get("ok", 0) if st is not None else 0),
         _counts([(k, v) for k, v in verdicts if k in counted]),
         _counts([(k, v) for k, v in verdicts if k not in counted and k != "ok"]),
-        f"{gate.failures}/{gate.measured}",
+        gate.no_rate or f"{gate.failures}/{gate.measured}",
         bound,
         EXIT_WORDS.get(gate.exit_code, str(gate.exit_code)),
     ]

@@ -78,7 +78,9 @@ def rebuild_any(out_dir: Path) -> tuple[int, str]:
 def one_line(report: RunReport) -> str:
     """The line a CI log shows for a run."""
     gate = report.gate
-    if gate.role == "control":  # what a control shows is how surely it reproduced
+    if gate.no_rate:  # nothing to count or bound: say what happened
+        counted = gate.no_rate
+    elif gate.role == "control":  # what a control shows is how surely it reproduced
         lower = gate.lower_bound_95
         counted = f"{gate.failures}/{gate.measured} reproduced the bug" + (
             f", rate > {lower * 100:.2f}% @95%" if gate.failures and lower is not None

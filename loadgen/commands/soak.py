@@ -47,6 +47,7 @@ from loadgen.exit_codes import BadInputError, ExitCode
 from loadgen.history import History, Soak, is_postgres, round_results
 from loadgen.history.identity import node_identity, server_columns
 from loadgen.history.spool import SPOOL_FILE, SpooledHistory
+from loadgen.judge.gate import NOTHING_SENT
 from loadgen.judge.run_report import RunReport
 from loadgen.results import (
     RECORDS_FILE,
@@ -346,8 +347,13 @@ class SoakSession:
                                          {o.base_url: o for o in observations})
         # A signal held since the round finished: the round is complete and recorded, and
         # the soak stops after it.
+        # Ready servers, and yet nothing could be sent (the requests cannot fit their
+        # context, the model is not served): every later round would end the same way.
+        refused = (report.gate.no_rate == NOTHING_SENT and not interrupted
+                   and report.run.invalid is not None)
         return {"round": number, "exit_code": outcome.exit_code,
-                "interrupted": interrupted or bool(outcome.interrupted_after)}
+                "interrupted": interrupted or bool(outcome.interrupted_after),
+                "refused": report.run.invalid if refused else None}
 
     def loop(self, base_urls: list[str]) -> tuple[str, bool]:
         """Rounds until the plan says stop; (why it stopped, whether interrupted)."""
@@ -362,6 +368,8 @@ class SoakSession:
                 return "interrupted", True
             if result["interrupted"]:
                 return "interrupted", True
+            if result["refused"]:
+                return f"round {result['round']} sent nothing: {result['refused']}", False
             if self.plan.stop_on_breach and result["exit_code"] == ExitCode.GATE_FAILED:
                 return f"gate breached in round {result['round']} (--stop-on-breach)", False
 

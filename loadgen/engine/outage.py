@@ -11,6 +11,7 @@ or ends the run invalid when it never comes back.
 from __future__ import annotations
 
 import asyncio
+import math
 
 import httpx
 
@@ -44,6 +45,20 @@ class OutageWatch:
         self._pacer.hold(endpoint)
         self._checks[endpoint] = asyncio.get_running_loop().create_task(self._check(endpoint))
 
+    def then_stop(self, endpoint: str, message: str) -> bool:
+        """Stop the run as invalid with `message` once the check of `endpoint` in progress
+        has said its word (the server went away: its own reason comes first; it came back
+        or never left: `message`). False when no check is in progress."""
+        running = self._checks.get(endpoint)
+        if running is None or running.done():
+            return False
+
+        def stop(_: asyncio.Task[None]) -> None:
+            self._stopper.stop("invalid", message)
+
+        running.add_done_callback(stop)
+        return True
+
     async def _check(self, endpoint: str) -> None:
         if await probe(self._http, endpoint, timeout=5.0) is not None:
             self._pacer.release(endpoint)
@@ -54,7 +69,10 @@ class OutageWatch:
                                "(load.on_server_restart = 'invalid')")
             return
         try:
-            await wait_ready(self._http, endpoint, self._load.restart_ready_timeout_s)
+            # A name that stops resolving is a container on its way back, not a typo:
+            # the restart wait keeps its whole limit.
+            await wait_ready(self._http, endpoint, self._load.restart_ready_timeout_s,
+                             dns_grace_s=math.inf, how_to_wait="load.restart_ready_timeout_s")
         except RunInvalidError as exc:
             self._stopper.stop("invalid", f"server went away and did not come back: {exc}")
             return

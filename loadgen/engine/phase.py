@@ -13,6 +13,7 @@ import asyncio
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from loadgen.engine.budget import InfraBudget
 from loadgen.engine.requests import RequestMaker
 from loadgen.engine.session import Session
 from loadgen.exit_codes import RunInvalidError
@@ -47,15 +48,18 @@ class Shard:
 async def run_phase(session: Session, source: SeqSource, maker: RequestMaker, phase: str,
                     count: int, shard: Shard = Shard(), concurrency: int | None = None) -> None:
     """Send `count` seqs from `source` (this shard's share) with `concurrency` in flight
-    (the scenario's by default); RunInvalidError if the run became invalid meanwhile. An
-    interrupt ends the phase quietly (the stop reason says it)."""
+    (the scenario's by default); RunInvalidError if the run became invalid meanwhile (the
+    server went away, or the phase's infrastructure errors passed the gate's limit:
+    `engine.budget`). An interrupt ends the phase quietly (the stop reason says it)."""
     if count <= 0:
         return
     end = source.next_seq + count
     slots = min(concurrency or session.scenario.load.concurrency, count)
+    budget = InfraBudget.for_phase(session.scenario, phase)
     session.progress.start_phase(phase, count)
     try:
-        await session.stopper.guarded(_slots(slots, session, source, maker, phase, end, shard))
+        await session.stopper.guarded(_slots(slots, session, source, maker, phase, end, shard,
+                                             budget))
     finally:
         session.progress.end_phase(session.stopper.reason)
     reason = session.stopper.reason
@@ -64,14 +68,14 @@ async def run_phase(session: Session, source: SeqSource, maker: RequestMaker, ph
 
 
 async def _slots(slots: int, session: Session, source: SeqSource, maker: RequestMaker,
-                 phase: str, end: int, shard: Shard) -> None:
+                 phase: str, end: int, shard: Shard, budget: InfraBudget) -> None:
     """`slots` worker coroutines, together: the phase's concurrency."""
-    await asyncio.gather(*(_worker(session, source, maker, phase, end, shard)
+    await asyncio.gather(*(_worker(session, source, maker, phase, end, shard, budget)
                            for _ in range(slots)))
 
 
 async def _worker(session: Session, source: SeqSource, maker: RequestMaker, phase: str,
-                  end: int, shard: Shard) -> None:
+                  end: int, shard: Shard, budget: InfraBudget) -> None:
     assert session.writer is not None and session.pacer is not None
     assert session.outage is not None
     stream = session.scenario.request.stream
@@ -111,3 +115,8 @@ async def _worker(session: Session, source: SeqSource, maker: RequestMaker, phas
         if retry_after:
             session.pacer.back_off(endpoint, retry_after)
         session.outage.saw(record)
+        spent = budget.spent(record.verdicts, record.error, seq, endpoint)
+        # The gate can no longer pass: stop sending; but where the server may have gone
+        # away, its restart handling (engine.outage) speaks first.
+        if spent is not None and not session.outage.then_stop(endpoint, spent):
+            stopper.stop("invalid", spent)

@@ -16,6 +16,7 @@ from typing import Any
 
 from loadgen.engine.observer import RunObserver
 from loadgen.engine.phase import SeqSource, run_phase
+from loadgen.engine.preflight import check_context_fits
 from loadgen.engine.progress import Progress
 from loadgen.engine.reference import reference_items
 from loadgen.engine.requests import RequestMaker
@@ -100,12 +101,16 @@ class Runner:
         return self.facts
 
     async def _prepare(self, session: Session) -> None:
-        """Every server ready, the model chosen, long-context lengths calibrated."""
+        """Every server ready, the model chosen, long-context lengths calibrated, and
+        the longest request checked against each server's max_model_len (a run that
+        cannot fit is invalid before anything is sent)."""
         ready = await self._wait_all_ready(session)
         self.facts.model = choose_model(self.scenario.target.model, ready[0])
         if self.scenario.workload.kind == "long-context":
             self.facts.chars_per_token = await calibrate_chars_per_token(
                 session.http, self.facts.base_urls[0], self.facts.model)
+        await check_context_fits(session.http, ready, self.facts.model, self.scenario,
+                                 self.facts.chars_per_token, note=session.progress.note)
 
     async def _wait_all_ready(self, session: Session) -> list[ServerReady]:
         ready = []
@@ -143,6 +148,9 @@ class Runner:
                 api_key=self.api_key, phase=phase, start=source.next_seq, count=count)) or []
             self._worker_reports += reports
             source.skip(count)
+            reason = session.stopper.reason  # the workers' errors together over the limit
+            if reason is not None and reason.kind == "invalid":
+                raise RunInvalidError(reason.message)
             invalid = next((r["invalid"] for r in reports if r.get("invalid")), None)
             if invalid:
                 raise RunInvalidError(invalid)

@@ -9,6 +9,7 @@ back its self-monitoring report.
 from __future__ import annotations
 
 import asyncio
+import signal
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -26,6 +27,11 @@ from loadgen.scenario import Scenario
 from loadgen.workload import make_workload
 
 BARRIER_TIMEOUT_S = 120
+#: The parent's word that the run became invalid (the phase's infrastructure errors
+#: over all workers passed the gate's limit): stop as SIGINT would, saying why.
+STOP_INVALID = signal.SIGUSR1
+STOPPED_BY_PARENT = ("stopped: the phase's infrastructure errors over all workers passed "
+                     "gate.max_infra_errors")
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,8 @@ async def send_shard(spec: ShardSpec, shared_in_flight: Any, barrier: Any) -> di
         source = SeqSource(make_workload(scenario, spec.chars_per_token).items())
         source.skip(spec.start_seq)  # the same item for the same seq as one process
         maker = RequestMaker(scenario, spec.run_id, spec.model, worker=spec.index)
+        asyncio.get_running_loop().add_signal_handler(
+            STOP_INVALID, session.stopper.stop, "invalid", STOPPED_BY_PARENT)
         if barrier is not None:
             await asyncio.get_running_loop().run_in_executor(None, barrier.wait,
                                                              BARRIER_TIMEOUT_S)

@@ -21,12 +21,16 @@ from typing import Any
 
 import orjson
 
+from loadgen.engine.budget import InfraBudget
 from loadgen.engine.progress import Progress
 from loadgen.engine.session import Session
-from loadgen.engine.shard_worker import ShardSpec, shard_main
+from loadgen.engine.shard_worker import STOP_INVALID, ShardSpec, shard_main
+from loadgen.engine.stopping import Stopper
+from loadgen.records import ErrorKind
 from loadgen.results import RECORDS_FILE
 
 POLL_S = 0.5
+SERVER_GONE = frozenset(kind.value for kind in ErrorKind if kind.server_gone)
 
 
 def _split(total: int, parts: int, index: int) -> int:
@@ -34,13 +38,18 @@ def _split(total: int, parts: int, index: int) -> int:
 
 
 class _Follower:
-    """Progress from the shared records file (the workers' records, as they land)."""
+    """Progress from the shared records file (the workers' records, as they land), and
+    the phase's infrastructure errors over all workers against the gate's limit (each
+    worker stops at its own share's count; the sum stops them all)."""
 
-    def __init__(self, progress: Progress, path: Path, offset: int, shared: Any) -> None:
+    def __init__(self, progress: Progress, path: Path, offset: int, shared: Any,
+                 budget: InfraBudget, stopper: Stopper) -> None:
         self.progress = progress
         self.path = path
         self.offset = offset
         self.shared = shared
+        self.budget = budget
+        self.stopper = stopper
         self._buf = b""
 
     def read(self) -> None:
@@ -55,10 +64,17 @@ class _Follower:
         self.offset += len(data)
         *lines, self._buf = (self._buf + data).split(b"\n")
         for line in lines:
-            with contextlib.suppress(orjson.JSONDecodeError, TypeError, IndexError, KeyError):
+            with contextlib.suppress(orjson.JSONDecodeError, TypeError, IndexError, KeyError,
+                                     ValueError):
                 rec = orjson.loads(line)
                 self.progress.update(rec["verdicts"],
                                      (rec.get("usage") or {}).get("completion_tokens") or 0)
+                spent = self.budget.spent(rec["verdicts"], rec.get("error"), int(rec["seq"]),
+                                          str(rec.get("endpoint")))
+                # A server that may have gone away: the workers' outage watches speak
+                # first (each worker's own budget waits for its watch's check).
+                if spent is not None and rec.get("error_kind") not in SERVER_GONE:
+                    self.stopper.stop("invalid", spent)
 
     async def follow(self) -> None:
         while True:
@@ -98,17 +114,21 @@ async def run_sharded_phase(session: Session, out_dir: Path, workers: int, *, tr
     records = out_dir / RECORDS_FILE
     offset = records.stat().st_size if records.exists() else 0
     session.progress.start_phase(phase, count)
-    follower = _Follower(session.progress, records, offset, shared)
+    follower = _Follower(session.progress, records, offset, shared,
+                         InfraBudget.for_phase(scenario, phase), session.stopper)
     following = asyncio.ensure_future(follower.follow())
     loop = asyncio.get_running_loop()
     try:
         await asyncio.gather(*(loop.run_in_executor(None, p.join) for p, _ in procs))
     except asyncio.CancelledError:
-        # Interrupted: each worker records its in-flight requests as interrupted.
+        # Interrupted, or the errors of all workers together passed the gate's limit:
+        # each worker records its in-flight requests as interrupted, saying which.
+        reason = session.stopper.reason
+        sig = STOP_INVALID if reason is not None and reason.kind == "invalid" else signal.SIGINT
         for proc, _ in procs:
             if proc.is_alive() and proc.pid is not None:
                 with contextlib.suppress(ProcessLookupError):
-                    os.kill(proc.pid, signal.SIGINT)
+                    os.kill(proc.pid, sig)
         await asyncio.gather(*(loop.run_in_executor(None, p.join, 60) for p, _ in procs))
         for proc, _ in procs:
             if proc.is_alive():

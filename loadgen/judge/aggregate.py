@@ -18,14 +18,13 @@ from typing import Any, NamedTuple
 from loadgen.judge.run_level import Changed, Revision, Rule, combine, own_verdicts
 from loadgen.records import iter_record_dicts
 from loadgen.results import RECORDS_FILE
-from loadgen.taxonomy import INFRA_VERDICTS, RUN_LEVEL, Verdict
+from loadgen.taxonomy import RUN_LEVEL, Verdict, counts_as_infra_error
 
 FORENSIC_FAILURES = 10
 #: Extra forensic tails for records a run-level rule revised, one per run-level verdict,
 #: so a report always shows an example of each even when the first failures were others.
 RUN_LEVEL_TAILS = len(RUN_LEVEL)
 TAIL_CHARS = 600
-_INFRA_NAMES = frozenset(v.value for v in INFRA_VERDICTS)
 
 
 class TimelinePoint(NamedTuple):
@@ -108,7 +107,7 @@ class PhaseStats:
             self.gap_mean.append(t["gap_mean"])
         if Verdict.INTERRUPTED.value in verdicts:
             self.interrupted += 1
-        elif _INFRA_NAMES.intersection(verdicts):
+        elif counts_as_infra_error(verdicts):
             self.infra_errors += 1
         elif isinstance(end, int | float):
             self.e2e.append(end)

@@ -51,6 +51,11 @@ class GateResult:
     per_verdict: dict[str, int] = field(default_factory=dict)
     spread: dict[str, Any] = field(default_factory=dict)  # failures by request order
     statement: str = ""  # what this run proves, in words
+    #: Measured requests the model answered (measured, less infrastructure errors).
+    replies: int = 0
+    #: Why there is no failure rate to bound ("not ready, nothing sent", "no reply came
+    #: from the model"...); every report shows these words in place of counts and bounds.
+    no_rate: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -65,6 +70,45 @@ class GateContext:
     reference: ReferenceConfig = field(default_factory=ReferenceConfig)
     #: Speculative decoding per phase (`telemetry_summary.phase_acceptance`).
     acceptance: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: Requests sent in every phase, and how many of them the model answered (None:
+    #: only the measurement is known).
+    sent: int | None = None
+    answered: int | None = None
+
+
+#: What a run without a rate to bound says instead (`no_rate`).
+NOT_READY = "not ready, nothing sent"
+NOTHING_SENT = "nothing sent"
+NO_REPLY = "no reply came from the model"
+NOTHING_MEASURED = "nothing measured"
+NO_MEASURED_REPLY = "no measured reply came from the model"
+
+
+def replies(st: PhaseStats) -> int:
+    """Requests of a phase that the model answered: neither an infrastructure error nor
+    interrupted."""
+    return st.requests - st.infra_errors - st.interrupted
+
+
+def no_rate(run: RunFacts, st: PhaseStats, context: GateContext) -> str | None:
+    """Why this run has no failure rate to bound, in a few words (None: it has one).
+
+    A bound over requests that never got a reply reads as evidence about the model
+    ("RUN INVALID: 0/256 failed, rate < 1.16% @95%" of a run whose every request got
+    HTTP 400); a "0/0 failed" of a server that never became ready reads as a run that
+    measured nothing by choice. The reports say what happened instead."""
+    sent = context.sent if context.sent is not None else st.requests
+    if sent == 0:
+        not_ready = len(run.ready) < len(run.base_urls) and run.interrupted is None
+        return NOT_READY if not_ready else NOTHING_SENT
+    answered = context.answered if context.answered is not None else replies(st)
+    if answered == 0:
+        return NO_REPLY
+    if st.measured == 0:
+        return NOTHING_MEASURED
+    if replies(st) == 0:
+        return NO_MEASURED_REPLY
+    return None
 
 
 def priming_check(cfg: GateConfig, context: GateContext) -> Check:
@@ -75,10 +119,10 @@ def priming_check(cfg: GateConfig, context: GateContext) -> Check:
         return Check("priming reached the model", True, "no priming asked of this run",
                      kind="error")
     st = context.priming or PhaseStats()
-    replies = st.requests - st.infra_errors - st.interrupted
-    ok = st.infra_errors <= cfg.max_infra_errors and replies >= planned - cfg.max_infra_errors
+    answered = replies(st)
+    ok = st.infra_errors <= cfg.max_infra_errors and answered >= planned - cfg.max_infra_errors
     return Check(f"priming reached the model (infrastructure errors <= {cfg.max_infra_errors})",
-                 ok, f"{replies} of {planned} priming requests answered by the model, "
+                 ok, f"{answered} of {planned} priming requests answered by the model, "
                  f"{st.infra_errors} http_error/timeout/stream_error"
                  + ("" if ok else ": the server was not warmed up as the scenario requires"),
                  kind="error")
@@ -118,11 +162,15 @@ def evaluate(cfg: GateConfig, stats: PhaseStats | None, run: RunFacts,
         Check(f"infrastructure errors <= {cfg.max_infra_errors}",
               st.infra_errors <= cfg.max_infra_errors,
               f"{st.infra_errors} http_error/timeout/stream_error in measurement", kind="error"),
-        Check(f"measured requests >= {needed}", measured >= needed,
+        # A measurement the model never answered proves nothing, whatever the limit on
+        # infrastructure errors allowed: invalid, never a pass of "0 failed".
+        Check(f"measured requests >= {needed}", measured >= needed and replies(st) > 0,
               f"{measured} measured" + (
-                  f"; {needed} are needed to prove a failure rate below "
-                  f"{100 * cfg.prove_below:g}% at 95% with {cfg.allowed} allowed"
-                  if candidate else ""), kind="error"),
+                  f", none answered by the model ({st.infra_errors} "
+                  "http_error/timeout/stream_error)" if measured and not replies(st) else "")
+              + (f"; {needed} are needed to prove a failure rate below "
+                 f"{100 * cfg.prove_below:g}% at 95% with {cfg.allowed} allowed"
+                 if candidate else ""), kind="error"),
         receipts_check(cfg, server.receipts, server.selection.get("receipts_dir"), measured),
     ]
     if cfg.fail_on_stride_violations:
@@ -151,8 +199,11 @@ def evaluate(cfg: GateConfig, stats: PhaseStats | None, run: RunFacts,
         code = ExitCode.PASSED
     else:
         code = ExitCode.GATE_FAILED
+    without = no_rate(run, st, context)
     upper, lower = upper_bound(failures, measured), lower_bound(failures, measured)
     detectable = detectable_rate(measured, cfg.allowed)
+    if without is not None:  # no reply to bound a rate with
+        upper = lower = detectable = None
     return GateResult(
         role=cfg.role, passed=code == ExitCode.PASSED, failures=failures,
         allowed=cfg.allowed, measured=measured,
@@ -165,9 +216,11 @@ def evaluate(cfg: GateConfig, stats: PhaseStats | None, run: RunFacts,
         per_verdict={str(v): st.verdicts.get(v, 0) for v in cfg.fail_on},
         spread=spread.to_dict(),
         statement=" ".join(filter(None, (
+            f"{without[0].upper()}{without[1:]}: this run proves nothing." if without else
             statement(cfg, failures, measured, upper, lower, detectable, spread,
                       LoadClaim.from_dict(run.load)),
             receipts_statement(cfg, server.receipts)))),
+        replies=replies(st), no_rate=without,
     )
 
 

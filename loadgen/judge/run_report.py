@@ -14,7 +14,7 @@ from typing import Any
 
 from loadgen.exit_codes import BadInputError
 from loadgen.judge.aggregate import PhaseStats, RunStats, aggregate, percentiles
-from loadgen.judge.gate import GateContext, GateResult, evaluate
+from loadgen.judge.gate import GateContext, GateResult, evaluate, replies
 from loadgen.judge.run_level.rules import rules_for
 from loadgen.results import RECORDS_FILE, RunFacts, is_run_dir, load_run, load_server
 from loadgen.scenario import Scenario
@@ -87,6 +87,8 @@ def judge_run(out_dir: Path) -> RunReport:
     context = GateContext(priming=stats.phases.get("priming"),
                           priming_planned=scenario.load.priming,
                           reference=scenario.reference,
-                          acceptance=phase_acceptance(server.document))
+                          acceptance=phase_acceptance(server.document),
+                          sent=sum(st.requests for st in stats.phases.values()),
+                          answered=sum(replies(st) for st in stats.phases.values()))
     gate = evaluate(scenario.gate, stats.phases.get("measurement"), run, server, context)
     return RunReport(out_dir, scenario, run, server, stats, gate)

@@ -41,7 +41,8 @@ img{max-width:100%;border:1px solid #eee;margin:.3em 0}
 <h1>dsv4-qual: {{ r.scenario.name }} <small>({{ g.role }})</small></h1>
 <p class="{{ 'pass' if g.passed else 'fail' }}" id="verdict"><b>{{ word }}</b>
 (exit {{ g.exit_code }}):
-{% if g.role == 'control' %}{{ g.failures }} of {{ g.measured }} measured requests reproduced
+{% if g.no_rate %}{{ g.no_rate }}.
+{% elif g.role == 'control' %}{{ g.failures }} of {{ g.measured }} measured requests reproduced
 the bug; it must exceed {{ g.allowed }}.
 {% if g.failures and g.lower_bound_95 is not none %} Reproduction rate &gt;
 {{ '%.2f' % (100 * g.lower_bound_95) }}% at 95% confidence.{% elif g.measured %} Did not

@@ -69,16 +69,17 @@ def render_markdown(report: RunReport) -> str:
         f"# dsv4-qual: {report.scenario.name} ({gate.role})",
         "",
         f"**{EXIT_WORDS.get(gate.exit_code, gate.exit_code)}** (exit {gate.exit_code})"
-        + (f" — {gate.failures} of {gate.measured} measured requests reproduced the bug "
+        + (f" — {gate.no_rate}." if gate.no_rate else
+           f" — {gate.failures} of {gate.measured} measured requests reproduced the bug "
            f"({', '.join(gate.fail_on)}; it must exceed {gate.allowed})."
            if gate.role == "control" else
            f" — {gate.failures} of {gate.measured} measured requests failed the gate "
            f"(fail on: {', '.join(gate.fail_on)}; allowed {gate.allowed})."),
         "",
     ]
-    if gate.role == "candidate" and gate.measured:
+    if gate.role == "candidate" and gate.upper_bound_95 is not None:
         lines.append(f"Bound: {describe_bound(gate.failures, gate.measured)}.")
-    elif gate.role == "control" and gate.measured:
+    elif gate.role == "control" and gate.lower_bound_95 is not None:
         lines.append(f"Control reproduction rate: {gate.failures}/{gate.measured}"
                      + (f" (> {_fmt(gate.lower_bound_95, 100, 2)}% at 95% confidence)."
                         if gate.failures else ": did not reproduce."))

@@ -42,9 +42,10 @@ def side_facts(report: RunReport | None, base: Path) -> dict[str, Any] | None:
         "allowed": gate.allowed,
         "measured": measured,
         "failures": failures,
-        "failure_rate": failures / measured if measured else None,
+        "failure_rate": failures / measured if measured and not gate.no_rate else None,
         "upper_bound_95": gate.upper_bound_95,
         "lower_bound_95": gate.lower_bound_95,
+        "no_rate": gate.no_rate,
         "verdicts": measurement.get("verdicts") or {},
         "finish_reasons": measurement.get("finish_reasons") or {},
         "latency_s": measurement.get("latency_s") or {},
@@ -58,14 +59,18 @@ def headline(doc: dict[str, Any]) -> str:
     """One sentence: the verdict and the two numbers behind it."""
     control, candidate = doc["control"], doc["candidate"]
     parts = [f"{doc['verdict']} (exit {doc['exit_code']})"]
-    if control and control["measured"] and control["failures"]:
+    if control and control.get("no_rate"):
+        parts.append(f"control: {control['no_rate']}")
+    elif control and control["measured"] and control["failures"]:
         lb = control["lower_bound_95"]
         parts.append(f"control: {control['failures']} of {control['measured']} reproduced "
                      f"the bug ({100 * control['failure_rate']:.1f}%, > "
                      f"{100 * (lb or 0):.2f}% at 95% confidence)")
     elif control and control["measured"]:  # no reproduction: no bound to state
         parts.append(f"control: 0 of {control['measured']} reproduced the bug")
-    if candidate and candidate["measured"]:
+    if candidate and candidate.get("no_rate"):
+        parts.append(f"candidate: {candidate['no_rate']}")
+    elif candidate and candidate["measured"]:
         parts.append(f"candidate: {describe_bound(candidate['failures'], candidate['measured'])}")
     elif candidate is None:
         parts.append("candidate: not run")
@@ -96,7 +101,8 @@ def qualify_document(q: Qualification) -> dict[str, Any]:
     doc["control_lower_bound_95"] = control["lower_bound_95"]
     doc["candidate_upper_bound_95"] = candidate["upper_bound_95"] if candidate else None
     doc["candidate_bound"] = (describe_bound(candidate["failures"], candidate["measured"])
-                              if candidate and candidate["measured"] else None)
+                              if candidate and candidate["upper_bound_95"] is not None
+                              else None)
     doc["headline"] = headline(doc)
     return doc
 
@@ -131,6 +137,7 @@ def comparison_rows(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
         ("gated failures", *both(lambda s: str(s["failures"]))),
         ("failure rate", *both(lambda s: _pct(s["failure_rate"], 1))),
         ("95% bound", *both(lambda s: (
+            s["no_rate"] if s.get("no_rate") else
             (f"> {_pct(s['lower_bound_95'])} (reproduction rate)" if s["failures"]
              else "none: did not reproduce") if s["role"] == "control"
             else f"< {_pct(s['upper_bound_95'])}"))),

@@ -1,20 +1,35 @@
 """Wait until a server can take requests: GET /health, then GET /v1/models.
 
-vLLM opens its port long before the engine is ready, and /health alone answers 200
-before the first request would succeed on some versions, so both must pass.
+vLLM listens only once its engine is up (a server loading its model refuses
+connections), and /health alone answers 200 before the first request would succeed on
+some versions, so both must pass. A wrong address must not look like a slow start:
+every failed probe is put in one of three classes (nothing listening, no such host, up
+but not ready) and the waiting lines say which. A refused connection is waited out (it
+is what a loading vLLM shows); a name that does not resolve gives up after a short
+grace instead of the whole ready timeout (in compose a service's name resolves as soon
+as its container exists).
 """
 
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 
 from loadgen.exit_codes import RunInvalidError
+
+#: How long a host name may fail to resolve before the wait gives up on it.
+DNS_GRACE_S = 20.0
+HEARTBEAT_S = 10.0
+#: What changes the wait of `dsv4-qual run` (the restart wait names its own key).
+READY_TIMEOUT_FLAG = "--ready-timeout SECONDS"
+
+NotReadyKind = Literal["waiting", "refused", "no_such_host", "up_not_ready", "other"]
 
 
 @dataclass(frozen=True)
@@ -35,61 +50,108 @@ class ServerReady:
         return None
 
 
+def host_and_port(base_url: str) -> tuple[str, int | None]:
+    """The host and port a base URL connects to (the scheme's default port if none)."""
+    url = httpx.URL(base_url)
+    return url.host, url.port or {"http": 80, "https": 443}.get(url.scheme)
+
+
+def classify_failure(exc: BaseException, base_url: str) -> tuple[NotReadyKind, str]:
+    """Why a probe got no HTTP answer, in the words a user acts on.
+
+    Both transports wrap the socket's error (httpx in ConnectError, httpx-aiohttp in
+    ConnectTimeout), so the chain of causes is searched for it."""
+    host, port = host_and_port(base_url)
+    seen: set[int] = set()
+    err: BaseException | None = exc
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        if isinstance(err, socket.gaierror):
+            return "no_such_host", f"no such host {host}"
+        if isinstance(err, ConnectionRefusedError):
+            return "refused", f"nothing listening on {host}:{port} (connection refused)"
+        err = err.__cause__ or err.__context__
+    cause = exc.__cause__ or exc
+    return "other", f"{type(cause).__name__}: {cause}"[:300]
+
+
 class Probe:
     """The last readiness answer, kept so that 'not ready' can say why."""
 
     def __init__(self) -> None:
+        self.kind: NotReadyKind = "waiting"
         self.reason = "no answer yet"
 
+    def _not_ready(self, what: str) -> None:
+        self.kind = "up_not_ready"
+        self.reason = f"up but not ready ({what})"
+
     async def __call__(self, http: httpx.AsyncClient, base_url: str,
-                       timeout: float = 10.0) -> dict | None:
+                       timeout: float = 10.0) -> dict[str, Any] | None:
         """The /v1/models document if the server is ready now, else None."""
         try:
             health = await http.get(f"{base_url}/health", timeout=timeout)
             if health.status_code != 200:
-                self.reason = f"GET /health answered {health.status_code}"
+                self._not_ready(f"GET /health answered {health.status_code}")
                 return None
             models = await http.get(f"{base_url}/v1/models", timeout=timeout)
             if models.status_code != 200:
-                self.reason = f"GET /v1/models answered {models.status_code}"
+                self._not_ready(f"GET /v1/models answered {models.status_code}")
                 return None
             data = models.json()
         except (httpx.HTTPError, OSError) as exc:
-            cause = exc.__cause__ or exc
-            self.reason = f"{type(cause).__name__}: {cause}"[:300]
+            self.kind, self.reason = classify_failure(exc, base_url)
             return None
         except ValueError:
-            self.reason = "GET /v1/models did not return JSON"
+            self._not_ready("GET /v1/models did not return JSON")
             return None
         if not isinstance(data, dict) or not data.get("data"):
-            self.reason = "GET /v1/models lists no model"
+            self._not_ready("GET /v1/models lists no model")
             return None
         return data
 
 
-async def probe(http: httpx.AsyncClient, base_url: str, timeout: float = 10.0) -> dict | None:
+async def probe(http: httpx.AsyncClient, base_url: str,
+                timeout: float = 10.0) -> dict[str, Any] | None:
     return await Probe()(http, base_url, timeout)
 
 
-HEARTBEAT_S = 10.0
+def _while_waiting(kind: NotReadyKind, dns_grace_s: float) -> str:
+    """What the wait does about a class of answer (said once, when the class appears)."""
+    if kind == "refused":
+        return "waiting: a server still loading its model refuses connections"
+    if kind == "no_such_host":
+        return f"giving up in {dns_grace_s:g} s unless the name resolves: check the address"
+    if kind == "up_not_ready":
+        return "waiting: the server is starting"
+    return "waiting"
 
 
 async def wait_ready(
     http: httpx.AsyncClient, base_url: str, timeout_s: float, interval_s: float = 1.0,
     say: Callable[[str], None] | None = None, heartbeat_s: float = HEARTBEAT_S,
+    dns_grace_s: float | None = None, how_to_wait: str = READY_TIMEOUT_FLAG,
 ) -> ServerReady:
     """Poll until ready; after `timeout_s` the run is invalid (exit 2).
 
     `say` hears what is awaited at once (a server that never answers must not look like
-    a hung client), then a heartbeat every `heartbeat_s` with the last answer.
+    a hung client), which class of answer the server gives whenever it changes (nothing
+    listening, no such host, up but not ready), then a heartbeat every `heartbeat_s`.
+    A host name that has not resolved for `dns_grace_s` (default DNS_GRACE_S; math.inf
+    waits it out, as a restart wait does for a container coming back) ends the wait
+    early: a typo must not hold a run for its whole ready timeout. `how_to_wait` names
+    the setting that changes the wait.
     """
+    grace = DNS_GRACE_S if dns_grace_s is None else dns_grace_s
     start = time.monotonic()
     deadline = start + timeout_s
     check = Probe()
     next_beat = start + heartbeat_s
+    said_kind: str | None = None
+    unresolved_since: float | None = None
     if say is not None:
         say(f"waiting for {base_url} to be ready (GET /health and /v1/models), "
-            f"up to {timeout_s:g} s")
+            f"up to {timeout_s:g} s ({how_to_wait} changes it)")
     while True:
         models = await check(http, base_url, timeout=min(10.0, max(timeout_s, 0.1)))
         if models is not None:
@@ -97,15 +159,30 @@ async def wait_ready(
                 say(f"{base_url} is ready after {time.monotonic() - start:.0f} s")
             return ServerReady(base_url, models, time.monotonic() - start)
         now = time.monotonic()
+        if check.kind == "no_such_host":
+            unresolved_since = now if unresolved_since is None else unresolved_since
+            if now - unresolved_since >= grace:
+                raise RunInvalidError(
+                    f"server {base_url} not ready: {check.reason} (the name did not resolve "
+                    f"for {grace:g} s; check the address)")
+        else:
+            unresolved_since = None
+        if say is not None and check.kind != said_kind and now < deadline:
+            said_kind = check.kind
+            say(f"{base_url}: {check.reason}; {_while_waiting(check.kind, grace)}")
+            next_beat = now + heartbeat_s
         if say is not None and now >= next_beat and now < deadline:
-            say(f"still waiting for {base_url}: {now - start:.0f} s of {timeout_s:g} s "
-                f"(last: {check.reason})")
+            what = (f"giving up in {grace - (now - unresolved_since):.0f} s unless it "
+                    "resolves" if unresolved_since is not None else
+                    f"{how_to_wait} changes the wait")
+            say(f"still waiting for {base_url}: {now - start:.0f} s of {timeout_s:g} s, "
+                f"{check.reason} ({what})")
             next_beat = now + heartbeat_s
         if time.monotonic() >= deadline:
             raise RunInvalidError(
-                f"server {base_url} not ready after {timeout_s:g} s "
-                f"(GET /health and GET /v1/models must both answer 200; last: {check.reason})"
-            )
+                f"server {base_url} not ready after {timeout_s:g} s: {check.reason} "
+                f"(GET /health and GET /v1/models must both answer 200; {how_to_wait} "
+                "waits longer)")
         await asyncio.sleep(min(interval_s, max(0.0, deadline - time.monotonic())))
 
 

@@ -36,6 +36,9 @@ def next_pow2(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
 
 
+DEFAULT_BATCHED_TOKENS = 16384
+
+
 @dataclass(frozen=True)
 class SimConfig:
     layout: str = "capacity"
@@ -45,7 +48,9 @@ class SimConfig:
     compress_ratio: int = 16
     kv_block_size: int = 64  # tokens per KV block, as vLLM's --block-size
     alignment: int = 16  # the sim's _C128A_TOPK_ALIGNMENT
-    max_num_batched_tokens: int = 16384
+    #: 0: DEFAULT_BATCHED_TOKENS, or one whole max_model_len prompt when that is longer
+    #: (a --max-model-len above it must not stop the sim).
+    max_num_batched_tokens: int = 0
     model: str = "dsv4-sim"
     seed: int = 0
     guard: bool = True
@@ -60,6 +65,9 @@ class SimConfig:
     fatal_foreign_share: float = 0.9
 
     def __post_init__(self) -> None:
+        if not self.max_num_batched_tokens:
+            object.__setattr__(self, "max_num_batched_tokens",
+                               max(DEFAULT_BATCHED_TOKENS, self.max_model_len))
         if self.layout not in LAYOUTS:
             raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, not {self.layout!r}")
         if self.device not in ("cpu", "cuda"):

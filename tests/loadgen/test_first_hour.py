@@ -25,11 +25,54 @@ def test_waiting_for_the_server_says_what_it_waits_for_and_beats() -> None:
             await wait_ready(http, "http://127.0.0.1:1", 0.6, interval_s=0.05,
                              say=said.append, heartbeat_s=0.2)
 
-    with pytest.raises(RunInvalidError, match=r"not ready after 0\.6 s"):
+    with pytest.raises(RunInvalidError, match=r"not ready after 0\.6 s: nothing listening"):
         asyncio.run(wait())
     assert said[0] == ("waiting for http://127.0.0.1:1 to be ready (GET /health and "
-                       "/v1/models), up to 0.6 s")
+                       "/v1/models), up to 0.6 s (--ready-timeout SECONDS changes it)")
     assert any(line.startswith("still waiting for http://127.0.0.1:1: ") for line in said)
+
+
+def _waiting_lines(url: str, timeout_s: float, **kwargs: object) -> tuple[list[str], str]:
+    """What wait_ready says while it waits for `url`, and why it gave up."""
+    said: list[str] = []
+
+    async def wait() -> None:
+        async with httpx.AsyncClient() as http:
+            await wait_ready(http, url, timeout_s, interval_s=0.05, say=said.append,
+                             heartbeat_s=0.2, **kwargs)  # type: ignore[arg-type]
+
+    with pytest.raises(RunInvalidError) as caught:
+        asyncio.run(wait())
+    return said, str(caught.value)
+
+
+def test_the_waiting_lines_say_nothing_is_listening_and_how_to_change_the_wait() -> None:
+    said, reason = _waiting_lines("http://127.0.0.1:1", 0.5)
+    what = "nothing listening on 127.0.0.1:1 (connection refused)"
+    # At once, before any heartbeat: which address refuses, and that a loading server does.
+    assert said[1].startswith(f"http://127.0.0.1:1: {what}; waiting")
+    beats = [line for line in said if line.startswith("still waiting")]
+    assert beats and all(what in line and "--ready-timeout SECONDS" in line for line in beats)
+    assert what in reason and "--ready-timeout SECONDS waits longer" in reason
+
+
+def test_an_unresolvable_host_gives_up_after_a_short_grace() -> None:
+    start = time.monotonic()
+    said, reason = _waiting_lines("http://no-such-host.invalid:8000", 60, dns_grace_s=0.3)
+    assert time.monotonic() - start < 15  # not the 60 s ready timeout
+    assert "no such host no-such-host.invalid" in said[1] and "check the address" in said[1]
+    assert reason.startswith("server http://no-such-host.invalid:8000 not ready: no such "
+                             "host no-such-host.invalid")
+    assert "did not resolve for 0.3 s" in reason
+
+
+def test_a_server_that_answers_but_is_not_ready_is_told_apart(fake_server) -> None:
+    fake, srv = fake_server(("ok",))
+    fake.healthy = False
+    said, reason = _waiting_lines(srv.url, 0.5)
+    assert said[1] == (f"{srv.url}: up but not ready (GET /health answered 503); waiting: "
+                       "the server is starting")
+    assert "up but not ready (GET /health answered 503)" in reason
 
 
 def test_ready_timeout_on_the_command_line(tmp_path: Path) -> None:
@@ -44,6 +87,27 @@ def test_ready_timeout_on_the_command_line(tmp_path: Path) -> None:
     assert "are needed to prove" not in proc.stdout  # only the reason the run stopped
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summary["run"]["invalid"].startswith("server http://127.0.0.1:1 not ready")
+
+
+def test_a_run_that_never_became_ready_says_so_and_counts_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    proc = run_cli("run", SMOKE, "--base-url", "http://127.0.0.1:1", "--ready-timeout", "0.5",
+                   "--out", str(out))
+    assert proc.returncode == 2
+    line = proc.stdout.strip().splitlines()[-1]
+    assert "RUN INVALID (exit 2): not ready, nothing sent — server http://127.0.0.1:1 not " \
+           "ready after 0.5 s: nothing listening on 127.0.0.1:1" in line
+    assert "0/0" not in line and "rate <" not in line
+    assert not (out / "records.jsonl").exists()  # no empty file that reads as "0 requests"
+    assert "not ready, nothing sent" in (out / "report.md").read_text().split("\n\n")[1]
+    assert "not ready, nothing sent." in (out / "report.html").read_text()
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["gate"]["no_rate"] == "not ready, nothing sent"
+    assert summary["gate"]["upper_bound_95"] is None
+    assert summary["gate"]["statement"].startswith("Not ready, nothing sent: this run proves")
+    # The folder is still a run `report` rebuilds, with the same words.
+    again = run_cli("report", str(out))
+    assert again.returncode == 2 and "not ready, nothing sent" in again.stdout
 
 
 @pytest.mark.parametrize("args,words", [
@@ -443,3 +507,114 @@ def test_ctrl_c_ends_the_progress_line_interrupted_not_done(fake_server, tmp_pat
     [last] = [line for line in proc.stderr.splitlines() if line.startswith("measurement: ")
               and "done," in line][-1:]
     assert last.endswith(" (interrupted)") and "(done)" not in proc.stderr, proc.stderr
+
+
+def test_no_rate_bound_for_replies_that_never_came(fake_server, tmp_path: Path) -> None:
+    # Every request answered by an error, all of them within max_infra_errors: not a
+    # clean pass of "0/8 failed, rate < ...", and no bound anywhere.
+    fake, srv = fake_server(("http_500",))
+    sc = tmp_path / "s.toml"
+    sc.write_text("[load]\nconcurrency = 4\nmeasurement = 8\n[request]\nmax_tokens = 64\n"
+                  "[gate]\nprove_below = 0.5\nmax_infra_errors = 8\n")
+    out = tmp_path / "o"
+    proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet")
+    assert fake.counts == {"http_500": 8}
+    assert proc.returncode == 2, proc.stdout
+    line = proc.stdout.strip().splitlines()[-1]
+    assert "RUN INVALID (exit 2): no reply came from the model — 8 measured, none answered " \
+           "by the model (8 http_error/timeout/stream_error)" in line
+    assert "rate <" not in line and "0/8" not in line
+    gate = json.loads((out / "summary.json").read_text())["gate"]
+    assert gate["upper_bound_95"] is None and gate["detectable_rate_95"] is None
+    assert gate["statement"].startswith("No reply came from the model: this run proves nothing")
+    md = (out / "report.md").read_text()
+    assert "Bound:" not in md and "at 95% confidence" not in md
+    assert "Failure rate &lt;" not in (out / "report.html").read_text()
+
+
+def test_a_phase_stops_once_its_infrastructure_errors_are_over_the_limit(
+        fake_server, tmp_path: Path) -> None:
+    # The issue's run: every request refused with HTTP 400 (max_tokens over the server's
+    # max_model_len, which this server does not state, so nothing could be checked first).
+    fake, srv = fake_server(("ok",), max_model_len=4096, state_max_model_len=False)
+    sc = tmp_path / "s.toml"
+    sc.write_text("[load]\nconcurrency = 4\npriming = 64\nmeasurement = 64\n"
+                  "[request]\nmax_tokens = 16384\n[gate]\nprove_below = 0.1\n")
+    out = tmp_path / "o"
+    proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet")
+    assert proc.returncode == 2, proc.stdout
+    assert sum(fake.counts.values()) <= 8  # not the 128 planned: at most what was in flight
+    line = proc.stdout.strip().splitlines()[-1]
+    assert ("RUN INVALID (exit 2): no reply came from the model — priming stopped early: 1 "
+            "infrastructure error (http_error/timeout/stream_error), more than the 0 "
+            "gate.max_infra_errors allows") in line
+    assert "the first: HTTP 400: 400: max_tokens=16384 cannot be greater than " \
+           "max_model_len=4096." in line
+    assert "rate <" not in line
+    records = [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines()]
+    assert {r["phase"] for r in records} == {"priming"}  # the measurement never started
+    # What was in flight when it stopped is kept, as interrupted, with the reason.
+    cut = [r for r in records if r["verdicts"] == ["interrupted"]]
+    assert all("priming stopped early" in r["error"] for r in cut)
+    assert sum(r["verdicts"] == ["http_error"] for r in records) >= 1
+
+
+def test_a_run_that_cannot_fit_the_servers_context_sends_nothing(fake_server,
+                                                                  tmp_path: Path) -> None:
+    # The issue's run: max_tokens 16384 against a server that states max_model_len 4096.
+    fake, srv = fake_server(("ok",), max_model_len=4096)
+    out = tmp_path / "o"
+    proc = run_cli("run", "pr-51318", "--base-url", srv.url, "--out", str(out))
+    assert proc.returncode == 2, proc.stdout
+    assert sum(fake.counts.values()) == 0 and fake.bodies == []  # not one request sent
+    line = proc.stdout.strip().splitlines()[-1]
+    assert (f"RUN INVALID (exit 2): nothing sent — server {srv.url} serves fake-dsv4 with "
+            "max_model_len 4096: max_tokens 16384 alone is more than that") in line
+    assert "--max-model-len above 16" in line and "--accept-weaker-load" in line
+    assert "rate <" not in line and "0/0" not in line
+    assert not (out / "records.jsonl").exists()
+
+
+LONG = """
+[load]
+concurrency = 2
+measurement = 4
+[request]
+max_tokens = 2048
+[workload]
+kind = "long-context"
+context_tokens = [3000]
+[gate]
+prove_below = 0.6
+"""
+
+
+def test_the_longest_prompt_counts_and_every_server_is_checked(fake_server,
+                                                                tmp_path: Path) -> None:
+    sc = tmp_path / "s.toml"
+    sc.write_text(LONG)
+    roomy, first = fake_server(("ok",), max_model_len=8192)
+    tight, second = fake_server(("ok",), max_model_len=4096)
+    proc = run_cli("run", str(sc), "--base-url", first.url, "--base-url", second.url,
+                   "--out", str(tmp_path / "o"), "--quiet")
+    assert proc.returncode == 2, proc.stdout
+    assert sum(roomy.counts.values()) == sum(tight.counts.values()) == 0
+    # 2048 alone fits 4096; with the 3000-token document (by the server's tokenizer) not.
+    assert f"server {second.url} serves fake-dsv4 with max_model_len 4096: max_tokens 2048 " \
+           "plus the longest prompt (at least" in proc.stdout
+    assert "tokens by the server's tokenizer" in proc.stdout
+    # The same run against the roomy server alone fits and is sent.
+    proc = run_cli("run", str(sc), "--base-url", first.url, "--out", str(tmp_path / "p"),
+                   "--quiet")
+    assert proc.returncode == 0, proc.stdout
+    assert sum(roomy.counts.values()) == 4
+
+
+def test_a_server_that_does_not_state_its_context_is_not_checked(fake_server,
+                                                                 tmp_path: Path) -> None:
+    sc = tmp_path / "s.toml"
+    sc.write_text(LONG)
+    fake, srv = fake_server(("ok",), max_model_len=4096, state_max_model_len=False)
+    proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(tmp_path / "o"))
+    assert f"{srv.url} does not state max_model_len for fake-dsv4" in proc.stderr
+    assert proc.returncode == 0 and sum(fake.counts.values()) == 4  # the fake lets them in

@@ -280,3 +280,18 @@ def test_durations() -> None:
     for bad in ("8hr", "", "h", "0s", "-5m", "5m3"):
         with pytest.raises(ValueError):
             parse_duration(bad)
+
+
+def test_a_soak_whose_requests_cannot_fit_stops_after_its_first_round(fake_server,
+                                                                      tmp_path: Path) -> None:
+    # Nothing can be sent to this ready server, and nothing would change by the next
+    # round: one invalid round, then the soak stops and says why (no rounds spinning).
+    fake, srv = fake_server(("ok",), max_model_len=32)
+    out = tmp_path / "soak"
+    proc = run_cli("soak", str(scenario(tmp_path)), "--base-url", srv.url, "--duration",
+                   "1h", "--out", str(out), "--quiet")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert sum(fake.counts.values()) == 0
+    assert len(rounds_in(tmp_path / "soak-history.sqlite")) == 1
+    assert "round 1 sent nothing: server" in proc.stdout
+    assert "max_model_len 32: max_tokens 64 alone is more than that" in proc.stdout

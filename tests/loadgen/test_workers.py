@@ -75,3 +75,18 @@ def test_the_reference_phase_runs_alone_in_the_parent_whatever_the_workers(
         seen[workers] = [r["item_id"] for r in reference]
         assert json.loads((out / "summary.json").read_text())["reference"]["oracles"] == 3
     assert seen[1] == seen[2]
+
+
+def test_workers_stop_a_phase_whose_errors_are_over_the_limit(fake_server,
+                                                              tmp_path: Path) -> None:
+    fake, srv = fake_server(("http_500",))
+    sc = tmp_path / "w.toml"
+    sc.write_text(SC.replace("priming = 6", "priming = 0")
+                  .replace("measurement = 30", "measurement = 400")
+                  .replace("min_measured = 30", "min_measured = 400"))
+    out = tmp_path / "out"
+    proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet",
+                   "--workers", "2")
+    assert proc.returncode == 2, proc.stdout
+    assert "measurement stopped early" in proc.stdout and "HTTP 500" in proc.stdout
+    assert sum(fake.counts.values()) < 50  # of 400 planned: each worker stopped at once

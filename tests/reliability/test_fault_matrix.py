@@ -113,4 +113,8 @@ def test_infrastructure_errors_over_the_limit_make_the_run_invalid(fake_server,
     proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(tmp_path / "o"),
                    "--quiet")
     assert proc.returncode == 2
-    assert "4 http_error/timeout/stream_error in measurement" in proc.stdout
+    # The fourth error stops the measurement: the reason names the count, the limit and
+    # the first error.
+    assert ("measurement stopped early: 4 infrastructure errors (http_error/timeout/"
+            "stream_error), more than the 3 gate.max_infra_errors allows") in proc.stdout
+    assert "the first: HTTP 500" in proc.stdout

@@ -37,16 +37,19 @@ def run(tmp_path: Path, url: str, *args: str, priming: int = 4, infra: int = 0
 
 def test_priming_answered_by_a_gateway_not_the_model_makes_the_run_invalid(
         fake_server, tmp_path: Path) -> None:
-    # Every priming request gets a 503; the measurement is answered cleanly.
-    _, srv = fake_server(("http_503",) * 4 + ("ok",) * 8)
+    # Every priming request gets a 503 (the measurement would be answered cleanly).
+    fake, srv = fake_server(("http_503",) * 4 + ("ok",) * 8)
     code, out, output = run(tmp_path, srv.url)
     assert code == 2, output
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["phases"]["measurement"]["verdicts"] == {"ok": 8}
+    # The first 503 spent the priming's budget: the run stopped there, nothing measured.
+    assert "measurement" not in summary["phases"]
+    assert set(fake.counts) == {"http_503"}
     (check,) = [c for c in summary["gate"]["checks"] if c["name"].startswith("priming")]
     assert not check["passed"]
     assert "0 of 4 priming requests answered by the model" in check["message"]
-    assert "not warmed up" in output
+    assert "not warmed up" in check["message"]
+    assert "priming stopped early" in output and "the first: HTTP 503" in output
 
 
 def test_priming_within_the_infrastructure_limit_is_valid(fake_server, tmp_path: Path) -> None:

@@ -346,3 +346,12 @@ def test_the_metrics_count_each_face() -> None:
     assert f"dsv4_qual_sim_salad_requests_total {st.salad_requests}\n" in text
     assert f"dsv4_qual_sim_corrupted_requests_total {st.corrupted_requests}\n" in text
     assert st.cross_talk_requests > 0 and st.salad_requests > 0
+
+
+def test_a_context_longer_than_the_default_batch_still_starts_the_sim() -> None:
+    # `dsv4-qual sim --max-model-len 17408` (what a max_tokens 16384 scenario needs) was a
+    # traceback: the batch must hold one whole prompt, and it now follows the context.
+    assert SimConfig().max_num_batched_tokens == 16384
+    assert SimConfig(max_model_len=17408).max_num_batched_tokens == 17408
+    with pytest.raises(ValueError, match="must hold one max_model_len prompt"):
+        SimConfig(max_model_len=17408, max_num_batched_tokens=16384)

@@ -185,10 +185,11 @@ class FakeOpenAI:
     """The server's state: its plan, counters and knobs the tests turn."""
 
     def __init__(self, plan: Iterable[str] = ("ok",), model: str = MODEL,
-                 max_model_len: int = 4096, token_delay_s: float = 0.0,
+                 max_model_len: int = 65536, token_delay_s: float = 0.0,
                  mode_by_text: dict[str, str] | None = None,
                  expose_start_time: bool = True, expose_server_id: bool = True,
-                 version: str = "0.0.0-fake", root: str | None = None) -> None:
+                 version: str = "0.0.0-fake", root: str | None = None,
+                 state_max_model_len: bool = True) -> None:
         self.plan = list(plan)
         # A mode chosen by the request's own text: the same body, the same reply.
         self.mode_by_text = mode_by_text or {}
@@ -197,6 +198,9 @@ class FakeOpenAI:
         self.release = version  # what /version answers
         self.root = root  # /v1/models' `root` of the model, as vLLM gives it
         self.max_model_len = max_model_len
+        # Whether /v1/models states it (vLLM does; a proxy or another server may not):
+        # the limit holds either way.
+        self.state_max_model_len = state_max_model_len
         self.token_delay_s = token_delay_s
         self.counts: Counter[str] = Counter()
         self.healthy = True
@@ -258,7 +262,7 @@ class FakeOpenAI:
             return Response(status_code=503)
         return JSONResponse({"object": "list", "data": [
             {"id": self.model, "object": "model", "owned_by": "fake",
-             "max_model_len": self.max_model_len,
+             **({"max_model_len": self.max_model_len} if self.state_max_model_len else {}),
              **({"root": self.root} if self.root else {})}]})
 
     async def metrics(self, request: Request) -> Response:
