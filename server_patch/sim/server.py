@@ -23,6 +23,8 @@ from server_patch.sim.config import SimConfig
 from server_patch.sim.engine import Engine
 
 SIM_ARCHITECTURE = "dsv4-qual-sim"
+#: How often, at most, the stride guard's counts reach the receipt while the builder runs.
+GUARD_FLUSH_S = 1.0
 
 
 #: The sim is one process: one data-parallel rank, one worker (the model watch's names).
@@ -67,7 +69,7 @@ def make_app(cfg: SimConfig, address: str | None = None) -> SimApp:
         receipt.write()
         build = observe_first_call(build, lambda info: receipt.update(first_call=info))
     guard = StrideGuard(COUNT if cfg.guard else OFF,
-                        sinks=[receipt_sink(lambda: receipt)], flush_interval_s=1.0,
+                        sinks=[receipt_sink(lambda: receipt)], flush_interval_s=GUARD_FLUSH_S,
                         expected=expected_violations(cfg.layout, "this sim"))
     build = guard.wrap(build)
     if receipt is not None and guard.enabled:
