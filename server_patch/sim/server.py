@@ -23,7 +23,8 @@ from server_patch.sim.config import SimConfig
 from server_patch.sim.engine import Engine
 
 SIM_ARCHITECTURE = "dsv4-qual-sim"
-#: How often, at most, the stride guard's counts reach the receipt while the builder runs.
+#: How often, at most, the stride guard's counts reach the receipt while the builder runs
+#: (for people watching it); the gate relies on the flush as each request finishes.
 GUARD_FLUSH_S = 1.0
 
 
@@ -48,6 +49,12 @@ def make_app(cfg: SimConfig, address: str | None = None) -> SimApp:
     receipt and the sim's /metrics. The receipt and /metrics name the same server
     start (`server_start`), as the plugin's do, so the load generator ties the one to
     the other.
+
+    The guard's counts reach the receipt in every step in which requests finish, before
+    their replies end, not only on its periodic flush: the load generator reads the
+    receipt once the replies it judges have ended, and a periodic flush still to come
+    then (a run shorter than its interval had none at all) made a healthy round read
+    "0 builder calls" and come out invalid.
     """
     build = builder(cfg.layout)
     start = new_start(address)
@@ -74,7 +81,9 @@ def make_app(cfg: SimConfig, address: str | None = None) -> SimApp:
     build = guard.wrap(build)
     if receipt is not None and guard.enabled:
         receipt.merge_section(RECEIPT_SECTION, guard.snapshot())
-    app = SimApp(cfg, Engine(cfg, build), guard.snapshot if guard.enabled else None)
+    publish = guard.flush if receipt is not None and guard.enabled else None
+    app = SimApp(cfg, Engine(cfg, build, on_replies_end=publish),
+                 guard.snapshot if guard.enabled else None)
     app.on_shutdown = guard.flush
     app.server_start = start.section()
     return app
