@@ -27,6 +27,7 @@ import asyncio
 import itertools
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,8 +85,15 @@ class EngineStats:
 
 
 class Engine:
-    def __init__(self, cfg: SimConfig, build: C128ABuilder | None = None) -> None:
+    def __init__(self, cfg: SimConfig, build: C128ABuilder | None = None,
+                 on_replies_end: Callable[[], None] | None = None) -> None:
+        """`on_replies_end` runs in every step in which requests finish, before any of
+        their replies can end: the step runs on the event loop that streams them, and
+        gives it back only when it returns. What it publishes (the stride guard's counts,
+        into the receipt) then covers every builder call made for a reply a client has
+        received, so a gate that reads it after the replies never reads it early."""
         self.cfg = cfg
+        self.on_replies_end = on_replies_end
         self.device = torch.device(cfg.device)
         self.build: C128ABuilder = build or make_builder(cfg.layout)
         self.graphs = MetadataGraphs(cfg, self.build, self.device)
@@ -167,7 +175,8 @@ class Engine:
             st.mixed_steps += 1 if decode else 0
         else:
             st.pure_decode_steps += 1
-        self._advance(decode, admitted)
+        if self._advance(decode, admitted) and self.on_replies_end is not None:
+            self.on_replies_end()
 
     def _build_metadata(self, decode: list[SimRequest], admitted: list[SimRequest]
                         ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -240,9 +249,11 @@ class Engine:
         else:
             st.salad_requests += 1
 
-    def _advance(self, decode: list[SimRequest], admitted: list[SimRequest]) -> None:
-        """One token for every running request; finished ones leave holes in the rows."""
+    def _advance(self, decode: list[SimRequest], admitted: list[SimRequest]) -> int:
+        """One token for every running request; finished ones leave holes in the rows.
+        Returns how many finished."""
         st = self.stats
+        finished = 0
         for r in decode:
             r.computed += 1
         for r in admitted:
@@ -256,6 +267,8 @@ class Engine:
             if r.reply.done:
                 self._finish(r)
                 self.rows[i] = None
+                finished += 1
+        return finished
 
     def _count(self, reads: RowReads, prefill: bool) -> None:
         st = self.stats

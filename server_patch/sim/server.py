@@ -24,6 +24,9 @@ from server_patch.sim.config import SimConfig
 from server_patch.sim.engine import Engine
 
 SIM_ARCHITECTURE = "dsv4-qual-sim"
+#: How often, at most, the stride guard's counts reach the receipt while the builder runs
+#: (for people watching it); the gate relies on the flush as each request finishes.
+GUARD_FLUSH_S = 1.0
 
 
 #: The sim is one process: one data-parallel rank, one worker (the model watch's names).
@@ -49,6 +52,12 @@ def make_app(cfg: SimConfig, address: str | None = None,
     start (`server_start`), as the plugin's do, so the load generator ties the one to
     the other. The guard's lines go to `log` (its own logger by default; a quiet run
     gives one that writes nothing: the receipt keeps what the guard saw).
+
+    The guard's counts reach the receipt in every step in which requests finish, before
+    their replies end, not only on its periodic flush: the load generator reads the
+    receipt once the replies it judges have ended, and a periodic flush still to come
+    then (a run shorter than its interval had none at all) made a healthy round read
+    "0 builder calls" and come out invalid.
     """
     build = builder(cfg.layout)
     start = new_start(address)
@@ -70,13 +79,15 @@ def make_app(cfg: SimConfig, address: str | None = None,
         receipt.write()
         build = observe_first_call(build, lambda info: receipt.update(first_call=info))
     guard = StrideGuard(COUNT if cfg.guard else OFF,
-                        sinks=[receipt_sink(lambda: receipt)], flush_interval_s=1.0,
+                        sinks=[receipt_sink(lambda: receipt)], flush_interval_s=GUARD_FLUSH_S,
                         expected=expected_violations(cfg.layout, "this sim"),
                         **({"log": log} if log is not None else {}))
     build = guard.wrap(build)
     if receipt is not None and guard.enabled:
         receipt.merge_section(RECEIPT_SECTION, guard.snapshot())
-    app = SimApp(cfg, Engine(cfg, build), guard.snapshot if guard.enabled else None)
+    publish = guard.flush if receipt is not None and guard.enabled else None
+    app = SimApp(cfg, Engine(cfg, build, on_replies_end=publish),
+                 guard.snapshot if guard.enabled else None)
     app.on_shutdown = guard.flush
     app.server_start = start.section()
     return app

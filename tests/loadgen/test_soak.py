@@ -295,3 +295,50 @@ def test_a_soak_whose_requests_cannot_fit_stops_after_its_first_round(fake_serve
     assert len(rounds_in(tmp_path / "soak-history.sqlite")) == 1
     assert "round 1 sent nothing: server" in proc.stdout
     assert "max_model_len 32: max_tokens 64 alone is more than that" in proc.stdout
+
+
+SIM_SOAK = """
+[target]
+receipts_dir = "{receipts}"
+[target.sim]
+layout = "capacity"
+max_model_len = 1024
+[load]
+concurrency = 4
+priming = 2
+measurement = 8
+[request]
+max_tokens = 160
+[workload]
+kind = "long-context"
+context_tokens = [96, 256]
+[gate]
+prove_below = 0.5
+require_receipts = true
+fail_on_stride_violations = true
+"""
+
+
+def test_no_round_reads_the_receipt_before_its_builder_calls_reach_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sim soak whose rounds end before the stride guard's periodic flush (a fast round
+    1 did, and was called invalid: "the C128A builder was not reached"). The flush is
+    made rarer than any round here, so every round's gate reads the receipt before a
+    periodic flush could come: each must still count every builder call its server made."""
+    from server_patch.sim import server as sim_server
+
+    monkeypatch.setattr(sim_server, "GUARD_FLUSH_S", 3600.0)
+    sc = tmp_path / "sim-soak.toml"
+    sc.write_text(SIM_SOAK.format(receipts=tmp_path / "receipts"))
+    out = tmp_path / "soak"
+    proc = run_cli("soak", str(sc), "--rounds", "2", "--out", str(out), "--quiet")
+    for n in (1, 2):
+        directory = soak_dir(out) / f"round-000{n}"
+        gate = json.loads((directory / "summary.json").read_text())["gate"]
+        server = json.loads((directory / "server.json").read_text())
+        (counted,) = [r for r in server["receipts"] if r["counted"]]
+        (info,) = server["servers"].values()
+        served = info["tracked_after"]["c128a_builder_calls"]
+        assert gate["exit_code"] == 0, (n, gate["reasons"])
+        assert counted["guard"]["calls"] == served > 0
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -238,3 +238,21 @@ def test_the_sim_ties_its_own_receipt_and_sets_an_earlier_starts_aside(tmp_path:
     assert server["receipts_selection"]["set_aside"][0]["file"] == "host-1.json"
     assert "stride violation" not in json.loads((out / "summary.json").read_text())[
         "gate"]["statement"]
+
+
+def test_a_sim_whose_builder_is_never_watched_is_still_invalid(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Receipts flushed as each reply ends must not turn a builder nobody saw into a pass:
+    the guard is on, but every call goes around it, so the receipt counts none."""
+    from server_patch.guard import StrideGuard
+
+    monkeypatch.setattr(StrideGuard, "wrap", lambda self, fn: fn)
+    sc = tmp_path / "sim.toml"
+    sc.write_text(SIM.format(receipts=tmp_path / "r"))
+    out = tmp_path / "out"
+    proc = run_cli("run", str(sc), "--out", str(out), "--quiet")
+    summary = json.loads((out / "summary.json").read_text())
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert receipts_check(summary)["message"].startswith(
+        "the C128A builder was not reached: 0 builder calls in every model process while "
+        "8 requests were served")

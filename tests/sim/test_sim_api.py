@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import orjson
@@ -156,6 +157,45 @@ def test_receipt_records_the_first_call(sim: RunningSim) -> None:
     assert r["first_call"]["row_stride_decode"] == SimConfig(max_model_len=1024).capacity
     # The sim's one process runs the model and builds its one C128A group's metadata.
     assert r["model"]["loaded"] is True and r["model"]["c128a_builders"] == 1
+
+
+
+def builder_calls_on_metrics(base_url: str) -> int:
+    for line in httpx.get(f"{base_url}/metrics").text.splitlines():
+        if line.startswith("dsv4_qual_c128a_builder_calls_total "):
+            return int(float(line.split()[1]))
+    raise AssertionError("no builder-call counter on /metrics")
+
+
+def test_a_reply_that_has_ended_is_counted_in_the_receipt(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gate reads the receipt once the replies have ended: by then it must hold every
+    builder call made for them, however seldom the periodic flush comes (here never
+    within the test: the race a fast soak round lost, made wide)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from server_patch.receipts import load_receipts
+    from server_patch.sim import server as sim_server
+
+    monkeypatch.setattr(sim_server, "GUARD_FLUSH_S", 3600.0)
+    running = start_in_thread(SimConfig(layout="capacity", max_model_len=1024,
+                                        receipts_dir=str(tmp_path)))
+    body = {"model": "dsv4-sim", "messages": MESSAGES, "tools": TOOLS, "max_tokens": 60,
+            "stream": True}
+
+    def ask(_: int) -> None:
+        resp = httpx.post(f"{running.base_url}/v1/chat/completions", json=body, timeout=30)
+        assert events(resp)[-1] == "[DONE]"
+
+    try:
+        for concurrent in (1, 4):
+            with ThreadPoolExecutor(concurrent) as pool:
+                list(pool.map(ask, range(concurrent)))
+            (receipt,) = load_receipts(tmp_path)
+            served = builder_calls_on_metrics(running.base_url)
+            assert served > 0 and receipt["guard"]["calls"] == served
+    finally:
+        running.stop()
 
 
 @pytest.mark.slow

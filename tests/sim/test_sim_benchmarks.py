@@ -42,3 +42,18 @@ def test_gate_power_prints_both_arms(monkeypatch: pytest.MonkeyPatch,
     assert len(smoke) == 2  # one row per arm
     assert "8.94%" in smoke[0]  # detectable_rate_95 of 0 allowed in 32, as reports state
     assert "8+32" in smoke[1]
+
+
+def test_the_soak_rounds_benchmark_counts_rounds_and_what_the_gate_read(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        run_benchmark("bench_soak_rounds.py", "--soaks", "1", "--rounds", "1",
+                      monkeypatch=monkeypatch)
+    out = capsys.readouterr().out
+    assert exited.value.code == 0, out
+    (line,) = [x for x in out.splitlines() if x.strip().startswith("round 1:")]
+    calls = line.split("receipt/server ")[1]
+    receipt, server = calls.split("/")
+    assert line.strip().startswith("round 1: exit 0") and int(receipt) == int(server) > 0
+    assert "0 invalid round(s) of 1 in 1 soak(s)" in out
+    assert "0 round(s) whose receipts counted fewer builder calls" in out
