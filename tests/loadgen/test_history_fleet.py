@@ -154,10 +154,14 @@ def test_a_history_of_the_first_schema_opens_and_gains_the_new_columns(
 def test_invalid_and_partial_rounds_are_shown_and_never_pooled(fake_server,
                                                                tmp_path: Path) -> None:
     # Round 1: 2 primed + 4 measured, clean; round 2: every request a 500 (invalid,
-    # exit 2); round 3 clean again.
+    # exit 2: no measured reply); round 3 clean again. The errors are within the limit,
+    # so round 2 sends all 4 and round 3 meets the fake's next clean requests.
     _, srv = fake_server(("ok",) * 6 + ("http_500",) * 4)
     db = tmp_path / "h.sqlite"
-    proc = run_cli("soak", str(scenario(tmp_path)), "--base-url", srv.url, "--rounds", "3",
+    sc = scenario(tmp_path)
+    sc.write_text(sc.read_text().replace("min_measured = 1", "min_measured = 1\n"
+                                         "max_infra_errors = 4"))
+    proc = run_cli("soak", str(sc), "--base-url", srv.url, "--rounds", "3",
                    "--out", str(tmp_path / "o"), "--history", str(db), "--quiet")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     doc = json.loads(run_cli("history", str(db), "--json").stdout)
