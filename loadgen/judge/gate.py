@@ -36,6 +36,7 @@ class GateResult:
     passed: bool
     failures: int
     allowed: int
+    #: Measured requests the rate is of: those the model answered (`replies`).
     measured: int
     upper_bound_95: float | None
     lower_bound_95: float | None
@@ -152,7 +153,10 @@ def evaluate(cfg: GateConfig, stats: PhaseStats | None, run: RunFacts,
     st = stats or PhaseStats()
     context = context or GateContext()
     failures = len(st.failing_seqs)
-    measured = st.measured
+    # A rate is of replies: a request the model never answered (an infrastructure error,
+    # within its own limit) is no evidence that it answers right, so it is not counted
+    # as a request that passed (it would tighten the bound with nothing behind it).
+    measured = replies(st)
     candidate = cfg.role == "candidate"
     needed = cfg.required_measured()
     checks = [
@@ -164,10 +168,11 @@ def evaluate(cfg: GateConfig, stats: PhaseStats | None, run: RunFacts,
               f"{st.infra_errors} http_error/timeout/stream_error in measurement", kind="error"),
         # A measurement the model never answered proves nothing, whatever the limit on
         # infrastructure errors allowed: invalid, never a pass of "0 failed".
-        Check(f"measured requests >= {needed}", measured >= needed and replies(st) > 0,
+        Check(f"measured requests >= {needed}", measured >= needed and measured > 0,
               f"{measured} measured" + (
-                  f", none answered by the model ({st.infra_errors} "
-                  "http_error/timeout/stream_error)" if measured and not replies(st) else "")
+                  f" ({st.measured} sent, {st.infra_errors} of them not answered by the "
+                  "model: http_error/timeout/stream_error, not counted)"
+                  if st.infra_errors else "")
               + (f"; {needed} are needed to prove a failure rate below "
                  f"{100 * cfg.prove_below:g}% at 95% with {cfg.allowed} allowed"
                  if candidate else ""), kind="error"),
@@ -219,6 +224,10 @@ def evaluate(cfg: GateConfig, stats: PhaseStats | None, run: RunFacts,
             f"{without[0].upper()}{without[1:]}: this run proves nothing." if without else
             statement(cfg, failures, measured, upper, lower, detectable, spread,
                       LoadClaim.from_dict(run.load)),
+            None if without or not st.infra_errors else
+            f"{st.infra_errors} further measured request(s) got no reply from the model "
+            f"(infrastructure errors, within the limit of {cfg.max_infra_errors}) and are "
+            "not counted in the rate.",
             receipts_statement(cfg, server.receipts)))),
         replies=replies(st), no_rate=without,
     )

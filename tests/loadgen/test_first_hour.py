@@ -521,8 +521,9 @@ def test_no_rate_bound_for_replies_that_never_came(fake_server, tmp_path: Path) 
     assert fake.counts == {"http_500": 8}
     assert proc.returncode == 2, proc.stdout
     line = proc.stdout.strip().splitlines()[-1]
-    assert "RUN INVALID (exit 2): no reply came from the model — 8 measured, none answered " \
-           "by the model (8 http_error/timeout/stream_error)" in line
+    assert "RUN INVALID (exit 2): no reply came from the model — 0 measured (8 sent, 8 of " \
+           "them not answered by the model: http_error/timeout/stream_error, not counted)" \
+        in line
     assert "rate <" not in line and "0/8" not in line
     gate = json.loads((out / "summary.json").read_text())["gate"]
     assert gate["upper_bound_95"] is None and gate["detectable_rate_95"] is None
@@ -618,3 +619,24 @@ def test_a_server_that_does_not_state_its_context_is_not_checked(fake_server,
     proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(tmp_path / "o"))
     assert f"{srv.url} does not state max_model_len for fake-dsv4" in proc.stderr
     assert proc.returncode == 0 and sum(fake.counts.values()) == 4  # the fake lets them in
+
+
+def test_the_rate_is_of_replies_requests_without_one_do_not_tighten_the_bound(
+        fake_server, tmp_path: Path) -> None:
+    from loadgen.bounds import upper_bound
+
+    # 1 in 4 measured requests gets HTTP 500, within max_infra_errors: the run is valid,
+    # and its bound is that of the 12 replies, not of 16 requests "that did not fail".
+    _, srv = fake_server(("ok", "ok", "ok", "http_500"))
+    sc = tmp_path / "s.toml"
+    sc.write_text("[load]\nconcurrency = 4\nmeasurement = 16\n[request]\nmax_tokens = 64\n"
+                  "[gate]\nprove_below = 0.5\nmax_infra_errors = 4\nmin_measured = 8\n")
+    out = tmp_path / "o"
+    proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet")
+    assert proc.returncode == 0, proc.stdout
+    gate = json.loads((out / "summary.json").read_text())["gate"]
+    assert (gate["measured"], gate["infra_errors"], gate["failures"]) == (12, 4, 0)
+    assert gate["upper_bound_95"] == pytest.approx(upper_bound(0, 12))
+    assert f"0/12 failed, rate < {100 * upper_bound(0, 12):.2f}% @95%" in proc.stdout
+    assert ("4 further measured request(s) got no reply from the model (infrastructure "
+            "errors, within the limit of 4) and are not counted in the rate.") in gate["statement"]

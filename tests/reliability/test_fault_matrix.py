@@ -55,7 +55,6 @@ def test_every_fault_in_one_run_gets_its_verdict_and_the_run_goes_on(
     sc = tmp_path / "f.toml"
     n = 2 * (len(modes) + 1)
     sc.write_text(SC.replace("measurement = 8", f"measurement = {n}")
-                  .replace("min_measured = 8", f"min_measured = {n}")
                   .replace("max_infra_errors = 8", f"max_infra_errors = {n}")
                   .replace("concurrency = 4", f"concurrency = {n}")
                   # Every fault in flight at once on a busy two-core machine: a healthy
