@@ -28,6 +28,7 @@ import orjson
 
 from loadgen.engine.requests import RequestMaker
 from loadgen.exit_codes import RunInvalidError
+from loadgen.judge.scripts import message_texts
 from loadgen.scenario import Scenario
 from loadgen.targets.readiness import ServerReady
 from loadgen.workload import WorkItem, make_workload
@@ -51,20 +52,7 @@ class LongestRequest:
 
 def item_texts(item: WorkItem) -> list[str]:
     """The texts of an item's messages (content, text parts, tool-call arguments)."""
-    texts: list[str] = []
-    for message in item.messages:
-        content = message.get("content")
-        if isinstance(content, str):
-            texts.append(content)
-        elif isinstance(content, list):
-            texts += [part["text"] for part in content
-                      if isinstance(part, dict) and isinstance(part.get("text"), str)]
-        for call in message.get("tool_calls") or []:
-            args = (call.get("function") or {}).get("arguments") if isinstance(call, dict) \
-                else None
-            if isinstance(args, str):
-                texts.append(args)
-    return [text for text in texts if text]
+    return [text for text in message_texts(item.messages) if text]
 
 
 def words(texts: Iterable[str]) -> int:

@@ -89,7 +89,9 @@ def text_scripts(text: str) -> set[str]:
     return {SCRIPTS[i - FIRST_SCRIPT] for i in ids.tolist() if i >= FIRST_SCRIPT}
 
 
-def _message_texts(messages: list[dict[str, Any]]) -> list[str]:
+def message_texts(messages: list[dict[str, Any]]) -> list[str]:
+    """The texts of chat messages (content, text parts, tool-call arguments): what a
+    request says, for the scripts it gives reason for and the tokens it takes."""
     texts: list[str] = []
     for message in messages:
         if not isinstance(message, dict):
@@ -111,7 +113,7 @@ def request_scripts(messages: list[dict[str, Any]]) -> list[str]:
     """Scripts of the request's message texts beyond Latin (sorted; [] for most
     requests, which are ASCII)."""
     found: set[str] = set()
-    for text in _message_texts(messages):
+    for text in message_texts(messages):
         if not text.isascii():
             found |= text_scripts(text)
     found.discard("Latin")
