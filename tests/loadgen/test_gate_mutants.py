@@ -317,3 +317,69 @@ def test_acceptance_known_in_one_phase_only_is_nothing_to_compare(phase: str) ->
 def test_interrupted_requests_are_not_replies() -> None:
     result = gate(GateConfig(), stats(100, interrupted=3), interrupted="interrupted by SIGTERM")
     assert (result.measured, result.replies, result.exit_code) == (100, 100, 130)
+
+
+# ------------------------------------------------------------ the words, in full
+
+
+def test_a_clean_candidates_statement_in_full() -> None:
+    # What a release manager reads of the smallest run that proves the default claim.
+    result = gate(GateConfig(), stats(59))
+    assert result.statement == (
+        "0 of 59 measured requests failed the gate: the failure rate under this load is "
+        "below 4.95% at 95% confidence, which proves it below 5% as the scenario asks. "
+        "A server failing 4.95% of these requests would have been caught with 95% "
+        "probability. This assumes requests fail independently of each other; failures "
+        "that grow with the server's history (#52448's came after ~256 clean requests) "
+        "are covered only as far as this run's history reaches.")
+
+
+def test_what_would_have_been_caught_depends_on_the_failures_allowed() -> None:
+    result = gate(GateConfig(allowed=2, prove_below=0.1), stats(1024))
+    assert ("A server failing 0.614% of these requests would have been caught with 95% "
+            "probability.") in result.statement
+
+
+def test_the_infrastructure_sentence_follows_the_statement_only_when_there_were_some() -> None:
+    ok = gate(GateConfig(max_infra_errors=2), stats(61, infra=2))
+    assert ("history reaches. 2 further measured request(s) got no reply from the model"
+            in ok.statement)
+    assert "further measured" not in gate(GateConfig(), stats(100)).statement
+    lost = gate(GateConfig(max_infra_errors=5), stats(3, infra=3))
+    assert lost.statement.startswith("No reply came from the model: this run proves nothing.")
+    assert "further measured" not in lost.statement
+
+
+def test_each_checks_name_and_words_on_a_clean_run() -> None:
+    # The names are junit testcases; the words are the report's lines.
+    result = gate(GateConfig(), stats(100), context=GateContext(priming=stats(16),
+                                                                priming_planned=16))
+    assert [(c.name, c.message) for c in result.checks if "receipt" not in c.name] == [
+        ("run completed", "server ready, all phases ran"),
+        ("priming reached the model (infrastructure errors <= 0)",
+         "16 of 16 priming requests answered by the model, 0 http_error/timeout/stream_error"),
+        ("infrastructure errors <= 0", "0 http_error/timeout/stream_error in measurement"),
+        ("measured requests >= 59",
+         "100 measured; 59 are needed to prove a failure rate below 5% at 95% with 0 allowed"),
+        ("failures <= 0", "0 of 100 failed (allowed 0)"),
+    ]
+    control = gate(GateConfig(role="control"), stats(64, 5))
+    (measured,) = [c for c in control.checks if c.name.startswith("measured requests")]
+    assert measured.message == "64 measured"  # a control claims no rate
+
+
+def test_a_claim_loose_enough_for_one_reply_passes_on_one() -> None:
+    cfg = GateConfig(prove_below=0.99)
+    assert cfg.required_measured() == 1
+    assert gate(cfg, stats(1)).exit_code == 0
+
+
+def test_acceptance_against_a_reference_that_accepted_nothing() -> None:
+    from loadgen.scenario import ReferenceConfig
+
+    rates = {"measurement": {"acceptance": 0.2}, "reference": {"acceptance": 0.0}}
+    context = GateContext(reference=ReferenceConfig(requests=4), acceptance=rates)
+    result = gate(GateConfig(), stats(100), context=context)
+    assert result.exit_code == 0
+    (check,) = [c for c in result.checks if c.name.startswith("spec-decode")]
+    assert check.message == "acceptance 0.200 under load, 0.000 alone (ratio 0.00, needs 0.5)"
