@@ -383,3 +383,20 @@ def test_acceptance_against_a_reference_that_accepted_nothing() -> None:
     assert result.exit_code == 0
     (check,) = [c for c in result.checks if c.name.startswith("spec-decode")]
     assert check.message == "acceptance 0.200 under load, 0.000 alone (ratio 0.00, needs 0.5)"
+
+
+def test_a_bound_equal_to_the_asked_rate_does_not_prove_it() -> None:
+    from loadgen.bounds import upper_bound
+
+    # "below" is strict, in the check and in the statement alike.
+    cfg = GateConfig(prove_below=upper_bound(0, 100))
+    result = gate(cfg, stats(100))
+    assert result.required_measured == 101 and result.exit_code == 2
+    assert "which does NOT prove it below" in result.statement
+
+
+def test_a_builder_never_reached_names_the_requests_served() -> None:
+    result = gate(GateConfig(require_receipts=True), stats(100), receipts=[receipt(2, calls=0)])
+    assert result.exit_code == 2
+    assert result.reasons == ["the C128A builder was not reached: 0 builder calls in every "
+                              "model process while 100 requests were served"]
