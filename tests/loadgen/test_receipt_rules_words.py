@@ -213,3 +213,30 @@ def test_no_model_process_among_a_starts_receipts_voids_the_run() -> None:
         NAME, False, "error", f"no receipt from a process that runs the model for {URL} (server "
         f"id {START}) (receipts of that start: vllm serve (pid 1)): the processes that build "
         "C128A metadata must write their receipts where the run reads them")
+
+
+WHERE = f"{URL} (server id {START})"
+
+
+@pytest.mark.parametrize("receipts,words", [
+    ([receipt(2, START, place=parallel(dp_size=2, dp_index=0)),
+      receipt(3, START, place=parallel(dp_size=2, dp_index=0, world=1, rank=0))],
+     f"{WHERE} serves 2 data-parallel rank(s), but only rank(s) 0 wrote a receipt of that "
+     "start: the others run on another node (vLLM multi-node data parallel with --headless, "
+     "whose processes no endpoint's server id vouches for) or wrote no receipt where the run "
+     "reads them; gate each node through its own API server (docs/plugin.md, multi-node)"),
+    ([receipt(2, START, place=parallel(world=2, rank=0))],
+     f"data-parallel rank 0 of {WHERE} has receipts from worker(s) 0 of its 2: the others "
+     "run on another node or wrote no receipt where the run reads them"),
+    ([receipt(2, START, place=parallel(world=2, rank=0)),
+      receipt(3, START, place=parallel(world=1, rank=0))],
+     f"the model processes of {WHERE} disagree on the parallel layout"),
+    ([api_server(2, START, hooks={"model_loader": "no such hook", "c128a_builders": "ok"})],
+     f"no receipt from a process that runs the model for {WHERE} (receipts of that start: "
+     "vllm serve (pid 2); hooks not installed: vllm serve (pid 2): model_loader: no such "
+     "hook): the processes that build C128A metadata must write their receipts where the "
+     "run reads them"),
+])
+def test_a_start_whose_serving_processes_are_not_all_accounted_for_voids_the_run(
+        receipts: list, words: str) -> None:
+    assert check(facts(receipts)) == (NAME, False, "error", words)
