@@ -240,3 +240,51 @@ WHERE = f"{URL} (server id {START})"
 def test_a_start_whose_serving_processes_are_not_all_accounted_for_voids_the_run(
         receipts: list, words: str) -> None:
     assert check(facts(receipts)) == (NAME, False, "error", words)
+
+
+@pytest.mark.parametrize("endpoints,said", [
+    ([EndpointStart(URL, (), "http://s did not say which server start it is (no "
+                    "dsv4_qual_server_start on /metrics)"),
+      EndpointStart("http://t", ("t1",))],
+     "http://s did not say which server start it is (no dsv4_qual_server_start on /metrics)"),
+    ([], "no measured endpoint said which server start it is"),
+])
+def test_receipts_that_cannot_be_tied_to_the_server_measured_void_the_run(
+        endpoints: list[EndpointStart], said: str) -> None:
+    receipts = ReceiptFacts.from_dicts([receipt(2, START)], endpoints=endpoints)
+    c = receipts_check(GateConfig(require_receipts=True), receipts, "/r", 100)
+    assert (c.name, c.passed, c.kind, c.message) == (
+        NAME, False, "error", f"{said}: the 1 receipt(s) in /r cannot be tied to the server "
+        "measured")
+
+
+def test_no_receipt_at_all_voids_a_run_that_requires_them_and_says_where_it_looked() -> None:
+    nothing = facts([])
+    c = receipts_check(GateConfig(require_receipts=True), nothing, "/r", 100)
+    assert (c.name, c.passed, c.kind, c.message) == (
+        NAME, False, "error", "no patch receipt found in /r: the server cannot show which "
+        "C128A builder it ran")
+    c = receipts_check(GateConfig(), nothing, None, 100)
+    assert (c.name, c.passed, c.message) == (
+        NAME, True, "no patch receipt (no target.receipts_dir): the C128A layout the server "
+        "ran is unknown; the gate rests on the replies alone")
+    aside = receipts_check(GateConfig(), facts([], set_aside=1), "/r", 100)
+    assert (aside.name, aside.passed) == (NAME, True)
+
+
+def test_a_receipt_without_a_builder_hook_status_counts_as_watched() -> None:
+    # Receipts of releases before the hook status was written: no "c128a_builders" key.
+    data = no_builder(architectures=["DeepseekV41ForCausalLM"], model_type="deepseek_v41",
+                      compress_ratios=[4], hooks={"model_loader": "ok"})
+    receipts = facts([data])
+    assert check(receipts)[1] is True
+    assert receipts_statement(GateConfig(), receipts).startswith(
+        "The model (DeepseekV41ForCausalLM, DeepSeek-V4.1: compress ratios 4) has no C128A")
+
+
+def test_violations_without_a_recorded_first_one_are_counted_alone() -> None:
+    data = receipt(2, START, violations=2)
+    data["guard"]["first_violation"] = None
+    assert check(facts([data]))[3] == (
+        f"the stride guard counted 2 C128A stride violation(s) in {WORKER2}: the builder left "
+        "rows off the capacity stride a captured CUDA graph reads")
