@@ -288,3 +288,26 @@ def test_violations_without_a_recorded_first_one_are_counted_alone() -> None:
     assert check(facts([data]))[3] == (
         f"the stride guard counted 2 C128A stride violation(s) in {WORKER2}: the builder left "
         "rows off the capacity stride a captured CUDA graph reads")
+
+
+def test_the_smaller_words_four_set_aside_two_silent_a_first_without_views() -> None:
+    assert check(facts([], set_aside=4))[3].endswith(
+        "old-2.json: of yesterday; and 1 more): the server cannot show which C128A builder "
+        "it ran")
+    silent = facts([receipt(2, START, place=parallel(world=3, rank=0)),
+                    receipt(3, START, calls=0, place=parallel(world=3, rank=1)),
+                    receipt(4, START, calls=0, place=parallel(world=3, rank=2))])
+    assert check(silent)[3] == "no C128A builder call in VLLM::Worker (pid 3), VLLM::Worker " \
+        "(pid 4)"
+    data = receipt(2, START, violations=1)
+    del data["guard"]["first_violation"]["views"]
+    assert "first at builder call 2: decode rows at stride 64, buffer row stride 640" in \
+        stride_check(facts([data]), "candidate").message
+
+
+def test_a_model_the_watch_could_not_count_gets_no_no_layers_statement() -> None:
+    unwatched = facts([no_builder(architectures=["DeepseekV41ForCausalLM"],
+                                  model_type="deepseek_v41", compress_ratios=[4],
+                                  hooks={"model_loader": "ok", "c128a_builders": "no class"})])
+    assert check(unwatched)[1:3] == (False, "error")
+    assert receipts_statement(GateConfig(), unwatched) == ""
