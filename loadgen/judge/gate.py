@@ -266,6 +266,7 @@ def statement(cfg: GateConfig, failures: int, measured: int, upper: float | None
     parts.append("This assumes requests fail independently of each other; failures that "
                  "grow with the server's history (#52448's came after ~256 clean requests) "
                  "are covered only as far as this run's history reaches.")
-    if spread.failures:
-        parts.append(spread.statement().capitalize() + ".")
+    if spread.failures:  # not str.capitalize(): it would lower the sentence's "NOT"
+        said = spread.statement()
+        parts.append(f"{said[:1].upper()}{said[1:]}.")
     return " ".join(parts)
