@@ -55,6 +55,7 @@ TESTS: dict[str, list[str]] = {
     ],
     "server_patch/c128a/layouts.py": [
         "tests/server_patch/test_c128a_layouts.py",
+        "tests/server_patch/test_c128a_layout_edges.py",
     ],
 }
 
