@@ -52,6 +52,8 @@ TESTS: dict[str, list[str]] = {
         "tests/loadgen/test_loops.py",
         "tests/loadgen/test_leaks.py",
         "tests/loadgen/test_invisible_content.py",
+        "tests/loadgen/test_garbled.py",
+        "tests/loadgen/test_substance.py",
     ],
     "server_patch/c128a/layouts.py": [
         "tests/server_patch/test_c128a_layouts.py",
