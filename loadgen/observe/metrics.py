@@ -59,6 +59,7 @@ from loadgen.bounds import upper_bound
 from loadgen.exit_codes import BadInputError, ExitCode
 from loadgen.judge.run_report import RunReport
 from loadgen.scenario import Scenario
+from loadgen.taxonomy import counts_as_infra_error
 
 #: What `dsv4_qual_rounds_total{outcome}` calls each exit code of a run.
 OUTCOMES: dict[int, str] = {
@@ -346,7 +347,10 @@ class LiveMetrics:
         if child is None:
             child = self._children[key] = self._requests.labels(*key)
         child.inc()
-        if phase == GATED_PHASE and not self._judged and "interrupted" not in verdicts:
+        # The gate's rate is of replies: neither an interrupted request nor one the
+        # model never answered (an infrastructure error) counts as measured.
+        if (phase == GATED_PHASE and not self._judged and "interrupted" not in verdicts
+                and not counts_as_infra_error(verdicts)):
             self._live[1] += 1
             self._measured.set(self._live[1])
             if self._fail_on.intersection(verdicts):
