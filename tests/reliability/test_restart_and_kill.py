@@ -102,17 +102,16 @@ def test_restart_can_make_the_run_invalid(tmp_path: Path) -> None:
     assert "went away during the run" in proc.stdout
 
 
-def test_a_server_gone_mid_run_is_named_before_the_error_budget(tmp_path: Path) -> None:
-    # As the shipped gates run (max_infra_errors = 0, on_server_restart = "invalid"): the
-    # first broken stream spends the budget, but the outage watch speaks first, so the
-    # reason is the server's going away, and the restart is counted (docker tier's contract).
+def _crash_with_no_error_budget(tmp_path: Path, policy: str) -> tuple[object, dict, str]:
+    """A run (max_infra_errors = 0, as the shipped gates) whose server crashes after 8
+    requests and is back 1 s later: its result, summary and the server's URL."""
     fake = FakeOpenAI(("ok",), token_delay_s=0.01)
     srv = ServerThread(fake.app).start()
     restarted: list[ServerThread] = []
     t = threading.Thread(target=_crash_then_maybe_restart,
                          args=(srv, fake, srv.port, 8, 1.0, restarted))
     t.start()
-    sc = scenario(tmp_path, 40, policy="invalid")
+    sc = scenario(tmp_path, 40, policy=policy)
     sc.write_text(sc.read_text().replace("max_infra_errors = 1000", "max_infra_errors = 0"))
     out = tmp_path / "out"
     try:
@@ -122,9 +121,16 @@ def test_a_server_gone_mid_run_is_named_before_the_error_budget(tmp_path: Path) 
         t.join()
         for s in restarted:
             s.stop()
+    return proc, json.loads((out / "summary.json").read_text()), srv.url
+
+
+def test_a_server_gone_mid_run_is_named_before_the_error_budget(tmp_path: Path) -> None:
+    # As the shipped gates run (max_infra_errors = 0, on_server_restart = "invalid"): the
+    # first broken stream spends the budget, but the outage watch speaks first, so the
+    # reason is the server's going away, and the restart is counted (docker tier's contract).
+    proc, summary, url = _crash_with_no_error_budget(tmp_path, "invalid")
     assert proc.returncode == 2
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["run"]["invalid"].startswith(f"server {srv.url} went away during the run")
+    assert summary["run"]["invalid"].startswith(f"server {url} went away during the run")
     assert summary["run"]["server_restarts"] >= 1
 
 
@@ -133,24 +139,8 @@ def test_a_restart_the_run_waits_out_is_counted_before_the_error_budget_ends_it(
     # nightly-soak's settings (continue, max_infra_errors = 0): the broken streams make
     # the round invalid, but only once the server is back, so the restart is on record
     # (the soak primes the new server in its next round).
-    fake = FakeOpenAI(("ok",), token_delay_s=0.01)
-    srv = ServerThread(fake.app).start()
-    restarted: list[ServerThread] = []
-    t = threading.Thread(target=_crash_then_maybe_restart,
-                         args=(srv, fake, srv.port, 8, 1.0, restarted))
-    t.start()
-    sc = scenario(tmp_path, 40)
-    sc.write_text(sc.read_text().replace("max_infra_errors = 1000", "max_infra_errors = 0"))
-    out = tmp_path / "out"
-    try:
-        proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet",
-                       timeout=120)
-    finally:
-        t.join()
-        for s in restarted:
-            s.stop()
+    proc, summary, _ = _crash_with_no_error_budget(tmp_path, "continue")
     assert proc.returncode == 2
-    summary = json.loads((out / "summary.json").read_text())
     assert summary["run"]["server_restarts"] >= 1
     assert summary["run"]["invalid"].startswith("measurement stopped early")
 
