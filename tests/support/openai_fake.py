@@ -206,6 +206,10 @@ class FakeOpenAI:
         self.healthy = True
         self.in_flight = 0
         self.max_in_flight = 0
+        # Requests arrived and not yet answered in full: a request counts as under load
+        # when another has arrived before it and is still open. `in_flight` alone would
+        # miss the first wave, whose handlers all return before any stream starts.
+        self.open_requests = 0
         self.bodies: list[dict[str, Any]] = []
         # What the requests in flight (and the last few finished) asked: the cross-talk
         # modes answer one request with another's facts.
@@ -305,7 +309,15 @@ class FakeOpenAI:
         mode = body.get("fake_mode") or self._mode_for(raw) or next(self._next)
         self.counts[mode] += 1
         self.drafted += 7
-        self.accepted += 5 if self.in_flight == 0 else self.accepted_under_load
+        self.accepted += 5 if self.open_requests == 0 else self.accepted_under_load
+        self.open_requests += 1
+        response = await self._answer(body, mode)
+        if not isinstance(response, StreamingResponse) or not getattr(response, "tracked",
+                                                                      False):
+            self.open_requests -= 1
+        return response
+
+    async def _answer(self, body: dict[str, Any], mode: str) -> Response:
         if self.restart_at is not None and sum(self.counts.values()) == self.restart_at:
             self.restart(self.restart_down_probes)
         if body.get("model") != self.model:
@@ -332,8 +344,10 @@ class FakeOpenAI:
 
     def _stream(self, parts: AsyncIterator[bytes] | Iterable[bytes],
                 headers: dict[str, str] | None = None) -> StreamingResponse:
-        return StreamingResponse(self._tracked(parts), media_type="text/event-stream",
-                                 headers=headers)
+        response = StreamingResponse(self._tracked(parts), media_type="text/event-stream",
+                                     headers=headers)
+        response.tracked = True  # type: ignore[attr-defined]  # `_tracked` closes the request
+        return response
 
     async def _tracked(self, parts: AsyncIterator[bytes] | Iterable[bytes]
                        ) -> AsyncIterator[bytes]:
@@ -350,6 +364,7 @@ class FakeOpenAI:
                     yield p
         finally:
             self.in_flight -= 1
+            self.open_requests -= 1
 
     def _healthy_tool(self, body: dict[str, Any], *, name: str = "change_plan",
                       args: str | None = None, finish: str = "tool_calls",
