@@ -44,6 +44,7 @@ TESTS: dict[str, list[str]] = {
     "loadgen/judge/receipt_rules.py": [
         "tests/loadgen/test_receipt_rules.py",
         "tests/loadgen/test_receipt_rules_words.py",
+        "tests/loadgen/test_receipt_rules_lists.py",
         "tests/loadgen/test_bounds_and_gate.py",
         "tests/loadgen/test_gate_mutants.py",
     ],
