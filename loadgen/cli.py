@@ -84,7 +84,7 @@ class _Group(click.Group):
     def main(self, *args: object, **kwargs: object) -> object:  # type: ignore[override]
         # click exits 2 on usage errors; ours is 3 (bad input), 2 means "run invalid".
         try:
-            return super().main(*args, standalone_mode=False, **kwargs)  # type: ignore[arg-type]
+            return super().main(*args, standalone_mode=False, **kwargs)  # type: ignore[call-overload]
         except click.exceptions.Abort:
             click.echo("dsv4-qual: interrupted", err=True)
             sys.exit(int(ExitCode.INTERRUPTED))
@@ -359,8 +359,8 @@ def soak(scenario_ref: str, duration: str | None, rounds: int | None, history_db
     if outcome.rounds:
         from loadgen.report.trend import console, round_table, write_trend_plot
 
-        out = console()
-        out.print(round_table(outcome.rounds, out.width))
+        terminal = console()
+        terminal.print(round_table(outcome.rounds, terminal.width))
         write_trend_plot(outcome.rounds, outcome.out_dir / "trend.png")
     sys.exit(outcome.exit_code)
 

@@ -167,7 +167,7 @@ class StrideGuard:
         flush_interval_s: float = DEFAULT_FLUSH_INTERVAL_S,
         flush_at_exit: bool = False,
         clock: Callable[[], float] = time.monotonic,
-        log: logging.Logger = logger,
+        log: logging.Logger | None = None,
         expected: str | None = None,
     ) -> None:
         if mode not in MODES:
@@ -179,7 +179,7 @@ class StrideGuard:
         self._has_sinks = bool(self._sinks)
         self._interval = float(flush_interval_s)
         self._clock = clock
-        self._log = log
+        self._log = log or logger
         # Said with the first violation where the bug is left in on purpose (a positive
         # control), so the line reads as the finding it is, not as an alarm.
         self._expected = expected

@@ -63,7 +63,8 @@ def rebuild_any(out_dir: Path) -> tuple[int, str]:
         # What the command that made it decided stays decided: its name, whether the
         # scenario let the sides serve different models.
         before = read_json(out_dir / QUALIFY_FILE)
-        command = before.get("command") if before.get("command") in COMMANDS else "qualify"
+        said = before.get("command")
+        command = said if isinstance(said, str) and said in COMMANDS else "qualify"
         qualification = decide(out_dir, control.scenario.name, control, candidate,
                                allow_different_models=bool((before.get("model") or {})
                                                            .get("allowed")),

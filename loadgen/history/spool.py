@@ -103,9 +103,11 @@ class SpooledHistory:
         if not pending:
             return True
         written = 0
-        try:
-            import psycopg
+        import psycopg  # a dependency; imported here so SQLite-only runs never load it
 
+        gone: tuple[type[BaseException], ...] = (*unavailable_errors(), psycopg.Error,
+                                                 BadInputError)
+        try:
             if self.remote is None:
                 self.remote = History(self.target)
             for soak_id in pending:
@@ -118,7 +120,7 @@ class SpooledHistory:
                     written += len(rounds)
                 with self.local.db.transaction() as db:
                     db.execute(f"DELETE FROM {_PENDING} WHERE soak_id = ?", (soak_id,))
-        except (*unavailable_errors(), psycopg.Error, BadInputError) as exc:
+        except gone as exc:
             self._went_away(exc)
             return False
         if self.down_since is not None:

@@ -249,7 +249,7 @@ class LiveMetrics:
                 # close() waits for a scrape being answered, so the last one arrives whole.
                 daemon_threads = False
 
-            server = make_server(sockaddr[0], port, make_wsgi_app(self.registry), _Server,
+            server = make_server(str(sockaddr[0]), port, make_wsgi_app(self.registry), _Server,
                                  handler_class=_QuietHandler)
         except OSError as exc:
             raise BadInputError(f"--metrics-port {port}: cannot listen on {host}:{port} "

@@ -75,7 +75,7 @@ def telemetry_note(server: ServerFacts) -> str:
 def telemetry_rows(server: ServerFacts) -> list[tuple[str, ...]]:
     """One row per server of what its /metrics said (TELEMETRY_COLUMNS), for servers
     sampled often enough to show something (`telemetry_note` names the others)."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for url, b in (server.telemetry.get("servers") or {}).items():
         if b["samples"] < MIN_SAMPLES:
             continue

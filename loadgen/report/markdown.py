@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from loadgen.bounds import describe_bound
 from loadgen.exit_codes import EXIT_WORDS
 from loadgen.judge.run_report import RunReport
@@ -20,7 +22,7 @@ def _fmt(value: float | None, scale: float = 1.0, digits: int = 3) -> str:
     return "-" if value is None else f"{value * scale:.{digits}f}"
 
 
-def findings_lines(findings: dict[str, object]) -> list[str]:
+def findings_lines(findings: dict[str, Any]) -> list[str]:
     """Why the verdicts were given, one line each (stuck looping or merely long, ...)."""
     lines = []
     if findings.get("stuck"):
@@ -31,11 +33,11 @@ def findings_lines(findings: dict[str, object]) -> list[str]:
                      f"x{loop.get('repeats')} ({loop.get('kind')})")
     if findings.get("leak"):
         lines.append(f"leak: {findings['leak']}")
-    for problem in findings.get("tool_calls") or []:  # type: ignore[union-attr]
+    for problem in findings.get("tool_calls") or []:
         lines.append(f"tool call: {problem}")
     if findings.get("finish"):
         lines.append(f"finish_reason: {findings['finish']}")
-    for wrong in findings.get("wrong_answer") or []:  # type: ignore[union-attr]
+    for wrong in findings.get("wrong_answer") or []:
         if isinstance(wrong, dict):
             got = "nothing" if wrong.get("got") is None else repr(wrong.get("got"))
             lines.append(f"wrong answer: {wrong.get('field')} states {got}, the request's "

@@ -40,7 +40,8 @@ class ServerReady:
 
     @property
     def model_ids(self) -> list[str]:
-        return [m.get("id") for m in self.models.get("data", []) if isinstance(m, dict)]
+        return [m["id"] for m in self.models.get("data", [])
+                if isinstance(m, dict) and isinstance(m.get("id"), str)]
 
     def max_model_len(self, model: str) -> int | None:
         for m in self.models.get("data", []):

@@ -20,6 +20,8 @@ from typing import Any
 
 import orjson
 
+from loadgen import fields
+
 #: The layout a process effectively ran when our builder is not in place.
 UPSTREAM = "off"
 #: The compress ratio of DeepSeek-V4's C128A attention layers.
@@ -133,10 +135,10 @@ class ProcessReceipt:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ProcessReceipt:
-        guard = data.get("guard") if isinstance(data.get("guard"), dict) else {}
+        guard = fields.section(data, "guard")
         model = data.get("model") if isinstance(data.get("model"), dict) else None
-        section = model or {}
-        server = data.get("server") if isinstance(data.get("server"), dict) else {}
+        section = fields.section(data, "model")
+        server = fields.section(data, "server")
         pid = data.get("pid")
         loads = [x for x in section.get("loads") or [] if isinstance(x, dict)]
         types = [str(t) for t in [section.get("model_type"), *(x.get("model_type")
@@ -146,7 +148,7 @@ class ProcessReceipt:
             file=str(data.get("file") or ""),
             pid=pid if isinstance(pid, int) else None,
             process=str(data.get("process") or data.get("process_name") or "?"),
-            layout=data.get("layout") if isinstance(data.get("layout"), str) else None,
+            layout=fields.text(data, "layout"),
             patched=data.get("patched") is True,
             upstream_variant=data.get("upstream_variant"),
             vllm_version=data.get("vllm_version"),
@@ -160,14 +162,11 @@ class ProcessReceipt:
             c128a_builders=_int(section.get("c128a_builders")),
             hooks=dict(section.get("hooks") or {}),
             server_id=receipt_server_id(data),
-            server_address=server.get("address") if isinstance(server.get("address"), str)
-            else None,
-            model_type=section.get("model_type") if isinstance(section.get("model_type"), str)
-            else None,
+            server_address=fields.text(server, "address"),
+            model_type=fields.text(section, "model_type"),
             model_types=tuple(dict.fromkeys(types)),
             model_name=str(section["model"]) if section.get("model") else None,
-            revision=section.get("revision") if isinstance(section.get("revision"), str)
-            else None,
+            revision=fields.text(section, "revision"),
             ratios_known="compress_ratios" in section,
             compress_ratios=tuple(int(r) for r in ratios if isinstance(r, int))
             if isinstance(ratios, list) else None,

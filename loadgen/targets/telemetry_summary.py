@@ -110,12 +110,11 @@ def summarize(server_doc: dict[str, Any]) -> dict[str, Any]:
         }
         servers[url] = block
         for key in ("prompt_tokens", "generation_tokens", "preemptions",
-                    "spec_accepted_tokens", "spec_draft_tokens"):
-            if block[key] is not None:
-                totals[key] += block[key]
-        for key in ("prompt_tokens_per_s", "generation_tokens_per_s"):
-            if block[key] is not None:
-                totals[key] += block[key]
+                    "spec_accepted_tokens", "spec_draft_tokens",
+                    "prompt_tokens_per_s", "generation_tokens_per_s"):
+            value = block[key]
+            if value is not None:
+                totals[key] += value
     total: dict[str, Any] = dict(totals)
     if total.get("spec_draft_tokens"):
         total["spec_acceptance_rate"] = total["spec_accepted_tokens"] / total["spec_draft_tokens"]

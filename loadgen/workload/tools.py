@@ -48,9 +48,10 @@ def offered_tools(tools: list[dict[str, Any]] | None) -> dict[str, list[str]]:
     for tool in tools or []:
         fn = tool.get("function") if isinstance(tool, dict) else None
         if isinstance(fn, dict) and isinstance(fn.get("name"), str):
-            params = fn.get("parameters") if isinstance(fn.get("parameters"), dict) else {}
-            required = params.get("required") if isinstance(params.get("required"), list) else []
-            offered[fn["name"]] = [str(k) for k in required]
+            params = fn.get("parameters")
+            required = params.get("required") if isinstance(params, dict) else None
+            offered[fn["name"]] = [str(k) for k in required] if isinstance(required,
+                                                                           list) else []
     return offered
 
 

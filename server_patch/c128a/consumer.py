@@ -33,7 +33,7 @@ class FrozenRows:
         """
         if captured_view.untyped_storage().data_ptr() != buffer.untyped_storage().data_ptr():
             raise ValueError("the captured view does not live in the buffer it is read from")
-        return cls(buffer, captured_view.storage_offset(), captured_view.stride(0),
+        return cls(buffer, int(captured_view.storage_offset()), captured_view.stride(0),
                    captured_view.shape[-1])
 
     def view(self, num_rows: int) -> torch.Tensor:

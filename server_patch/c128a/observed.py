@@ -65,7 +65,7 @@ def describe_call(
 
 
 def observe_first_call(
-    fn: C128ABuilder, on_first_call: Callable[[dict[str, Any]], None]
+    fn: C128ABuilder, on_first_call: Callable[[dict[str, Any]], object]
 ) -> C128ABuilder:
     """Wrap ``fn`` so ``on_first_call`` gets ``describe_call``'s dict once.
 

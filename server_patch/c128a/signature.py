@@ -66,7 +66,8 @@ _POSITIONS, _DECODES, _DECODE_BUFFER, _PREFILL_BUFFER = (PARAMETERS.index(n) for
 _WIDTH_AT = PARAMETERS.index("max_compressed_tokens")
 
 
-def watched_inputs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+def watched_inputs(args: tuple[Any, ...], kwargs: dict[str, Any]
+                   ) -> tuple[Any, Any, Any, Any, Any]:
     """(positions, num_decode_tokens, global_decode_buffer, prefill_buffer,
     max_compressed_tokens) of one call.
 
@@ -80,7 +81,8 @@ def watched_inputs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, 
         return (args[_POSITIONS], args[_DECODES], args[_DECODE_BUFFER], args[_PREFILL_BUFFER],
                 width)
     call = arguments(args, kwargs)
-    return (*(call[name] for name in _WATCHED), call["max_compressed_tokens"])
+    positions, decodes, decode_buffer, prefill_buffer = (call[name] for name in _WATCHED)
+    return positions, decodes, decode_buffer, prefill_buffer, call["max_compressed_tokens"]
 
 
 def call_through(fn: C128ABuilder, after: Callable[[tuple[Any, ...], dict[str, Any], Outputs],

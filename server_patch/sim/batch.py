@@ -18,12 +18,13 @@ across the rows rather than sorting by age.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TypeVar
 
 T = TypeVar("T")
 
 
-def next_rows(rows: list[T | None], admitted: list[T]) -> list[T]:
+def next_rows(rows: Sequence[T | None], admitted: Sequence[T]) -> list[T]:
     """The step's rows: running requests (None where one finished) and this step's
     admitted requests placed as vLLM places them; decodes first, admitted last."""
     placed = list(rows)

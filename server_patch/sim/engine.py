@@ -153,9 +153,10 @@ class Engine:
 
     def step(self) -> None:
         admitted = self._admit()
-        self.rows = next_rows(self.rows, admitted)
-        decode = self.rows[:len(self.rows) - len(admitted)]
-        admitted = self.rows[len(decode):]  # prefills in their rows' order
+        rows = next_rows(self.rows, admitted)
+        self.rows = list(rows)
+        decode = rows[:len(rows) - len(admitted)]
+        admitted = rows[len(decode):]  # prefills in their rows' order
         if not decode and not admitted:
             return
         for r in decode:
@@ -259,13 +260,13 @@ class Engine:
         for r in admitted:
             r.computed = r.prompt_tokens
             st.prompt_tokens += r.prompt_tokens
-        for i, r in enumerate(self.rows):
-            if r is None:
+        for i, row in enumerate(self.rows):
+            if row is None:
                 continue
-            r.queue.put_nowait(r.reply.next_piece())
+            row.queue.put_nowait(row.reply.next_piece())
             st.generation_tokens += 1
-            if r.reply.done:
-                self._finish(r)
+            if row.reply.done:
+                self._finish(row)
                 self.rows[i] = None
                 finished += 1
         return finished
@@ -295,11 +296,11 @@ class Engine:
             if (r.computed + 1) % ratio == 0:
                 j = (r.computed + 1) // ratio - 1
                 slots += self.pool.slots(r.blocks, range(j, j + 1))
-                values.append(entry_value(r.uid, j))
+                values.append(int(entry_value(r.uid, j)))
         for r in admitted:
             entries = range(r.prompt_tokens // ratio)
             slots += self.pool.slots(r.blocks, entries)
-            values += [entry_value(r.uid, j) for j in entries]
+            values += [int(entry_value(r.uid, j)) for j in entries]
         if slots:
             self.pool.write(torch.tensor(slots, dtype=torch.int64, device=self.device),
                             torch.tensor(values, dtype=torch.int64, device=self.device))

@@ -80,8 +80,7 @@ def make_app(cfg: SimConfig, address: str | None = None,
         build = observe_first_call(build, lambda info: receipt.update(first_call=info))
     guard = StrideGuard(COUNT if cfg.guard else OFF,
                         sinks=[receipt_sink(lambda: receipt)], flush_interval_s=GUARD_FLUSH_S,
-                        expected=expected_violations(cfg.layout, "this sim"),
-                        **({"log": log} if log is not None else {}))
+                        expected=expected_violations(cfg.layout, "this sim"), log=log)
     build = guard.wrap(build)
     if receipt is not None and guard.enabled:
         receipt.merge_section(RECEIPT_SECTION, guard.snapshot())
