@@ -1,9 +1,12 @@
-"""The layout's one rule: loadgen and server_patch never import each other, and the
-load generator never imports torch (the sim is driven over HTTP, like vLLM)."""
+"""The layout's rules: loadgen and server_patch never import each other, the load
+generator never imports torch (the sim is driven over HTTP, like vLLM), neither package
+has an import cycle, and every import points down the layers docs/architecture.md draws
+(the drawing is read from the doc, so the two cannot drift apart)."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -118,3 +121,73 @@ def test_no_import_cycles(package: str) -> None:
     edges = module_imports(package)
     assert len(edges) > 10  # the walk found the package's modules
     assert import_cycles(edges) == []
+
+
+ARCHITECTURE_DOC = REPO / "docs" / "architecture.md"
+
+
+def drawn_layers(package: str, doc: str | None = None) -> list[set[str]]:
+    """The layers docs/architecture.md draws for `package`, top to bottom: each a set of
+    units (a sub-package's or a module's name, the package itself by its own name)."""
+    text = ARCHITECTURE_DOC.read_text() if doc is None else doc
+    match = re.search(rf"<!-- layers: {package} -->\n(.*?)<!-- /layers -->", text, re.S)
+    assert match, f"docs/architecture.md draws no layers for {package}"
+    layers = []
+    for row in match.group(1).splitlines()[2:]:  # past the header and its rule
+        cells = row.strip().strip("|").split("|")
+        named = re.sub(r"\([^)]*\)", "", cells[1])  # words in parentheses explain
+        layers.append({name.rstrip("/") for name in re.findall(r"`([\w/]+)`", named)})
+    return layers
+
+
+def unit(module: str) -> str:
+    """`loadgen.judge.gate` -> `judge`; `loadgen.cli` -> `cli`; `loadgen` -> `loadgen`."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def imports_against_layers(edges: dict[str, set[str]], layers: list[set[str]]) -> list[str]:
+    """Every import that points up the layers or sideways into another unit of the same
+    layer, and every unit no layer names, as a line a person can act on."""
+    rank = {name: i for i, layer in enumerate(layers) for name in layer}
+    problems = sorted(f"{unit(m)} has no layer (module {m})"
+                      for m in edges if unit(m) not in rank)
+    for source, targets in sorted(edges.items()):
+        for target in sorted(targets):
+            a, b = unit(source), unit(target)
+            if a == b or a not in rank or b not in rank:
+                continue
+            if rank[b] <= rank[a]:
+                problems.append(f"{source} imports {target}: {b} is not below {a}")
+    return problems
+
+
+def test_the_layer_check_refuses_an_import_up_or_sideways() -> None:
+    layers = [{"cli"}, {"commands", "bench"}, {"judge"}]
+    fine = {"loadgen.cli": {"loadgen.commands.run"}, "loadgen.commands.run": {
+        "loadgen.judge.gate", "loadgen.commands.report"}, "loadgen.judge.gate": set()}
+    assert imports_against_layers(fine, layers) == []
+    up = {**fine, "loadgen.judge.gate": {"loadgen.commands.report"}}
+    assert imports_against_layers(up, layers) == [
+        "loadgen.judge.gate imports loadgen.commands.report: commands is not below judge"]
+    sideways = {**fine, "loadgen.bench.client": {"loadgen.commands.run"}}
+    assert imports_against_layers(sideways, layers) == [
+        "loadgen.bench.client imports loadgen.commands.run: commands is not below bench"]
+    unnamed = {**fine, "loadgen.newfolder.x": set()}
+    assert imports_against_layers(unnamed, layers) == [
+        "newfolder has no layer (module loadgen.newfolder.x)"]
+
+
+def test_the_drawing_is_read_from_the_doc() -> None:
+    doc = ("<!-- layers: pkg -->\n| layer | pkg |\n|---|---|\n| top | `cli` |\n"
+           "| low | `judge/` (`rules`), `records` |\n<!-- /layers -->\n")
+    assert drawn_layers("pkg", doc) == [{"cli"}, {"judge", "records"}]
+
+
+@pytest.mark.parametrize("package", ["loadgen", "server_patch"])
+def test_imports_follow_the_layers_docs_architecture_draws(package: str) -> None:
+    layers = drawn_layers(package)
+    edges = module_imports(package)
+    assert imports_against_layers(edges, layers) == []
+    named = set().union(*layers)
+    assert named == {unit(m) for m in edges}, "a layer names a unit the code does not have"
