@@ -10,7 +10,9 @@ class Verdict(StrEnum):
     """One classification of one reply (or, for `divergent`, of a group of replies).
 
     The string values are public: records.jsonl, summary.json, junit.xml and scenario
-    gates all use them.
+    gates all use them. The members are declared most severe first, and that order is
+    the one order of the verdicts (`SEVERITY`): a record's verdict list is sorted by it,
+    and its first entry is the one a one-line summary shows.
     """
 
     CROSS_TALK = "cross_talk"
@@ -21,42 +23,22 @@ class Verdict(StrEnum):
     NO_TOOL_CALL = "no_tool_call"
     TOOL_ARGS_LOOP = "tool_args_loop"
     BAD_TOOL_CALL = "bad_tool_call"
-    ABNORMAL_FINISH = "abnormal_finish"
-    TRUNCATED = "truncated"
     REASONING_LOOP = "reasoning_loop"
     REFERENCE_MISMATCH = "reference_mismatch"
+    ABNORMAL_FINISH = "abnormal_finish"
+    TRUNCATED = "truncated"
     TOKEN_LEAK = "token_leak"
     DIVERGENT = "divergent"
-    HTTP_ERROR = "http_error"
-    TIMEOUT = "timeout"
     STREAM_ERROR = "stream_error"
+    TIMEOUT = "timeout"
+    HTTP_ERROR = "http_error"
     INTERRUPTED = "interrupted"
     OK = "ok"
 
 
-# Most severe first: a record's verdict list is sorted by this order, and the first
-# entry is the one a one-line summary shows.
-SEVERITY: tuple[Verdict, ...] = (
-    Verdict.CROSS_TALK,
-    Verdict.STUCK_IN_REASONING,
-    Verdict.GARBLED,
-    Verdict.WRONG_ANSWER,
-    Verdict.EMPTY_CONTENT,
-    Verdict.NO_TOOL_CALL,
-    Verdict.TOOL_ARGS_LOOP,
-    Verdict.BAD_TOOL_CALL,
-    Verdict.REASONING_LOOP,
-    Verdict.REFERENCE_MISMATCH,
-    Verdict.ABNORMAL_FINISH,
-    Verdict.TRUNCATED,
-    Verdict.TOKEN_LEAK,
-    Verdict.DIVERGENT,
-    Verdict.STREAM_ERROR,
-    Verdict.TIMEOUT,
-    Verdict.HTTP_ERROR,
-    Verdict.INTERRUPTED,
-    Verdict.OK,
-)
+#: Most severe first: the enum's own order, so a new verdict has its place where it is
+#: declared and cannot be missing from the order.
+SEVERITY: tuple[Verdict, ...] = tuple(Verdict)
 _RANK = {v: i for i, v in enumerate(SEVERITY)}
 
 # Failures of the path to the model rather than of the model's output: they count

@@ -7,7 +7,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loadgen.expectations import Expectation, ExpectedCall, find_codes, is_code
-from loadgen.taxonomy import DEFAULT_FAIL_ON, RUN_LEVEL, SEVERITY, Verdict
+from loadgen.taxonomy import (
+    DEFAULT_FAIL_ON,
+    INFRA_VERDICTS,
+    RUN_LEVEL,
+    SEVERITY,
+    Verdict,
+    by_severity,
+)
 
 
 @pytest.mark.parametrize("text,code", [
@@ -43,12 +50,20 @@ def test_an_expectation_refuses_what_it_cannot_check() -> None:
         Expectation(facts={"plan": "pro"}, distinctive=("plan",))
 
 
-def test_every_verdict_has_a_severity_and_ok_is_last() -> None:
-    # A verdict missing from SEVERITY would raise only the first time it fires.
-    assert set(SEVERITY) == set(Verdict)
-    assert len(SEVERITY) == len(set(SEVERITY))
-    assert SEVERITY[-1] is Verdict.OK
+def test_one_order_of_the_verdicts_covers_every_verdict() -> None:
+    # The order is the enum's: a verdict declared is a verdict ranked.
+    assert tuple(Verdict) == SEVERITY and len(SEVERITY) == len(set(Verdict))
     assert set(Verdict) >= RUN_LEVEL and set(DEFAULT_FAIL_ON) <= set(Verdict)
+    # What a one-line summary shows first: a failure of the model before a failure of
+    # the path to it, an interrupted request after both, ok last.
+    model = [v for v in Verdict if v not in INFRA_VERDICTS
+             and v not in (Verdict.INTERRUPTED, Verdict.OK)]
+    assert max(map(SEVERITY.index, model)) < min(map(SEVERITY.index, INFRA_VERDICTS))
+    assert SEVERITY[-2:] == (Verdict.INTERRUPTED, Verdict.OK)
+    assert by_severity([Verdict.OK, Verdict.TIMEOUT, Verdict.TRUNCATED,
+                        Verdict.STUCK_IN_REASONING, Verdict.TIMEOUT]) == [
+        Verdict.STUCK_IN_REASONING, Verdict.TRUNCATED, Verdict.TIMEOUT, Verdict.OK]
+    assert by_severity([Verdict.WRONG_ANSWER, Verdict.CROSS_TALK])[0] is Verdict.CROSS_TALK
 
 
 @settings(max_examples=500, deadline=None)
