@@ -98,6 +98,14 @@ class TargetConfig(_Strict):
     def _urls_are_http(cls, urls: list[str]) -> list[str]:
         return http_urls(urls)
 
+    def embedded(self) -> tuple[str, dict[str, Any]] | None:
+        """The embedded server the run starts (its registered name and its options), or
+        None when the target is given by URL: a URL always wins, so a scenario's sim can
+        be pointed at a real server from the command line."""
+        if self.base_urls or self.sim is None:
+            return None
+        return "sim", self.sim.model_dump()
+
 
 class LoadConfig(_Strict):
     concurrency: int = Field(default=8, ge=1, le=MAX_CONCURRENCY)

@@ -29,7 +29,7 @@ from loadgen.results import (
     write_run,
 )
 from loadgen.scenario import Scenario
-from loadgen.targets.embedded import EmbeddedTarget, start_embedded
+from loadgen.targets.embedded import serving
 from loadgen.targets.epochs import select_receipts
 
 if TYPE_CHECKING:
@@ -69,19 +69,11 @@ def run_scenario(
     api_key = api_key_from_env(scenario)
     run_id = new_run_id()
     out_dir = prepare_out_dir(out or default_out_dir("", scenario.name, run_id))
-    embedded: EmbeddedTarget | None = None
-    if scenario.target.sim is not None and not scenario.target.base_urls:
-        # The sim writes its receipt where the run reads them; a quiet run's sim logs
-        # nothing (what its guard saw is in the receipt, so in the reports).
-        embedded = start_embedded("sim", {**scenario.target.sim.model_dump(),
-                                          "receipts_dir": scenario.target.receipts_dir,
-                                          "quiet": quiet})
-        scenario = scenario.with_overrides(
-            base_urls=[embedded.base_url],
-            receipts_dir=scenario.target.receipts_dir or embedded.receipts_dir)
-    if observer is not None:
-        observer.run_started(scenario)
-    try:
+    # An embedded target writes its receipts where the run reads them; a quiet run's
+    # target logs nothing (what its guard saw is in the receipt, so in the reports).
+    with serving(scenario, quiet=quiet) as (scenario, embedded):
+        if observer is not None:
+            observer.run_started(scenario)
         runner = Runner(scenario, out_dir, run_id, quiet=quiet, transport=transport,
                         api_key=api_key, workers=workers, observer=observer)
         write_run(out_dir, scenario, runner.facts)
@@ -96,11 +88,8 @@ def run_scenario(
         # The run is over: a signal from here on is held, so the reports are written whole
         # and the exit code printed is the one returned (a caller that goes on resumes them).
         interrupts.hold()
-        # server.json keeps every receipt whole, so the sim's own folder can go.
+        # server.json keeps every receipt whole, so an embedded target's own folder can go.
         write_json(out_dir / SERVER_FILE, select_receipts(runner.server_document()))
-    finally:
-        if embedded is not None:
-            embedded.close()
     write_run(out_dir, scenario, facts)
     outcome = rebuild_reports(out_dir, html=html)
     outcome.interrupted_after = interrupts.HELD.signal

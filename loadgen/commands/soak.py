@@ -48,7 +48,6 @@ from loadgen.history import History, Soak, is_postgres, round_results
 from loadgen.history.identity import node_identity, server_columns
 from loadgen.history.spool import SPOOL_FILE, SpooledHistory
 from loadgen.judge.gate import NOTHING_SENT
-from loadgen.judge.run_report import RunReport
 from loadgen.results import (
     RECORDS_FILE,
     is_run_dir,
@@ -60,14 +59,8 @@ from loadgen.results import (
     write_run,
 )
 from loadgen.scenario import Scenario
-from loadgen.targets.embedded import EmbeddedTarget, start_embedded
-from loadgen.targets.epochs import (
-    Observation,
-    detect_restart,
-    last_seen,
-    observe,
-    restarted_during,
-)
+from loadgen.targets.embedded import serving
+from loadgen.targets.restarts import StartTracker
 
 if TYPE_CHECKING:
     from loadgen.observe.metrics import LiveMetrics
@@ -189,11 +182,6 @@ def _mtime(directory: Path) -> float | None:
     return records.stat().st_mtime if records.exists() else None
 
 
-def _restarted_during(report: RunReport) -> bool:
-    """Did the server restart while the round ran (the runner saw it go, or its start moved)?"""
-    return bool(report.run.server_restarts) or restarted_during(report.server.document)
-
-
 class SoakSession:
     """One invocation of `dsv4-qual soak`: a new soak, or the continuation of one."""
 
@@ -211,8 +199,7 @@ class SoakSession:
         self.echo = echo
         self.observer = observer  # the live metrics of --metrics-port, if any
         self.soak: Soak | None = None
-        self.previous_starts: dict[str, Observation] | None = None
-        self.force_priming = False
+        self.starts = StartTracker()
 
     # -- the soak's identity ----------------------------------------------------------
 
@@ -271,15 +258,10 @@ class SoakSession:
                           "recorded as partial")
         rounds = self.history.rounds(soak.soak_id)
         if rounds:
-            starts = orjson.loads(rounds[-1]["server_starts"] or "{}")
             server_doc: dict[str, Any] = {}
             with contextlib.suppress(BadInputError, OSError, ValueError):
                 server_doc = load_server(Path(rounds[-1]["results_dir"]))
-            seen = last_seen(server_doc, {url: Observation(url, True, start)
-                                          for url, start in starts.items()})
-            # Without a recorded start or id we cannot tell whether it restarted meanwhile.
-            known = any(o.start_time is not None or o.server_id for o in seen.values())
-            self.previous_starts = seen if known else None
+            self.starts.resume(orjson.loads(rounds[-1]["server_starts"] or "{}"), server_doc)
         done = sum(1 for r in rounds if r["status"] == "complete")
         self.echo(f"soak {soak.soak_id}: resuming after round "
                   f"{rounds[-1]['round'] if rounds else 0} ({done} complete)")
@@ -306,11 +288,8 @@ class SoakSession:
         """Observe the server, prime if it started anew, run one round, record it."""
         assert self.soak is not None
         number = self._next_number()
-        observations = [observe(u, self.scenario.target.verify_tls) for u in base_urls]
-        check = detect_restart(self.previous_starts, observations)
-        reasons = list(check.reasons)
-        if self.force_priming:
-            reasons.append("the server restarted during the previous round")
+        reasons, observations = self.starts.before_round(base_urls,
+                                                         self.scenario.target.verify_tls)
         new_start = bool(reasons)
         starts = {o.base_url: o.start_time for o in observations}
         priming = self.scenario.load.priming if new_start else 0
@@ -342,9 +321,8 @@ class SoakSession:
             self.soak.soak_id, number, status="partial" if interrupted else "complete",
             note=report.run.interrupted if interrupted else None,
             ended=time.time(), results=results, verdicts=verdicts)
-        self.force_priming = _restarted_during(report)
-        self.previous_starts = last_seen(report.server.document,
-                                         {o.base_url: o for o in observations})
+        self.starts.after_round(report.server.document, bool(report.run.server_restarts),
+                                observations)
         # A signal held since the round finished: the round is complete and recorded, and
         # the soak stops after it.
         # Ready servers, and yet nothing could be sent (the requests cannot fit their
@@ -406,7 +384,6 @@ def soak(scenario: Scenario, plan: SoakPlan, out: Path | None, history_path: str
     """Run (or continue) the soak of `scenario` in `out`; see the module docstring.
     `observer` (the metrics of `--metrics-port`) sees every round."""
     out_dir = (out or default_soak_dir(scenario)).resolve()
-    base_urls = list(scenario.target.base_urls)
     check_target(scenario)
     interrupts.resume()
     with soak_lock(out_dir):
@@ -415,27 +392,22 @@ def soak(scenario: Scenario, plan: SoakPlan, out: Path | None, history_path: str
             session = SoakSession(scenario, plan, out_dir, history, quiet=quiet,
                                   transport=transport, observer=observer)
             session.open(new)
-            embedded: EmbeddedTarget | None = None
             try:
-                if not base_urls and scenario.target.sim is not None:
-                    # One server for the whole soak: uptime is what a soak measures.
-                    # The sim writes its receipt where the run reads them.
-                    embedded = start_embedded("sim", {**scenario.target.sim.model_dump(),
-                                                      "receipts_dir": scenario.target.receipts_dir,
-                                                      "quiet": quiet})
-                    base_urls = [embedded.base_url]
-                    session.scenario = session.scenario.with_overrides(
-                        base_urls=base_urls,
-                        receipts_dir=scenario.target.receipts_dir or embedded.receipts_dir)
-                reason, interrupted = session.loop(base_urls)
-            except KeyboardInterrupt:
+                # One server for the whole soak (uptime is what a soak measures); every
+                # round's server.json holds the receipts it read, so an embedded target's
+                # own receipts folder goes when the soak ends.
+                with serving(scenario, quiet=quiet) as (served, embedded):
+                    try:
+                        if embedded is not None:
+                            session.scenario = session.scenario.with_overrides(
+                                base_urls=served.target.base_urls,
+                                receipts_dir=served.target.receipts_dir)
+                        reason, interrupted = session.loop(served.target.base_urls)
+                    finally:
+                        interrupts.hold()  # the soak's own bookkeeping is written whole
+            except KeyboardInterrupt:  # also while the embedded target was starting
+                interrupts.hold()
                 reason, interrupted = "interrupted", True
-            finally:
-                interrupts.hold()  # the soak's own bookkeeping is written whole
-                if embedded is not None:
-                    # Every round's server.json holds the receipts it read: the sim's
-                    # own receipts folder goes with it.
-                    embedded.close()
             outcome = session.finish(reason, interrupted)
             session.echo(f"soak {outcome.soak_id}: {outcome.status} ({reason}); "
                          f"exit {outcome.exit_code}")

@@ -2,15 +2,21 @@
 
 The loadgen never imports the server package; a target is found through the entry
 point group below, which the distribution's server part registers. Without the
-server extra installed, asking for one is a clear bad-input error.
+server extra installed, asking for one is a clear bad-input error. Every command that
+measures a server (run, soak, and through run: qualify and demo) goes through
+`serving`: a new kind of embedded server is one registered factory and one section of
+the scenario's [target].
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from importlib.metadata import entry_points
 from typing import Any, Protocol
 
 from loadgen.exit_codes import BadInputError
+from loadgen.scenario import Scenario
 
 TARGETS_GROUP = "dsv4_qual.targets"
 
@@ -44,3 +50,25 @@ def start_embedded(name: str, options: dict[str, Any]) -> EmbeddedTarget:
                     f"(pip install 'dsv4-qual[server]'): {exc}") from None
             return factory(**options)
     raise BadInputError(f"target.{name}: no embedded target {name!r} is installed")
+
+
+@contextlib.contextmanager
+def serving(scenario: Scenario, *, quiet: bool = False
+            ) -> Iterator[tuple[Scenario, EmbeddedTarget | None]]:
+    """The scenario as it is measured, and the embedded server started for it (None when
+    it names URLs): its URL becomes the target, and its receipts folder the one the run
+    reads unless the scenario names one. The server is closed when the block ends; the
+    block stops it first when it must read its final receipts (`EmbeddedTarget.stop`)."""
+    spec = scenario.target.embedded()
+    if spec is None:
+        yield scenario, None
+        return
+    name, options = spec
+    target = start_embedded(name, {**options, "receipts_dir": scenario.target.receipts_dir,
+                                   "quiet": quiet})
+    try:
+        yield scenario.with_overrides(
+            base_urls=[target.base_url],
+            receipts_dir=scenario.target.receipts_dir or target.receipts_dir), target
+    finally:
+        target.close()
