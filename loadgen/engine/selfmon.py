@@ -7,9 +7,10 @@ not the server; the summary must say so instead of reporting them as the server'
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from typing import Any
+
+from loadgen.background import cancel
 
 # Beyond these the client's own scheduling distorts the timings it reports.
 SATURATED_LAG_P99_S = 0.050
@@ -39,11 +40,8 @@ class SelfMonitor:
                 del self.lags[::2]
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel(self._task)
+        self._task = None
 
     def report(self, requests: int) -> dict[str, Any]:
         cpu = time.process_time() - self._cpu0

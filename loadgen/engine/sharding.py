@@ -16,6 +16,7 @@ import contextlib
 import multiprocessing
 import os
 import signal
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,20 +38,19 @@ def _split(total: int, parts: int, index: int) -> int:
     return total // parts + (1 if index < total % parts else 0)
 
 
+@dataclass
 class _Follower:
     """Progress from the shared records file (the workers' records, as they land), and
     the phase's infrastructure errors over all workers against the gate's limit (each
     worker stops at its own share's count; the sum stops them all)."""
 
-    def __init__(self, progress: Progress, path: Path, offset: int, shared: Any,
-                 budget: InfraBudget, stopper: Stopper) -> None:
-        self.progress = progress
-        self.path = path
-        self.offset = offset
-        self.shared = shared
-        self.budget = budget
-        self.stopper = stopper
-        self._buf = b""
+    progress: Progress
+    path: Path
+    offset: int  # where the next read starts
+    shared: Any  # the workers' shared in-flight counter
+    budget: InfraBudget
+    stopper: Stopper
+    _buf: bytes = b""  # a record's first part, until its line ends
 
     def read(self) -> None:
         """Count the records appended since the last read."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from loadgen.targets.facts import ServerFacts
 from loadgen.targets.receipts import ReceiptFacts
 from loadgen.targets.telemetry_summary import MIN_SAMPLES
@@ -88,3 +90,23 @@ def telemetry_rows(server: ServerFacts) -> list[tuple[str, ...]]:
             num(b.get("generation_tokens_per_s"), ".1f"),
             num(b.get("preemptions"), ".0f"), acceptance_text(b)))
     return rows
+
+
+@dataclass(frozen=True)
+class ServerWords:
+    """What every run renderer says of the server, computed in one place so report.md
+    and report.html cannot disagree."""
+
+    layout: str
+    receipts: str
+    processes: str  # "" when no process wrote a receipt
+    telemetry: list[tuple[str, ...]]  # rows under TELEMETRY_COLUMNS
+    telemetry_note: str
+    columns: tuple[str, ...] = TELEMETRY_COLUMNS
+
+
+def server_words(server: ServerFacts) -> ServerWords:
+    return ServerWords(
+        layout=layout_text(server), receipts=receipts_text(server),
+        processes=processes_text(server.receipts) if server.receipts.processes else "",
+        telemetry=telemetry_rows(server), telemetry_note=telemetry_note(server))

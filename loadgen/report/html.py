@@ -12,14 +12,7 @@ from jinja2 import Environment, select_autoescape
 from loadgen.exit_codes import EXIT_WORDS
 from loadgen.judge.aggregate import failure_rate_by_in_flight, failure_rate_by_order
 from loadgen.judge.run_report import RunReport
-from loadgen.report.facts_text import (
-    TELEMETRY_COLUMNS,
-    layout_text,
-    processes_text,
-    receipts_text,
-    telemetry_note,
-    telemetry_rows,
-)
+from loadgen.report.facts_text import server_words
 from loadgen.report.figures import png_data_uri, pyplot
 from loadgen.report.markdown import findings_lines
 from loadgen.report.run_text import load_text, reference_lines, run_level_text
@@ -59,13 +52,14 @@ reproduce.{% endif %}
 <tr><th>server(s)</th><td>{{ r.run.base_urls | join(', ') }}</td></tr>
 <tr><th>model</th><td>{{ r.run.model }}</td></tr>
 <tr><th>load</th><td id="load">{{ load }}</td></tr>
-<tr><th>C128A layout the server ran</th><td id="layout">{{ layout }}</td></tr>
+<tr><th>C128A layout the server ran</th><td id="layout">{{ server.layout }}</td></tr>
 <tr><th>vLLM</th><td>{{ r.server.vllm_versions | join(', ') or '-' }}</td></tr>
-{% if receipts %}<tr><th>patch receipts</th><td id="receipts">{{ receipts }}</td></tr>{% endif %}
+{% if server.receipts %}<tr><th>patch receipts</th>
+<td id="receipts">{{ server.receipts }}</td></tr>{% endif %}
 <tr><th>stride violations (guard)</th>
 <td>{{ r.server.receipts.violations if r.server.receipts.processes else '-' }}</td></tr>
-{% if r.server.receipts.processes %}<tr><th>processes</th>
-<td id="processes">{{ processes }}</td></tr>{% endif %}
+{% if server.processes %}<tr><th>processes</th>
+<td id="processes">{{ server.processes }}</td></tr>{% endif %}
 <tr><th>client</th><td>CPU {{ r.run.client.cpu_util }},
 loop lag p99 {{ r.run.client.loop_lag_ms_p99 }} ms {% if r.run.client.saturated %}
 <b class="fail">(saturated: timings are the client's)</b>{% endif %}</td></tr>
@@ -79,14 +73,15 @@ loop lag p99 {{ r.run.client.loop_lag_ms_p99 }} ms {% if r.run.client.saturated 
 {% endfor %}
 {% if reference %}<h2>Reference phase: the same server alone</h2>
 <div id="reference">{% for line in reference %}<p>{{ line }}</p>{% endfor %}</div>{% endif %}
-{% if telemetry or telemetry_note %}
+{% if server.telemetry or server.telemetry_note %}
 <h2>Server telemetry (/metrics)</h2>{% endif %}
-{% if telemetry %}
-<table id="telemetry"><tr>{% for c in telemetry_columns %}<th>{{ c }}</th>{% endfor %}</tr>
-{% for row in telemetry %}<tr>{% for v in row %}<td>{{ v }}</td>{% endfor %}</tr>{% endfor %}
+{% if server.telemetry %}
+<table id="telemetry"><tr>{% for c in server.columns %}<th>{{ c }}</th>{% endfor %}</tr>
+{% for row in server.telemetry %}<tr>{% for v in row %}<td>{{ v }}</td>{% endfor %}</tr>{% endfor %}
 </table>
 {% endif %}
-{% if telemetry_note %}<p class="empty" id="telemetry-note">{{ telemetry_note }}.</p>{% endif %}
+{% if server.telemetry_note %}
+<p class="empty" id="telemetry-note">{{ server.telemetry_note }}.</p>{% endif %}
 <h2>Plots</h2>
 {% for title, uri, text in plots %}<figure><figcaption>{{ title }}</figcaption>
 {% if uri %}<img alt="{{ title }}" src="{{ uri }}">{% else %}<p class="empty">{{ text }}</p>
@@ -173,10 +168,7 @@ def render_html(report: RunReport) -> str:
         r=report, g=gate, word=EXIT_WORDS.get(gate.exit_code, "?"),
         phases=report.phase_summaries,
         plots=_plots(report) + telemetry_plots(report.server.samples),
-        layout=layout_text(report.server), receipts=receipts_text(report.server),
-        processes=processes_text(report.server.receipts),
-        telemetry=telemetry_rows(report.server), telemetry_columns=TELEMETRY_COLUMNS,
-        telemetry_note=telemetry_note(report.server),
+        server=server_words(report.server),
         forensics=[(n, st.failures) for n, st in report.stats.phases.items() if st.failures],
         findings=findings_lines, load=load_text(report), derived=run_level_text(report),
         reference=reference_lines(report.stats.rule_summaries.get("reference")),

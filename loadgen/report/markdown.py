@@ -7,14 +7,7 @@ from typing import Any
 from loadgen.bounds import describe_bound
 from loadgen.exit_codes import EXIT_WORDS
 from loadgen.judge.run_report import RunReport
-from loadgen.report.facts_text import (
-    TELEMETRY_COLUMNS,
-    layout_text,
-    processes_text,
-    receipts_text,
-    telemetry_note,
-    telemetry_rows,
-)
+from loadgen.report.facts_text import server_words
 from loadgen.report.run_text import load_text, reference_lines, run_level_text
 
 
@@ -67,6 +60,7 @@ def _fence(text: str) -> str:
 
 def render_markdown(report: RunReport) -> str:
     gate, server, run = report.gate, report.server, report.run
+    words = server_words(server)
     lines = [
         f"# dsv4-qual: {report.scenario.name} ({gate.role})",
         "",
@@ -99,26 +93,24 @@ def render_markdown(report: RunReport) -> str:
         f"| server(s) | {', '.join(run.base_urls)} |",
         f"| model | {run.model or '-'} |",
         f"| load | {load_text(report)} |",
-        f"| C128A layout | {layout_text(server)} |",
+        f"| C128A layout | {words.layout} |",
         f"| vLLM | {', '.join(server.vllm_versions) or '-'} |",
     ]
-    if server.receipts.processes:
-        lines.append(f"| patch receipts | {processes_text(server.receipts)} |")
-    receipts_line = receipts_text(server)
-    if receipts_line:
-        lines += ["", receipts_line]
+    if words.processes:
+        lines.append(f"| patch receipts | {words.processes} |")
+    if words.receipts:
+        lines += ["", words.receipts]
     reference = reference_lines(report.stats.rule_summaries.get("reference"))
     if reference:
         lines += ["", "## Reference phase: the same server alone", "", *reference]
-    rows, note = telemetry_rows(server), telemetry_note(server)
-    if rows or note:
+    if words.telemetry or words.telemetry_note:
         lines += ["", "## Server telemetry (/metrics)", ""]
-    if rows:
-        lines += ["| " + " | ".join(TELEMETRY_COLUMNS) + " |",
-                  "|---|" + "---:|" * (len(TELEMETRY_COLUMNS) - 1)]
-        lines += ["| " + " | ".join(row) + " |" for row in rows]
-    if note:
-        lines += ["", note + "."]
+    if words.telemetry:
+        lines += ["| " + " | ".join(words.columns) + " |",
+                  "|---|" + "---:|" * (len(words.columns) - 1)]
+        lines += ["| " + " | ".join(row) + " |" for row in words.telemetry]
+    if words.telemetry_note:
+        lines += ["", words.telemetry_note + "."]
     client = run.client
     if client.get("saturated"):
         lines += ["", "> **Client saturated**: the load generator's own CPU or event loop "

@@ -7,6 +7,7 @@ candidate flat at zero under the same load.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from jinja2 import Environment, select_autoescape
@@ -55,32 +56,39 @@ def _legend(ax: Any) -> None:
         ax.legend(fontsize=8)
 
 
+def _failure_rate(plt: Any, xlabel: str, draw: Callable[[Any], None]) -> str:
+    """One "% failed" figure of both sides: `draw` puts each side on the axes."""
+    fig, ax = plt.subplots(figsize=(9, 3))
+    draw(ax)
+    ax.set_ylim(0, 100)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("% failed")
+    _legend(ax)
+    return png_data_uri(fig)
+
+
 def _plots(sides: dict[str, RunReport]) -> list[tuple[str, str]]:
     plt = pyplot()
-    plots = []
     timelines = {name: report.stats.timeline() for name, report in sides.items()}
-    fig, ax = plt.subplots(figsize=(9, 3))
-    for name, timeline in timelines.items():
-        if not timeline:
-            continue
-        bucket, xs, ys = failure_rate_by_order(timeline)
-        ax.step(xs, ys, where="post", color=COLORS[name], label=f"{name} (per {bucket})")
-    ax.set_ylim(0, 100)
-    ax.set_xlabel("request order (seq; priming first)")
-    ax.set_ylabel("% failed")
-    _legend(ax)
-    plots.append(("Failure rate against request order, both sides", png_data_uri(fig)))
 
-    fig, ax = plt.subplots(figsize=(9, 3))
-    for name, timeline in timelines.items():
-        keys, rates = failure_rate_by_in_flight(timeline)
-        if keys:
-            ax.plot(keys, rates, marker="o", color=COLORS[name], label=name)
-    ax.set_ylim(0, 100)
-    ax.set_xlabel("requests in flight when sent")
-    ax.set_ylabel("% failed")
-    _legend(ax)
-    plots.append(("Failure rate against the number in flight, both sides", png_data_uri(fig)))
+    def by_order(ax: Any) -> None:
+        for name, timeline in timelines.items():
+            if timeline:
+                bucket, xs, ys = failure_rate_by_order(timeline)
+                ax.step(xs, ys, where="post", color=COLORS[name], label=f"{name} (per {bucket})")
+
+    def by_in_flight(ax: Any) -> None:
+        for name, timeline in timelines.items():
+            keys, rates = failure_rate_by_in_flight(timeline)
+            if keys:
+                ax.plot(keys, rates, marker="o", color=COLORS[name], label=name)
+
+    plots = [
+        ("Failure rate against request order, both sides",
+         _failure_rate(plt, "request order (seq; priming first)", by_order)),
+        ("Failure rate against the number in flight, both sides",
+         _failure_rate(plt, "requests in flight when sent", by_in_flight)),
+    ]
 
     fig, ax = plt.subplots(figsize=(9, 3))
     max_tokens = None

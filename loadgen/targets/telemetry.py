@@ -9,13 +9,13 @@ it), and how loaded it was while we measured.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 import time
 from typing import Any
 
 import httpx
 
+from loadgen.background import cancel
 from loadgen.targets.receipts import read_receipts
 
 # Prometheus series we keep, summed over their label sets. vLLM renamed a few over
@@ -181,11 +181,8 @@ class Telemetry:
             self._task = asyncio.get_running_loop().create_task(self._scrape_forever())
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel(self._task)
+        self._task = None
 
     def document(self) -> dict[str, Any]:
         """server.json before the receipts of the current server start are picked
