@@ -1,26 +1,22 @@
-"""The results directory of one run: its file names, how files are written, how a run is read back.
+"""The results directory of one run: where it goes, its file names, how a run is read back.
 
 Everything a run learns goes to disk as it happens (records.jsonl line by line,
 run.json at the start and at the end, server.json after the phases), and every
 report is rebuilt from these files, so a killed run or a change of report code
-loses nothing. Files people and dashboards read are replaced whole (temp file +
-rename), never written in place.
+loses nothing (how each file is written: `files`; what run.json holds: `run_facts`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import os
 import time
-from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, BinaryIO
-
-import orjson
+from typing import Any
 
 from loadgen.exit_codes import BadInputError
+from loadgen.files import read_json, write_json
+from loadgen.run_facts import RunFacts
 from loadgen.scenario import Scenario
 
 RECORDS_FILE = "records.jsonl"
@@ -32,49 +28,6 @@ JUNIT_FILE = "junit.xml"
 HTML_FILE = "report.html"
 
 RESULTS_ROOT_ENV = "DSV4_QUAL_RESULTS_ROOT"
-
-
-@dataclass
-class RunFacts:
-    """What a run learnt beyond its records (run.json's `run`, summary.json's `run`)."""
-
-    run_id: str
-    scenario: str
-    base_urls: list[str]
-    model: str = ""
-    started: float = field(default_factory=time.time)
-    finished: float | None = None
-    interrupted: str | None = None
-    invalid: str | None = None
-    ready: list[dict[str, Any]] = field(default_factory=list)
-    chars_per_token: float | None = None
-    server_restarts: int = 0
-    phases_done: list[str] = field(default_factory=list)
-    #: The items the reference phase sent, one request each (empty: no reference phase).
-    reference_items: list[str] = field(default_factory=list)
-    #: The load as shipped and as run (`load_claim.LoadClaim.to_dict`).
-    load: dict[str, Any] = field(default_factory=dict)
-    client: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RunFacts:
-        """Tolerant of keys a newer or older writer added or left out."""
-        known = {f.name for f in fields(cls)}
-        values = {k: v for k, v in data.items() if k in known}
-        values.setdefault("run_id", "")
-        values.setdefault("scenario", "")
-        values.setdefault("base_urls", [])
-        return cls(**values)
-
-    @property
-    def duration_s(self) -> float | None:
-        if self.started and self.finished:
-            return self.finished - self.started
-        return None
-
 
 _RUN_IDS = itertools.count(1)
 
@@ -114,53 +67,6 @@ def prepare_out_dir(out: Path) -> Path:
         raise BadInputError(f"--out {out}: already holds a run's records; "
                             "choose a new directory (results are never overwritten)")
     return out
-
-
-@contextlib.contextmanager
-def atomic_writer(path: Path) -> Iterator[BinaryIO]:
-    """A file that replaces `path` whole when the block ends (synced to disk first), and
-    not at all when it raises: readers (dashboards, a second `report`) never see half a
-    file, and a rewrite that fails leaves the old one."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    with atomic_writer(path) as handle:
-        handle.write(data)
-
-
-def write_json(path: Path, obj: Any) -> None:
-    write_atomic(path, orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS))
-
-
-def rounded(obj: Any, digits: int = 12) -> Any:
-    """Floats to `digits` significant digits, through lists and dicts: documents people
-    read (summary.json, qualify.json) say 0.103, not 0.10300000000000864 (12 digits keep
-    an epoch timestamp to the hundredth of a second)."""
-    if isinstance(obj, float):
-        return float(f"{obj:.{digits}g}")
-    if isinstance(obj, dict):
-        return {k: rounded(v, digits) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [rounded(v, digits) for v in obj]
-    return obj
-
-
-def read_json(path: Path) -> dict[str, Any]:
-    """A JSON object from a file, or {} when it is missing, unreadable or not an object."""
-    try:
-        data = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def write_run(out_dir: Path, scenario: Scenario, facts: RunFacts) -> None:

@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.exit_codes import EXIT_WORDS, BadInputError
+from loadgen.files import read_json
 from loadgen.judge.qualification import COMMANDS, decide
 from loadgen.judge.run_level import RUN_LEVEL_FILE, write_run_level
 from loadgen.judge.run_report import RunReport, judge_run
 from loadgen.report import QUALIFY_FILE, write_qualify_reports, write_run_reports
 from loadgen.report.run_text import load_text
-from loadgen.results import RUN_FILE, is_run_dir, read_json
+from loadgen.results import RUN_FILE, is_run_dir
 
 
 @dataclass

@@ -19,15 +19,9 @@ from loadgen.commands.report import RunOutcome, one_line, rebuild_reports
 from loadgen.engine import loop
 from loadgen.engine.runner import Runner
 from loadgen.exit_codes import BadInputError
+from loadgen.files import write_json
 from loadgen.report.run_text import run_level_lines
-from loadgen.results import (
-    SERVER_FILE,
-    default_out_dir,
-    new_run_id,
-    prepare_out_dir,
-    write_json,
-    write_run,
-)
+from loadgen.results import SERVER_FILE, default_out_dir, new_run_id, prepare_out_dir, write_run
 from loadgen.scenario import Scenario
 from loadgen.targets.embedded import serving
 from loadgen.targets.epochs import select_receipts

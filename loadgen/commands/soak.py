@@ -44,6 +44,7 @@ from loadgen.commands.report import rebuild_reports
 from loadgen.commands.run import check_target, run_scenario
 from loadgen.durations import format_duration, parse_duration
 from loadgen.exit_codes import BadInputError, ExitCode
+from loadgen.files import write_json
 from loadgen.history import History, Soak, is_postgres, round_results
 from loadgen.history.identity import node_identity, server_columns
 from loadgen.history.spool import SPOOL_FILE, SpooledHistory
@@ -55,7 +56,6 @@ from loadgen.results import (
     load_server,
     new_run_id,
     results_root,
-    write_json,
     write_run,
 )
 from loadgen.scenario import Scenario

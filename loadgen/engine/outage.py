@@ -19,7 +19,7 @@ from loadgen.engine.pacing import Pacer
 from loadgen.engine.stopping import Stopper
 from loadgen.exit_codes import RunInvalidError
 from loadgen.records import RequestRecord
-from loadgen.results import RunFacts
+from loadgen.run_facts import RunFacts
 from loadgen.scenario import LoadConfig
 from loadgen.targets.readiness import probe, wait_ready
 

@@ -22,7 +22,7 @@ from loadgen.engine.reference import reference_items
 from loadgen.engine.requests import RequestMaker
 from loadgen.engine.session import Session
 from loadgen.exit_codes import RunInvalidError
-from loadgen.results import RunFacts
+from loadgen.run_facts import RunFacts
 from loadgen.scenario import Scenario
 from loadgen.targets.readiness import ServerReady, choose_model, wait_ready
 from loadgen.targets.telemetry import Telemetry

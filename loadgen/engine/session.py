@@ -22,7 +22,8 @@ from loadgen.engine.selfmon import SelfMonitor
 from loadgen.engine.stopping import Stopper
 from loadgen.engine.transport import make_http_client
 from loadgen.records import RecordWriter
-from loadgen.results import RECORDS_FILE, RunFacts
+from loadgen.results import RECORDS_FILE
+from loadgen.run_facts import RunFacts
 from loadgen.scenario import Scenario
 
 

@@ -23,7 +23,7 @@ from loadgen.judge.checks import Check
 from loadgen.judge.receipt_rules import receipts_check, receipts_statement, stride_check
 from loadgen.judge.spread import FailureSpread, failure_spread
 from loadgen.load_claim import LoadClaim, describe
-from loadgen.results import RunFacts
+from loadgen.run_facts import RunFacts
 from loadgen.scenario import GateConfig, ReferenceConfig
 from loadgen.targets.facts import ServerFacts
 

@@ -16,7 +16,8 @@ from loadgen.exit_codes import BadInputError
 from loadgen.judge.aggregate import PhaseStats, RunStats, aggregate, percentiles
 from loadgen.judge.gate import GateContext, GateResult, evaluate, replies
 from loadgen.judge.run_level.rules import rules_for
-from loadgen.results import RECORDS_FILE, RunFacts, is_run_dir, load_run, load_server
+from loadgen.results import RECORDS_FILE, is_run_dir, load_run, load_server
+from loadgen.run_facts import RunFacts
 from loadgen.scenario import Scenario
 from loadgen.targets.facts import ServerFacts
 from loadgen.targets.telemetry_summary import phase_acceptance

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from loadgen.files import rounded, write_atomic, write_json
 from loadgen.judge.qualification import Qualification
 from loadgen.judge.run_report import RunReport
 from loadgen.report.junit import render_junit
@@ -17,15 +18,7 @@ from loadgen.report.qualify_doc import qualify_document
 from loadgen.report.qualify_junit import render_qualify_junit
 from loadgen.report.qualify_markdown import render_qualify_markdown
 from loadgen.report.summary import summary_document
-from loadgen.results import (
-    HTML_FILE,
-    JUNIT_FILE,
-    MARKDOWN_FILE,
-    SUMMARY_FILE,
-    rounded,
-    write_atomic,
-    write_json,
-)
+from loadgen.results import HTML_FILE, JUNIT_FILE, MARKDOWN_FILE, SUMMARY_FILE
 
 
 def write_run_reports(report: RunReport, html: bool = True) -> dict[str, Any]:

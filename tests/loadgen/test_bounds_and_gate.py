@@ -19,7 +19,7 @@ from loadgen.bounds import (
 from loadgen.judge import gate as gate_mod
 from loadgen.judge.aggregate import PhaseStats
 from loadgen.judge.gate import GateResult
-from loadgen.results import RunFacts
+from loadgen.run_facts import RunFacts
 from loadgen.scenario import GateConfig, Scenario
 from loadgen.targets.facts import ServerFacts
 from loadgen.targets.receipts import EndpointStart, ReceiptFacts

@@ -14,7 +14,7 @@ import pytest
 from loadgen.judge import gate as gate_mod
 from loadgen.judge.aggregate import PhaseStats, TimelinePoint
 from loadgen.judge.gate import GateContext, GateResult
-from loadgen.results import RunFacts
+from loadgen.run_facts import RunFacts
 from loadgen.scenario import GateConfig
 from loadgen.targets.facts import ServerFacts
 from loadgen.targets.receipts import EndpointStart, ReceiptFacts

@@ -16,7 +16,7 @@ from loadgen.report.qualify_doc import qualify_document
 from loadgen.report.qualify_junit import render_qualify_junit
 from loadgen.report.qualify_markdown import render_qualify_markdown
 from loadgen.report.summary import summary_document
-from loadgen.results import RunFacts
+from loadgen.run_facts import RunFacts
 from loadgen.scenario import GateConfig, Scenario
 from tests.support.reports import judged, record
 

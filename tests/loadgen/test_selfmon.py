@@ -8,7 +8,7 @@ from pathlib import Path
 
 from loadgen.engine.selfmon import SelfMonitor
 from loadgen.report.markdown import render_markdown
-from loadgen.results import RunFacts
+from loadgen.run_facts import RunFacts
 from tests.support.reports import judged, record
 
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from loadgen.files import write_json
 from loadgen.judge.run_report import RunReport, judge_run
 from loadgen.records import RecordWriter, RequestRecord
-from loadgen.results import RECORDS_FILE, SERVER_FILE, RunFacts, write_json, write_run
+from loadgen.results import RECORDS_FILE, SERVER_FILE, write_run
+from loadgen.run_facts import RunFacts
 from loadgen.scenario import Scenario
 
 

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from loadgen.results import atomic_writer
+from loadgen.files import atomic_writer
 from loadgen.taxonomy import INFRA_VERDICTS, RUN_LEVEL, Verdict, by_severity
 
 RUN_LEVEL_FILE = "run_level.jsonl"
