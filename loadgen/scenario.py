@@ -12,6 +12,7 @@ import difflib
 import tomllib
 import typing
 from collections.abc import Iterable
+from enum import StrEnum
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -57,6 +58,13 @@ def http_urls(urls: list[str]) -> list[str]:
             raise ValueError(f"{url!r} is not an http:// or https:// URL")
         cleaned.append(url.rstrip("/"))
     return cleaned
+
+
+class Role(StrEnum):
+    """Which side of a qualification a run is: the value is the scenario's `gate.role`."""
+
+    CONTROL = "control"  # the bug left in: its gate proves the run can see the bug
+    CANDIDATE = "candidate"  # the server to qualify: its gate proves a bound on failures
 
 
 class SimTarget(_Strict):
@@ -195,7 +203,7 @@ ACCEPTABLE_LAYOUTS = ("capacity", "prefix")
 
 
 class GateConfig(_Strict):
-    role: Literal["control", "candidate"] = "candidate"
+    role: Role = Role.CANDIDATE
     fail_on: list[Verdict] = Field(default_factory=lambda: list(DEFAULT_FAIL_ON))
     allowed: Count = 0
     max_infra_errors: Count = 0
@@ -245,7 +253,7 @@ class GateConfig(_Strict):
         """Measured requests a run of this gate needs: for a candidate, what proving
         `prove_below` takes at `allowed` failures; at least `min_measured`; never below 1."""
         floor = self.min_measured or 1
-        if self.role == "control":
+        if self.role == Role.CONTROL:
             return floor
         needed = required_measured(self.prove_below, self.allowed)
         if needed is None:
@@ -472,7 +480,7 @@ class Scenario(_Strict):
     def _enough_to_prove(self) -> Scenario:
         needed = self.gate.required_measured()
         if self.load.measurement < needed:
-            if self.gate.role == "control":
+            if self.gate.role == Role.CONTROL:
                 raise ValueError(f"load.measurement {self.load.measurement} is below "
                                  f"gate.min_measured {needed}")
             raise ValueError(

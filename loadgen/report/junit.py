@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from loadgen.exit_codes import ExitCode
 from loadgen.judge.run_report import RunReport
 from loadgen.load_claim import describe
 from loadgen.report.run_text import load_claim
+from loadgen.scenario import Role
 
 
 def render_junit(report: RunReport) -> bytes:
@@ -49,7 +51,8 @@ def render_junit(report: RunReport) -> bytes:
         case = ET.SubElement(suite, "testcase",
                              {"classname": classname, "name": f"verdict {verdict}"})
         message = f"{count} measured request(s) with {verdict}"
-        if gate.role == "candidate" and not gate.passed and gate.exit_code == 1 and count:
+        if gate.role == Role.CANDIDATE and not gate.passed and gate.exit_code == \
+                ExitCode.GATE_FAILED and count:
             ET.SubElement(case, "failure", {"message": message}).text = message
             failures += 1
         ET.SubElement(case, "system-out").text = message

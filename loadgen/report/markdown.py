@@ -9,6 +9,7 @@ from loadgen.exit_codes import EXIT_WORDS
 from loadgen.judge.run_report import RunReport
 from loadgen.report.facts_text import server_words
 from loadgen.report.run_text import load_text, reference_lines, run_level_text
+from loadgen.scenario import Role
 
 
 def _fmt(value: float | None, scale: float = 1.0, digits: int = 3) -> str:
@@ -68,14 +69,14 @@ def render_markdown(report: RunReport) -> str:
         + (f" — {gate.no_rate}." if gate.no_rate else
            f" — {gate.failures} of {gate.measured} measured requests reproduced the bug "
            f"({', '.join(gate.fail_on)}; it must exceed {gate.allowed})."
-           if gate.role == "control" else
+           if gate.role == Role.CONTROL else
            f" — {gate.failures} of {gate.measured} measured requests failed the gate "
            f"(fail on: {', '.join(gate.fail_on)}; allowed {gate.allowed})."),
         "",
     ]
-    if gate.role == "candidate" and gate.upper_bound_95 is not None:
+    if gate.role == Role.CANDIDATE and gate.upper_bound_95 is not None:
         lines.append(f"Bound: {describe_bound(gate.failures, gate.measured)}.")
-    elif gate.role == "control" and gate.lower_bound_95 is not None:
+    elif gate.role == Role.CONTROL and gate.lower_bound_95 is not None:
         lines.append(f"Control reproduction rate: {gate.failures}/{gate.measured}"
                      + (f" (> {_fmt(gate.lower_bound_95, 100, 2)}% at 95% confidence)."
                         if gate.failures else ": did not reproduce."))
