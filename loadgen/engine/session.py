@@ -20,7 +20,7 @@ from loadgen.engine.pacing import Pacer
 from loadgen.engine.progress import Progress
 from loadgen.engine.selfmon import SelfMonitor
 from loadgen.engine.stopping import Stopper
-from loadgen.engine.transport import make_http_client
+from loadgen.engine.transport import Transport, make_http_client
 from loadgen.records import RecordWriter
 from loadgen.results import RECORDS_FILE
 from loadgen.run_facts import RunFacts
@@ -29,7 +29,7 @@ from loadgen.scenario import Scenario
 
 class Session:
     def __init__(self, scenario: Scenario, out_dir: Path, facts: RunFacts, *,
-                 transport: str, api_key: str | None, progress: Progress,
+                 transport: Transport, api_key: str | None, progress: Progress,
                  in_flight: InFlight | None = None) -> None:
         self.scenario = scenario
         self.facts = facts

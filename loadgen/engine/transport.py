@@ -1,6 +1,9 @@
 """The HTTP stack under httpx: the plug point for a faster transport.
 
-The code talks to httpx.AsyncClient only; what moves the bytes is chosen here.
+The code talks to httpx.AsyncClient only; what moves the bytes is chosen here, or given:
+an `httpx.AsyncBaseTransport` passed in its place (an `httpx.MockTransport`, an ASGI app's
+transport) answers every request the engine sends, so an engine test that needs only
+replies starts no server.
 `aiohttp` (from httpx-aiohttp) costs a fraction of the CPU of httpx's default
 httpcore + h11 + anyio stack per streamed request; `httpx` is the reference stack.
 Neither reads proxy settings or .netrc from the environment (trust_env off): a
@@ -29,18 +32,23 @@ def resolve_transport(kind: str) -> str:
     return kind
 
 
-def make_http_client(kind: str, concurrency: int, verify_tls: bool,
+#: A transport by name (TRANSPORTS), or one given whole.
+Transport = str | httpx.AsyncBaseTransport
+
+
+def make_http_client(kind: Transport, concurrency: int, verify_tls: bool,
                      connect_timeout_s: float) -> httpx.AsyncClient:
     """One client per run; its connection pool is sized to the concurrency."""
     limits = httpx.Limits(max_connections=concurrency + 8,
                           max_keepalive_connections=concurrency + 8)
     timeout = httpx.Timeout(connect=connect_timeout_s, read=None, write=connect_timeout_s,
                             pool=None)
-    kind = resolve_transport(kind)
-    if kind == "aiohttp":
+    if isinstance(kind, httpx.AsyncBaseTransport):
+        transport: httpx.AsyncBaseTransport = kind
+    elif (kind := resolve_transport(kind)) == "aiohttp":
         from httpx_aiohttp import AiohttpTransport
 
-        transport: httpx.AsyncBaseTransport = AiohttpTransport(
+        transport = AiohttpTransport(
             verify=verify_tls, limits=limits, trust_env=False)
     elif kind == "httpx":
         transport = httpx.AsyncHTTPTransport(verify=verify_tls, limits=limits,
