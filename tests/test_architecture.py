@@ -191,3 +191,29 @@ def test_imports_follow_the_layers_docs_architecture_draws(package: str) -> None
     assert imports_against_layers(edges, layers) == []
     named = set().union(*layers)
     assert named == {unit(m) for m in edges}, "a layer names a unit the code does not have"
+
+
+@pytest.mark.parametrize("package", ["loadgen", "server_patch"])
+def test_package_faces_follow_one_convention(package: str) -> None:
+    """Every package opens with a docstring that says what it is for; `__all__` is a
+    package's face, so it appears only in an `__init__.py` (history, report, workload,
+    c128a offer one), never in a module; an `__init__.py` that lists one names only
+    what it defines or imports."""
+    for path in sorted((REPO / package).rglob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        rel = path.relative_to(REPO)
+        if path.name == "__init__.py":
+            assert ast.get_docstring(tree), f"{rel}: a package without a docstring"
+        exported = [node for node in tree.body if isinstance(node, ast.Assign)
+                    and any(getattr(t, "id", None) == "__all__" for t in node.targets)]
+        if path.name != "__init__.py":
+            assert not exported, f"{rel}: __all__ in a module (only a package face has one)"
+        for node in exported:
+            defined = {n.name for n in tree.body if isinstance(
+                n, ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef)}
+            defined |= {a.asname or a.name for n in tree.body
+                        if isinstance(n, ast.ImportFrom | ast.Import) for a in n.names}
+            defined |= {getattr(t, "id", None) for n in tree.body if isinstance(n, ast.Assign)
+                        for t in n.targets}
+            names = {elt.value for elt in node.value.elts}  # type: ignore[attr-defined]
+            assert names <= defined, f"{rel}: __all__ names {sorted(names - defined)}"

@@ -163,6 +163,3 @@ if __name__ == "__main__":
         main_child()
     else:  # pragma: no cover - the CLI command is the entry
         raise SystemExit("use: dsv4-qual bench-client")
-
-
-__all__ = ["BenchResult", "bench", "render"]

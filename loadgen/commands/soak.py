@@ -420,6 +420,3 @@ def history_default(out: Path | None, scenario: Scenario) -> Path:
     """Next to the soaks, shared by every soak under the same results directory."""
     base = (out or default_soak_dir(scenario)).resolve().parent
     return base / "soak-history.sqlite"
-
-
-__all__ = ["SoakOutcome", "SoakPlan", "history_default", "make_plan", "soak"]

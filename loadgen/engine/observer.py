@@ -24,6 +24,3 @@ class RunObserver(Protocol):
 
     def in_flight(self, count: int) -> None:
         """Requests in flight now (every process's, with `--workers`)."""
-
-
-__all__ = ["RunObserver"]

@@ -175,6 +175,3 @@ def combine_reports(parent: dict[str, Any], workers: list[dict[str, Any]]) -> di
         "saturated": any(w.get("saturated") for w in workers),
         "per_worker": workers,
     }
-
-
-__all__ = ["PHASES", "Runner"]

@@ -27,8 +27,6 @@ from loadgen.run_facts import RunFacts
 from loadgen.scenario import GateConfig, ReferenceConfig
 from loadgen.targets.facts import ServerFacts
 
-__all__ = ["Check", "GateResult", "evaluate"]
-
 
 @dataclass
 class GateResult:

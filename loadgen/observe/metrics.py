@@ -379,6 +379,3 @@ class LiveMetrics:
             value = upper_bound(failures, measured)
             cached = self._bound = (failures, measured, math.nan if value is None else value)
         return cached[2]
-
-
-__all__ = ["MAX_LINGER_S", "OUTCOMES", "GateFacts", "LiveMetrics", "outcome_of"]

@@ -34,9 +34,6 @@ from loadgen.report.figures import png_bytes, pyplot
 
 _HEX64 = re.compile(r"\b([0-9a-f]{12})[0-9a-f]{52}\b")
 
-__all__ = ["change_table", "console", "failure_rate", "group_table", "per_version",
-           "round_table", "trend_figure", "version_table", "write_trend_plot"]
-
 
 def _pct(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{100 * value:.{digits}f}%"
