@@ -60,6 +60,7 @@ from loadgen.results import (
 )
 from loadgen.scenario import Scenario
 from loadgen.targets.embedded import serving
+from loadgen.targets.epochs import endpoint_looks
 from loadgen.targets.restarts import StartTracker
 
 if TYPE_CHECKING:
@@ -261,7 +262,8 @@ class SoakSession:
             server_doc: dict[str, Any] = {}
             with contextlib.suppress(BadInputError, OSError, ValueError):
                 server_doc = load_server(Path(rounds[-1]["results_dir"]))
-            self.starts.resume(orjson.loads(rounds[-1]["server_starts"] or "{}"), server_doc)
+            self.starts.resume(orjson.loads(rounds[-1]["server_starts"] or "{}"),
+                               endpoint_looks(server_doc))
         done = sum(1 for r in rounds if r["status"] == "complete")
         self.echo(f"soak {soak.soak_id}: resuming after round "
                   f"{rounds[-1]['round'] if rounds else 0} ({done} complete)")
@@ -321,7 +323,7 @@ class SoakSession:
             self.soak.soak_id, number, status="partial" if interrupted else "complete",
             note=report.run.interrupted if interrupted else None,
             ended=time.time(), results=results, verdicts=verdicts)
-        self.starts.after_round(report.server.document, bool(report.run.server_restarts),
+        self.starts.after_round(report.server.looks, bool(report.run.server_restarts),
                                 observations)
         # A signal held since the round finished: the round is complete and recorded, and
         # the soak stops after it.

@@ -129,33 +129,57 @@ def detect_restart(previous: dict[str, Observation] | None,
     return RestartCheck(bool(reasons), reasons)
 
 
-def last_seen(server_doc: dict[str, Any],
+@dataclass(frozen=True)
+class Look:
+    """What one /metrics snapshot said of the server's start."""
+
+    server_id: str | None
+    start_time: float | None
+
+    @classmethod
+    def of(cls, metrics_text: str | None) -> Look:
+        return cls(single_id(metrics_text), start_time_from_metrics(metrics_text))
+
+
+@dataclass(frozen=True)
+class EndpointLooks:
+    """An endpoint's start at the run's first and last look (server.json's snapshots)."""
+
+    first: Look
+    last: Look
+
+
+def endpoint_looks(server_doc: dict[str, Any]) -> dict[str, EndpointLooks]:
+    """Each endpoint's looks, from server.json as written."""
+    return {url: EndpointLooks(*(Look.of(info.get(f"metrics_{label}")) for label in SNAPSHOTS))
+            for url, info in (server_doc.get("servers") or {}).items()}
+
+
+def last_seen(looks: dict[str, EndpointLooks],
               fallback: dict[str, Observation] | None = None) -> dict[str, Observation]:
-    """What a run's server.json last said of each server: its id and start time at the
-    run's end (else its start), over what was observed before the run (`fallback`)."""
+    """What a run last saw of each server: its id and start time at the run's end (else
+    its start), over what was observed before the run (`fallback`)."""
     seen = dict(fallback or {})
-    for url, info in (server_doc.get("servers") or {}).items():
-        texts = [info.get(f"metrics_{label}") for label in reversed(SNAPSHOTS)]
+    for url, look in looks.items():
         known = seen.get(url)
-        server_id = next((i for i in map(single_id, texts) if i), None)
-        start = next((s for s in map(start_time_from_metrics, texts) if s), None)
+        server_id = look.last.server_id or look.first.server_id
+        start = next((s for s in (look.last.start_time, look.first.start_time) if s), None)
         seen[url] = Observation(
             url, True, start if start is not None else (known.start_time if known else None),
             server_id or (known.server_id if known else None))
     return seen
 
 
-def restarted_during(server_doc: dict[str, Any]) -> bool:
+def restarted_during(looks: dict[str, EndpointLooks]) -> bool:
     """Did a server start anew between the run's first and last look at it?"""
-    for info in (server_doc.get("servers") or {}).values():
-        before, after = (info.get(f"metrics_{label}") for label in SNAPSHOTS)
-        ids = single_id(before), single_id(after)
-        if all(ids):
-            if ids[0] != ids[1]:
+    for look in looks.values():
+        first, last = look.first, look.last
+        if first.server_id and last.server_id:
+            if first.server_id != last.server_id:
                 return True
             continue
-        starts = start_time_from_metrics(before), start_time_from_metrics(after)
-        if all(s is not None for s in starts) and not same_start(*starts):
+        if first.start_time is not None and last.start_time is not None and \
+                not same_start(first.start_time, last.start_time):
             return True
     return False
 

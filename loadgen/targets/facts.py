@@ -12,7 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from loadgen.targets.epochs import receipt_facts, select_receipts
+from loadgen.targets.epochs import (
+    EndpointLooks,
+    endpoint_looks,
+    receipt_facts,
+    select_receipts,
+)
 from loadgen.targets.receipts import ReceiptFacts
 from loadgen.targets.telemetry_summary import summarize
 
@@ -36,6 +41,7 @@ class ServerFacts:
     selection: dict[str, Any] = field(default_factory=dict)  # receipts_selection
     versions: list[str] = field(default_factory=list)  # from /version
     telemetry: dict[str, Any] = field(default_factory=dict)  # rates per server and total
+    looks: dict[str, EndpointLooks] = field(default_factory=dict)  # each endpoint's start
 
     @classmethod
     def from_document(cls, document: dict[str, Any]) -> ServerFacts:
@@ -48,6 +54,7 @@ class ServerFacts:
             selection=selected.get("receipts_selection") or {},
             versions=server_versions(selected),
             telemetry=summarize(selected),
+            looks=endpoint_looks(selected),
         )
 
     @property

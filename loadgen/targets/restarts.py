@@ -9,9 +9,14 @@ where a stopped soak left off from the starts its history recorded.
 
 from __future__ import annotations
 
-from typing import Any
-
-from loadgen.targets.epochs import Observation, detect_restart, last_seen, observe, restarted_during
+from loadgen.targets.epochs import (
+    EndpointLooks,
+    Observation,
+    detect_restart,
+    last_seen,
+    observe,
+    restarted_during,
+)
 
 
 class StartTracker:
@@ -21,12 +26,13 @@ class StartTracker:
         self.previous: dict[str, Observation] | None = None
         self.restarted_in_round = False
 
-    def resume(self, starts: dict[str, float | None], server_doc: dict[str, Any]) -> None:
-        """Continue from the last recorded round: its start times by URL, and its
-        server.json ({} when unreadable). Without a start time or a server id nothing
-        can tell whether the server restarted meanwhile: the next round primes."""
-        seen = last_seen(server_doc, {url: Observation(url, True, start)
-                                      for url, start in starts.items()})
+    def resume(self, starts: dict[str, float | None], looks: dict[str, EndpointLooks]
+               ) -> None:
+        """Continue from the last recorded round: its start times by URL, and what its
+        server.json saw (none when unreadable). Without a start time or a server id
+        nothing can tell whether the server restarted meanwhile: the next round primes."""
+        seen = last_seen(looks, {url: Observation(url, True, start)
+                                 for url, start in starts.items()})
         known = any(o.start_time is not None or o.server_id for o in seen.values())
         self.previous = seen if known else None
 
@@ -40,9 +46,9 @@ class StartTracker:
             reasons.append("the server restarted during the previous round")
         return reasons, observations
 
-    def after_round(self, server_doc: dict[str, Any], runner_saw_restart: bool,
+    def after_round(self, looks: dict[str, EndpointLooks], runner_saw_restart: bool,
                     observations: list[Observation]) -> None:
-        """Learn from the round's server.json: a restart while it ran (the runner saw the
-        server go, or its start moved) makes the next round prime."""
-        self.restarted_in_round = runner_saw_restart or restarted_during(server_doc)
-        self.previous = last_seen(server_doc, {o.base_url: o for o in observations})
+        """Learn from what the round saw of each start: a restart while it ran (the runner
+        saw the server go, or its start moved) makes the next round prime."""
+        self.restarted_in_round = runner_saw_restart or restarted_during(looks)
+        self.previous = last_seen(looks, {o.base_url: o for o in observations})

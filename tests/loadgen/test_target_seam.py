@@ -14,6 +14,7 @@ import pytest
 from loadgen.exit_codes import BadInputError
 from loadgen.scenario import Scenario, TargetConfig
 from loadgen.targets import embedded
+from loadgen.targets.epochs import Look, endpoint_looks
 from loadgen.targets.restarts import StartTracker
 
 
@@ -90,3 +91,29 @@ def test_a_resumed_soak_without_a_recorded_start_primes() -> None:
     tracker.resume({"http://h:1": 1700000000.0}, {})
     assert tracker.previous is not None
     assert tracker.previous["http://h:1"].start_time == 1700000000.0
+
+
+def test_a_start_that_moved_while_the_round_ran_makes_the_next_round_prime() -> None:
+    def metrics(server_id: str | None, start: float) -> str:
+        lines = [f"process_start_time_seconds {start}"]
+        if server_id:
+            lines.append(f'dsv4_qual_server_info{{server_id="{server_id}"}} 1')
+        return "\n".join(lines) + "\n"
+
+    def doc(first: str, last: str) -> dict:
+        return {"servers": {"http://h:1": {"metrics_before": first, "metrics_after": last}}}
+
+    moved = endpoint_looks(doc(metrics("a", 100.0), metrics("b", 200.0)))
+    assert moved["http://h:1"].last == Look("b", 200.0)
+    tracker = StartTracker()
+    tracker.after_round(moved, runner_saw_restart=False, observations=[])
+    assert tracker.restarted_in_round
+    assert tracker.previous is not None and tracker.previous["http://h:1"].server_id == "b"
+    # The same id at both looks: no restart, whatever else the text says.
+    tracker.after_round(endpoint_looks(doc(metrics("a", 100.0), metrics("a", 300.0))),
+                        runner_saw_restart=False, observations=[])
+    assert not tracker.restarted_in_round
+    # Without ids, the process start time decides.
+    tracker.after_round(endpoint_looks(doc(metrics(None, 100.0), metrics(None, 300.0))),
+                        runner_saw_restart=False, observations=[])
+    assert tracker.restarted_in_round
