@@ -81,6 +81,7 @@ TESTS: dict[str, list[str]] = {
         "tests/loadgen/test_bounds_and_gate.py",
     ],
     "loadgen/judge/tool_calls.py": [
+        "tests/loadgen/test_tool_call_findings.py",
         "tests/loadgen/test_tool_call_assembly.py",
         "tests/loadgen/test_loops.py",
         "tests/loadgen/test_verdicts.py",
