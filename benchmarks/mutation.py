@@ -65,6 +65,7 @@ TESTS: dict[str, list[str]] = {
     ],
     "loadgen/judge/leaks.py": [
         "tests/loadgen/test_leaks.py",
+        "tests/loadgen/test_leak_findings.py",
         "tests/loadgen/test_verdicts.py",
         "tests/loadgen/test_invisible_content.py",
         "tests/loadgen/test_no_false_alarms.py",
