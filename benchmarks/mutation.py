@@ -57,6 +57,7 @@ TESTS: dict[str, list[str]] = {
     ],
     "loadgen/judge/loops.py": [
         "tests/loadgen/test_loops.py",
+        "tests/loadgen/test_loop_thresholds.py",
         "tests/loadgen/test_verdicts.py",
         "tests/loadgen/test_invisible_content.py",
         "tests/loadgen/test_tool_call_assembly.py",
