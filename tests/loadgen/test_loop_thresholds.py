@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pytest
 
-from loadgen.judge.loops import ngram_loop
+from loadgen.judge.loops import ngram_loop, ngram_repetitions
 from loadgen.judge.verdicts import classify
 from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig
@@ -140,6 +140,58 @@ def test_ngram_loop_calls_a_novelty_at_min_novelty_a_template() -> None:
     text = " ".join(
         f"K{7919 * (i + 1):05d}X the ledger entry for this customer matches the invoice we "
         "hold on file and nothing else needs a second." for i in range(20))
+    (rep, *_) = ngram_repetitions(text, 8, 6, 400)
+    assert rep.novelty == pytest.approx(0.05)
     assert ngram_loop(text, 8, 6, 400) is not None
-    assert ngram_loop(text, 8, 6, 400, templates=True, min_novelty=0.05) is None
+    assert ngram_loop(text, 8, 6, 400, templates=True, min_novelty=rep.novelty) is None
     assert ngram_loop(text, 8, 6, 400, templates=True, min_novelty=0.051) is not None
+
+
+# ------------------------------------------------------- novelty at the fewest repeats
+
+def counted(repeats: int) -> str:
+    return " ".join(f"Attempt {i}: let me re-read the request now." for i in range(1, repeats + 1))
+
+
+def test_at_the_fewest_repeats_a_scenario_allows_a_sentence_said_twice_is_a_loop() -> None:
+    # ngram_min_repeats and loop_ended_min_repeats go down to 2: the one repeat after the
+    # first brings nothing new, so a reasoning that says its sentence twice loops.
+    cfg = VerdictConfig(ngram_min_repeats=2, loop_ended_min_repeats=2)
+    r = rec(finish_reason="stop", reasoning=counted(2), content="Done.")
+    assert classify(r, cfg) == ["reasoning_loop"]
+    assert r.findings["loop"] == {"field": "reasoning", "kind": "ngram",
+                                  "unit": "Attempt 1: let me re-read the request now.",
+                                  "repeats": 2}
+
+
+def test_a_counter_over_four_repeats_is_numbering_not_new_values() -> None:
+    # Four repeats are enough to see "1, 2, 3" count (it steps; it is not data that
+    # walks): the repeats bring nothing new and the reasoning loops.
+    cfg = VerdictConfig(ngram_min_repeats=4, loop_ended_min_repeats=4)
+    r = rec(finish_reason="stop", reasoning=counted(4), content="Done.")
+    assert classify(r, cfg) == ["reasoning_loop"]
+    assert r.findings["loop"] == {"field": "reasoning", "kind": "ngram",
+                                  "unit": "Attempt 3: let me re-read the request now.",
+                                  "repeats": 4}
+
+
+def test_a_count_that_walks_through_zeros_is_data() -> None:
+    # A queue length that comes and goes (0, 0, 1, 0, 2, 0) neither steps nor stays on a
+    # few values long enough to loop: it is what the text reports, one new word a repeat.
+    text = " ".join(f"The queue holds {n} jobs and the worker waits for the next batch."
+                    for n in (0, 0, 1, 0, 2, 0))
+    r = rec(finish_reason="stop", reasoning="Report it.", content=text)
+    assert classify(r, CFG) == ["ok"], r.findings
+
+
+def test_novelty_is_the_mean_over_every_repeat_after_the_first() -> None:
+    # The same sentence six times, one of them describing its cable with four new words:
+    # 4 of 17 words spread over the 4 repeats judged after the first (0.059), a template
+    # in the content (from 0.05). A mean that left out a repeat would call it a loop.
+    colours = ["blue", "blue", "red wide new fast", "blue", "blue", "blue"]
+    text = " ".join(f"I will look at the {c} cable once more before I answer the user."
+                    for c in colours)
+    (rep, *_) = ngram_repetitions(text, 8, 6, 400)
+    assert rep.novelty == pytest.approx(4 / 17 / 4)
+    r = rec(finish_reason="stop", reasoning="Report it.", content=text)
+    assert classify(r, CFG) == ["ok"], r.findings
