@@ -142,6 +142,12 @@ def test_case_and_punctuation_changes_do_not_hide_a_loop() -> None:
     ("2026-01-05", None), ("12:30", None), ("INV-1001", None), ("A00005", None),
     ("v12345", None), ("Attempt-12345", None), ("mix", None), ("CLIENT", None), ("", None),
     ("1234567890123", None), ("0x1f2e3d4c5b", None),
+    # The edges: Roman numerals that add up, upper-case hex, a letter with up to three
+    # digits and a word with up to four (a label), one more (an id); hex or a fraction
+    # after a label, and two upper-case letters, are ids and versions.
+    ("III", 3), ("VIII", 8), ("0X1F", 31), ("v123", 123), ("v1234", None),
+    ("step1234", 1234), ("step12345", None), ("v0x1f", None), ("v2.1", None),
+    ("PR12", None),
 ])
 def test_what_counts_as_numbering(core: str, value: int | None) -> None:
     assert numbering_value(core) == value
