@@ -32,7 +32,7 @@ FACT_KEYS = ("vllm_version", "c128a_layout", "image", "image_digest", "host", "g
              "gpu_count", "gpu_driver", "model", "model_revision", "scenario_hash")
 
 
-class BinomialCost(BaseCost):  # type: ignore[misc]
+class BinomialCost(BaseCost):
     """-2 log-likelihood of a segment's counts at their pooled rate (binomial deviance)."""
 
     model = "binomial"

@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from loadgen import fields
 from loadgen.judge.loops import text_loop
 from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig
@@ -36,7 +37,7 @@ def tool_call_problems(record: RequestRecord, cfg: VerdictConfig
         why.append("a tool call was expected; the reply has none")
     cut = record.finish_reason == "length"
     for i, call in enumerate(calls):
-        fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+        fn = fields.section(call, "function")
         name = fn.get("name") or ""
         raw = fn.get("arguments") or ""
         try:

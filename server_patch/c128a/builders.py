@@ -118,7 +118,7 @@ def _make_builder(layout: str, impl: str) -> C128ABuilder:
     build_c128a_topk_metadata.__module__ = "server_patch.c128a"
     build_c128a_topk_metadata.layout = layout  # type: ignore[attr-defined]
     build_c128a_topk_metadata.impl = impl  # type: ignore[attr-defined]
-    return build_c128a_topk_metadata  # type: ignore[return-value]
+    return build_c128a_topk_metadata
 
 
 def qualified_name(fn: Callable[..., object]) -> str:
