@@ -301,9 +301,9 @@ def qualify(scenario_ref: str, control_urls: tuple[str, ...], candidate_urls: tu
                      control_receipts=control_receipts_dir,
                      candidate_receipts=candidate_receipts_dir)
     outcome = run_qualify(scenario, cfg, out, quiet=quiet, transport=transport)
-    click.echo(f"qualify {scenario.name}: {outcome.document['headline']}; reports in "
+    click.echo(f"qualify {scenario.name}: {outcome.document.headline}; reports in "
                f"{outcome.out_dir}")
-    for reason in outcome.document["reasons"]:
+    for reason in outcome.document.reasons:
         click.echo(f"  - {reason}")
     sys.exit(outcome.exit_code)
 

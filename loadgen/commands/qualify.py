@@ -32,6 +32,7 @@ from loadgen.exit_codes import BadInputError, ExitCode
 from loadgen.judge.qualification import Qualification, decide
 from loadgen.judge.run_report import RunReport
 from loadgen.report import write_qualify_reports
+from loadgen.report.qualify_doc import QualifyDocument
 from loadgen.results import default_out_dir, new_run_id, prepare_out_dir
 from loadgen.scenario import QualifyConfig, QualifySide, Scenario
 
@@ -39,7 +40,7 @@ from loadgen.scenario import QualifyConfig, QualifySide, Scenario
 @dataclass
 class QualifyOutcome:
     qualification: Qualification
-    document: dict[str, Any]  # qualify.json
+    document: QualifyDocument  # what qualify.json says
 
     @property
     def out_dir(self) -> Path:

@@ -71,7 +71,7 @@ def rebuild_any(out_dir: Path) -> tuple[int, str]:
                                                            .get("allowed")),
                                command=command)
         doc = write_qualify_reports(qualification)
-        return qualification.exit_code, f"{command} {doc['scenario']}: {doc['headline']}; " \
+        return qualification.exit_code, f"{command} {doc.scenario}: {doc.headline}; " \
             f"reports in {out_dir}"
     raise BadInputError(f"{out_dir}: not a dsv4-qual results directory (no {RUN_FILE}, "
                         f"and no {CONTROL_DIR}/{RUN_FILE} of a qualify or demo run)")

@@ -14,7 +14,7 @@ from loadgen.judge.qualification import Qualification
 from loadgen.judge.run_report import RunReport
 from loadgen.report.junit import render_junit
 from loadgen.report.markdown import render_markdown
-from loadgen.report.qualify_doc import qualify_document
+from loadgen.report.qualify_doc import QualifyDocument, qualify_document
 from loadgen.report.qualify_junit import render_qualify_junit
 from loadgen.report.qualify_markdown import render_qualify_markdown
 from loadgen.report.summary import summary_document
@@ -38,11 +38,11 @@ def write_run_reports(report: RunReport, html: bool = True) -> dict[str, Any]:
 QUALIFY_FILE = "qualify.json"
 
 
-def write_qualify_reports(q: Qualification) -> dict[str, Any]:
+def write_qualify_reports(q: Qualification) -> QualifyDocument:
     """qualify.json, report.md, junit.xml and report.html of a qualification; the document."""
-    doc = rounded(qualify_document(q))
+    doc = qualify_document(q)
     out = q.out_dir
-    write_json(out / QUALIFY_FILE, doc)
+    write_json(out / QUALIFY_FILE, rounded(doc.to_dict()))
     write_atomic(out / MARKDOWN_FILE, render_qualify_markdown(doc).encode())
     write_atomic(out / JUNIT_FILE, render_qualify_junit(q, doc))
     from loadgen.report.qualify_html import render_qualify_html  # matplotlib: only here

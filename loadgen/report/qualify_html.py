@@ -16,20 +16,20 @@ from loadgen.judge.aggregate import failure_rate_by_in_flight, failure_rate_by_o
 from loadgen.judge.qualification import Qualification
 from loadgen.judge.run_report import RunReport
 from loadgen.report.figures import png_data_uri, pyplot
-from loadgen.report.qualify_doc import comparison_rows, verdict_rows
+from loadgen.report.qualify_doc import QualifyDocument, comparison_rows, verdict_rows
 
 COLORS = {"control": "#b3261e", "candidate": "#146c2e"}
 
 _TEMPLATE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
-<title>dsv4-qual {{ d.command or 'qualify' }}: {{ d.scenario }}</title>
+<title>dsv4-qual {{ d.command }}: {{ d.scenario }}</title>
 <style>
 body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
 table{border-collapse:collapse;margin:.5em 0} td,th{border:1px solid #ccc;padding:3px 8px;
 text-align:left;vertical-align:top} th{background:#f3f3f3}
 .pass{color:#146c2e} .fail{color:#b3261e} img{max-width:100%;border:1px solid #eee}
 </style></head><body>
-<h1>dsv4-qual {{ d.command or 'qualify' }}: {{ d.scenario }}</h1>
+<h1>dsv4-qual {{ d.command }}: {{ d.scenario }}</h1>
 <p id="verdict" class="{{ 'pass' if d.passed else 'fail' }}"><b>{{ d.headline }}</b></p>
 {% if d.reasons %}<ul>{% for r in d.reasons %}<li>{{ r }}</li>{% endfor %}</ul>{% endif %}
 {% if d.statements %}<ul id="statements">{% for r in d.statements %}<li>{{ r }}</li>
@@ -105,7 +105,7 @@ def _plots(sides: dict[str, RunReport]) -> list[tuple[str, str]]:
     return plots
 
 
-def render_qualify_html(q: Qualification, doc: dict[str, Any]) -> str:
+def render_qualify_html(q: Qualification, doc: QualifyDocument) -> str:
     sides = {"control": q.control}
     if q.candidate is not None:
         sides["candidate"] = q.candidate

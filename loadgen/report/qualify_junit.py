@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from typing import Any
 
 from loadgen.bounds import describe_bound
+from loadgen.exit_codes import ExitCode
 from loadgen.judge.qualification import Qualification
+from loadgen.report.qualify_doc import QualifyDocument
 
 
-def render_qualify_junit(q: Qualification, doc: dict[str, Any]) -> bytes:
-    classname = f"dsv4-qual.{doc.get('command') or 'qualify'}.{doc['scenario']}"
+def render_qualify_junit(q: Qualification, doc: QualifyDocument) -> bytes:
+    classname = f"dsv4-qual.{doc.command}.{doc.scenario}"
     suite = ET.Element("testsuite", {"name": classname})
     counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
 
@@ -22,30 +23,30 @@ def render_qualify_junit(q: Qualification, doc: dict[str, Any]) -> bytes:
             counts[{"failure": "failures", "error": "errors", "skipped": "skipped"}[outcome]] += 1
         ET.SubElement(el, "system-out").text = message
 
-    control = doc["control"]
-    reproduced = control["exit_code"] == 0
+    control = doc.control
+    reproduced = control.exit_code == ExitCode.PASSED
     case("control reproduces the bug", "passed" if reproduced else "error",
-         f"{control['failures']} of {control['measured']} measured requests failed with "
-         f"{', '.join(control['fail_on'])}" + ("" if reproduced else
-                                                ": " + "; ".join(doc["reasons"])))
-    model = doc.get("model") or {}
-    if doc["candidate"] is not None and model:
-        same = model["same"]
+         f"{control.failures} of {control.measured} measured requests failed with "
+         f"{', '.join(control.fail_on)}" + ("" if reproduced else
+                                            ": " + "; ".join(doc.reasons)))
+    models = doc.models
+    if doc.candidate is not None and models is not None:
         case("control and candidate serve the same model",
-             "passed" if same or model["allowed"] else "error",
-             "; ".join(doc.get("statements") or []) if same else
-             "; ".join(model["differences"]) + (" (allowed by qualify.allow_different_models)"
-                                                if model["allowed"] else ""))
-    candidate = doc["candidate"]
+             "passed" if models.same or models.allowed else "error",
+             "; ".join(doc.statements) if models.same else
+             "; ".join(models.differences) + (" (allowed by qualify.allow_different_models)"
+                                              if models.allowed else ""))
+    candidate = doc.candidate
     if candidate is None:
         case("candidate stays within its gate", "skipped",
-             "not run: " + "; ".join(doc["reasons"]))
+             "not run: " + "; ".join(doc.reasons))
     else:
-        outcome = {0: "passed", 1: "failure"}.get(candidate["exit_code"], "error")
-        message = (describe_bound(candidate["failures"], candidate["measured"])
-                   if candidate["measured"] else "no measured requests")
+        outcome = {ExitCode.PASSED: "passed", ExitCode.GATE_FAILED: "failure"}.get(
+            ExitCode(candidate.exit_code), "error")
+        message = (describe_bound(candidate.failures, candidate.measured)
+                   if candidate.measured else "no measured requests")
         case("candidate stays within its gate", outcome,
-             message + ("" if outcome == "passed" else ": " + "; ".join(candidate["reasons"])))
+             message + ("" if outcome == "passed" else ": " + "; ".join(candidate.reasons)))
     for side, report in (("control", q.control), ("candidate", q.candidate)):
         if report is None:
             continue
