@@ -11,15 +11,13 @@ from typing import Any
 import orjson
 import pytest
 
-from loadgen.commands.report import rebuild_reports
-from loadgen.judge.run_level import RUN_LEVEL_FILE, read_run_level
+from loadgen.judge.run_level import RUN_LEVEL_FILE, read_run_level, write_run_level
 from loadgen.judge.run_level.divergent import answer_key
 from loadgen.judge.run_level.rules import rules_for
 from loadgen.scenario import Scenario
 from loadgen.taxonomy import Verdict
 from tests.loadgen.test_cross_talk import expectation
 from tests.support.raw_records import counted
-from tests.support.reports import record, write_run_dir
 
 CALL = [{"type": "function",
          "function": {"name": "change_plan",
@@ -165,12 +163,13 @@ def test_a_greedy_line_without_a_seq_is_judged_as_its_own_record(tmp_path: Path)
 # ---------------------------------------------------------------- run_level.jsonl
 
 def test_run_level_jsonl_holds_one_line_per_changed_record(tmp_path: Path) -> None:
-    same = dict(greedy=True, body_hash="h", finish_reason="stop", content="yes")
-    records = [record(3, **same), record(1, **same), record(2, **{**same, "content": "no"}),
-               record(0, **{**same, "content": "maybe"})]
-    out = write_run_dir(tmp_path / "run", records)
-    rebuild_reports(out, html=False)
-    lines = [orjson.loads(x) for x in (out / RUN_LEVEL_FILE).read_bytes().splitlines()]
+    # What `dsv4-qual report DIR` writes beside records.jsonl: the changed records only.
+    same = dict(finish_reason="stop", content="yes")
+    records = [greedy(3, **same), greedy(1, **same), greedy(2, **{**same, "content": "no"}),
+               greedy(0, **{**same, "content": "maybe"})]
+    stats = counted(tmp_path, records)
+    write_run_level(tmp_path / RUN_LEVEL_FILE, stats.changed)
+    lines = [orjson.loads(x) for x in (tmp_path / RUN_LEVEL_FILE).read_bytes().splitlines()]
     # In seq order, whatever order they were found in.
     assert lines == [
         {"seq": 0, "phase": "measurement", "item_id": "i0", "verdicts": ["divergent"],
@@ -178,16 +177,16 @@ def test_run_level_jsonl_holds_one_line_per_changed_record(tmp_path: Path) -> No
         {"seq": 2, "phase": "measurement", "item_id": "i2", "verdicts": ["divergent"],
          "run_level": ["divergent"], "replaced": [], "findings": {}},
     ]
-    assert read_run_level(out / RUN_LEVEL_FILE) == {0: lines[0], 2: lines[1]}
+    assert read_run_level(tmp_path / RUN_LEVEL_FILE) == {0: lines[0], 2: lines[1]}
 
 
 def test_run_level_jsonl_is_rewritten_whole_and_empty_when_nothing_changed(
         tmp_path: Path) -> None:
-    out = write_run_dir(tmp_path / "run", [record(0), record(1)])
-    (out / RUN_LEVEL_FILE).write_text('{"seq": 0, "verdicts": ["divergent"]}\n')
-    rebuild_reports(out, html=False)
-    assert (out / RUN_LEVEL_FILE).read_bytes() == b""
-    assert read_run_level(out / RUN_LEVEL_FILE) == {}
+    path = tmp_path / RUN_LEVEL_FILE
+    path.write_text('{"seq": 0, "verdicts": ["divergent"]}\n')
+    write_run_level(path, counted(tmp_path, [greedy(0), greedy(1)]).changed)
+    assert path.read_bytes() == b""
+    assert read_run_level(path) == {}
 
 
 def test_a_reader_skips_lines_it_cannot_use(tmp_path: Path) -> None:
