@@ -136,9 +136,12 @@ def test_every_difference_is_named() -> None:
     candidate = side("candidate", 0, model="b",
                      receipts=[receipt(model="org/two", revision="r2")])
     q = decide(OUT, "s", control, candidate)
-    assert q.reasons[0] == OTHER_MODEL.format(
-        detail="served name a vs b; model loaded (receipts) org/one vs org/two; "
-               "revision (receipts) r1 vs r2")
+    differences = ("served name a vs b; model loaded (receipts) org/one vs org/two; "
+                   "revision (receipts) r1 vs r2")
+    assert q.reasons[0] == OTHER_MODEL.format(detail=differences)
+    allowed = decide(OUT, "s", control, candidate, allow_different_models=True)
+    assert allowed.statements[0] == (f"the sides served different models ({differences}), "
+                                     "allowed by qualify.allow_different_models")
 
 
 # ------------------------------------------------------------ what the pages state

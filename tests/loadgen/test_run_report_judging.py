@@ -128,3 +128,15 @@ def test_a_phase_without_time_or_measured_replies_has_no_rate() -> None:
     instant = PhaseStats(requests=1, first_sent=5.0, last_end=5.0, completion_tokens=[3])
     assert phase_summary(instant)["tokens_per_s"] is None
     assert phase_summary(instant)["requests_per_s"] is None
+
+
+def test_a_judged_run_carries_what_it_was_read_from(tmp_path: Path) -> None:
+    # Every report (the headline, the server table, the verdict) reads these.
+    server = {"servers": {"http://127.0.0.1:1": {"version": {"version": "0.28.0"}}}}
+    report = judged(tmp_path, [record(0)], scenario=scenario(gate={"role": "control"}),
+                    server=server)
+    assert report.out_dir == tmp_path
+    assert (report.scenario.name, report.scenario.gate.role) == ("s", "control")
+    assert (report.run.run_id, report.run.model) == ("r", "m")
+    assert report.server.versions == ["0.28.0"]
+    assert report.stats.records == 1 and report.gate.role == "control"
