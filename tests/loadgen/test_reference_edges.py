@@ -222,6 +222,11 @@ def test_a_summary_states_every_figure() -> None:
                          "reasoning_similarity": 1.0}],
     }
     assert judge([rec(0)], batch_invariant=True).summary()["batch_invariant"] is True
+    # A line without an item id is shown without one.
+    nameless = rec(0)
+    del nameless["item_id"]
+    (row,) = judge([nameless, rec(1, "reference")]).summary()["per_request"]
+    assert row["item_id"] == ""
 
 
 def test_without_texts_the_distribution_is_empty_not_zero() -> None:
@@ -253,6 +258,11 @@ def test_reasoning_agreement_is_reported_apart_from_the_answer() -> None:
         (0, 0.0)
     assert by_seq[2]["reasoning_first_divergence"] == len("XEHM4B moves to ")
     assert by_seq[2]["identical"] is False and by_seq[0]["identical"] is True
+    # Any reasoning at all is not the same reply as none.
+    for text in ("XXXX", " "):
+        (row,) = judge([rec(0, reasoning=text), rec(1, "reference", reasoning="")]
+                       ).summary()["per_request"]
+        assert row["identical"] is False
     # A solo reply that did not reason, against a loaded one that did.
     (row,) = judge([rec(0, reasoning="XEHM4B"), rec(1, "reference", reasoning="")]
                    ).summary()["per_request"]

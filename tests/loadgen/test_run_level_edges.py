@@ -149,6 +149,8 @@ def test_what_twins_must_agree_on_is_the_visible_answer() -> None:
     assert answer_key({**base, "tool_calls": [{"function": "x"}]}) == \
         answer_key({**base, "tool_calls": [{}]}) != answer_key({**base, "tool_calls": []})
     assert answer_key({**base, "content": None}) == answer_key({**base, "content": ""})
+    for text in ("XXXX", " ", "0"):  # any text at all is not an empty answer
+        assert answer_key({**base, "content": text}) != answer_key({**base, "content": None})
     assert answer_key({"finish_reason": "stop"}) == answer_key(
         {"finish_reason": "stop", "content": "", "tool_calls": []})
 
