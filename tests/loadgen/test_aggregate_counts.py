@@ -310,3 +310,35 @@ def test_each_rule_summary_is_kept_by_its_name(tmp_path: Path) -> None:
 def test_without_rules_nothing_is_revised(tmp_path: Path) -> None:
     stats = aggregate(write_records(tmp_path, [twin(0), twin(1), twin(2, "B")]), FAIL_ON)
     assert stats.changed == [] and dict(stats.phases["measurement"].verdicts) == {"ok": 3}
+
+
+def test_each_run_level_verdict_gets_its_example_after_ten_failures(tmp_path: Path) -> None:
+    # Ten failures fill the first tails; divergent, cross_talk and reference_mismatch
+    # still get one example each (three more tails, not two).
+    records = [rec(i, ["garbled"], sent=T0 + i) for i in range(20, 30)]
+    records += [twin(0), twin(1), twin(2, "B")]
+    ct = cross_talk_run()
+    records += [{**ct[0], "seq": 40, "verdicts": ["ok"]}, {**ct[1], "seq": 41}]
+    solo = rec(50, phase="reference", body_hash="ref", content="Q1RST1")
+    records += [solo, rec(51, body_hash="ref", content="Q9RST9")]
+    scenario = Scenario.model_validate({"name": "s", "reference": {"requests": 1}})
+    st = counted(tmp_path, records, scenario=scenario).phases["measurement"]
+    assert [(t.seq, t.verdicts[0]) for t in st.failures if t.seq not in range(20, 30)] == \
+        [(2, "divergent"), (40, "cross_talk"), (51, "reference_mismatch")]
+
+
+def test_revised_twins_are_each_counted(tmp_path: Path) -> None:
+    st = counted(tmp_path, [twin(0), twin(1), twin(2), twin(3, "B"), twin(4, "C")]
+                 ).phases["measurement"]
+    assert dict(st.primary) == {"ok": 3, "divergent": 2}
+    assert dict(st.verdicts) == {"ok": 3, "divergent": 2}
+
+
+def test_a_revised_line_without_seq_or_item_gets_its_tail(tmp_path: Path) -> None:
+    lost = twin(9, "B", reasoning="lost")
+    del lost["seq"], lost["item_id"]
+    stats = counted(tmp_path, [twin(0), twin(1), twin(2), lost])
+    (changed,) = stats.changed
+    assert (changed.seq, changed.item_id, changed.verdicts) == (-1, "", ["divergent"])
+    (tail,) = stats.phases["measurement"].failures
+    assert (tail.seq, tail.verdicts, tail.reasoning_tail) == (-1, ["divergent"], "lost")

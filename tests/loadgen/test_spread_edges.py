@@ -128,6 +128,15 @@ def test_a_rate_that_drops_is_said_to_fall() -> None:
     assert "their rate is falling with request order" in spread.statement()
 
 
+def test_the_direction_is_stated_however_slight_the_trend() -> None:
+    # summary.json states which way the rate leans even where the trend is no evidence:
+    # one failure just after the middle of eight buckets leans rising (trend 0.5).
+    spread = failure_spread(timeline([False] * 32 + [True] + [False] * 31))
+    assert spread.direction == "rising" and not spread.uneven
+    spread = failure_spread(timeline([False] * 31 + [True] + [False] * 32))
+    assert spread.direction == "falling"
+
+
 def test_failures_bunched_mid_run_are_said_to_cluster() -> None:
     # Symmetric about the middle: no trend, but all in two of eight buckets.
     spread = failure_spread(timeline([False] * 24 + [True] * 16 + [False] * 24))
