@@ -91,6 +91,46 @@ TESTS: dict[str, list[str]] = {
         "tests/loadgen/test_no_false_alarms.py",
         "tests/loadgen/test_honest_shapes.py",
     ],
+    "loadgen/judge/run_level/__init__.py": [
+        "tests/loadgen/test_run_level_edges.py",
+        "tests/loadgen/test_cross_talk.py",
+        "tests/loadgen/test_reference_rule.py",
+    ],
+    "loadgen/judge/run_level/cross_talk.py": [
+        "tests/loadgen/test_cross_talk.py",
+        "tests/loadgen/test_cross_talk_edges.py",
+    ],
+    "loadgen/judge/run_level/reference.py": [
+        "tests/loadgen/test_reference_rule.py",
+        "tests/loadgen/test_reference_edges.py",
+    ],
+    "loadgen/judge/run_level/divergent.py": [
+        "tests/loadgen/test_verdicts.py",
+        "tests/loadgen/test_run_level_edges.py",
+    ],
+    "loadgen/judge/run_level/rules.py": [
+        "tests/loadgen/test_run_level_edges.py",
+        "tests/loadgen/test_reference_edges.py",
+    ],
+    "loadgen/judge/aggregate.py": [
+        "tests/loadgen/test_aggregate_counts.py",
+        "tests/loadgen/test_run_level_edges.py",
+        "tests/loadgen/test_bounds_and_gate.py",
+        "tests/loadgen/test_gate_checks.py",
+        "tests/loadgen/test_gate_mutants.py",
+    ],
+    "loadgen/judge/spread.py": [
+        "tests/loadgen/test_spread_edges.py",
+        "tests/loadgen/test_bounds_and_gate.py",
+        "tests/loadgen/test_gate_mutants.py",
+    ],
+    "loadgen/judge/qualification.py": [
+        "tests/loadgen/test_qualification_verdicts.py",
+    ],
+    "loadgen/judge/run_report.py": [
+        "tests/loadgen/test_run_report_judging.py",
+        "tests/loadgen/test_aggregate_counts.py",
+    ],
     "server_patch/c128a/layouts.py": [
         "tests/server_patch/test_c128a_layouts.py",
         "tests/server_patch/test_c128a_layout_edges.py",

@@ -18,10 +18,15 @@ from loadgen.judge.run_level import Revision, completed
 from loadgen.taxonomy import Verdict
 
 
+def _called(call: dict[str, Any]) -> tuple[Any, Any]:
+    """A call's name and arguments (none where its `function` is not an object)."""
+    fn = call.get("function")
+    return (fn.get("name"), fn.get("arguments")) if isinstance(fn, dict) else (None, None)
+
+
 def answer_key(record: dict[str, Any]) -> bytes:
     """What two greedy replies to the same body must agree on: the visible answer."""
-    calls = [((c.get("function") or {}).get("name"), (c.get("function") or {}).get("arguments"))
-             for c in record.get("tool_calls") or [] if isinstance(c, dict)]
+    calls = [_called(c) for c in record.get("tool_calls") or [] if isinstance(c, dict)]
     digest = hashlib.blake2b(orjson.dumps([record.get("finish_reason"),
                                            record.get("content") or "", calls]),
                              digest_size=16)

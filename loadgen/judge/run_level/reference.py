@@ -76,7 +76,9 @@ def answer_text(record: dict[str, Any]) -> str:
     """The visible answer: the content, then each call as `name(arguments)`."""
     calls = []
     for call in record.get("tool_calls") or []:
-        fn = (call.get("function") or {}) if isinstance(call, dict) else {}
+        fn = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(fn, dict):
+            fn = {}
         calls.append(f"{fn.get('name')}({fn.get('arguments')})")
     return "\n".join([record.get("content") or "", *calls])
 
