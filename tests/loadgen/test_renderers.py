@@ -7,6 +7,7 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from loadgen.files import rounded
 from loadgen.judge.qualification import decide
 from loadgen.report import write_qualify_reports, write_run_reports
 from loadgen.report.html import render_html
@@ -100,14 +101,16 @@ def test_qualification_pages(tmp_path: Path) -> None:
     q = decide(tmp_path / "q", "mixed", control, candidate)
     assert (q.exit_code, q.verdict) == (0, "QUALIFIED")
     doc = qualify_document(q)
-    assert doc["control"]["results_dir"] == "control"
-    assert doc["candidate_upper_bound_95"] is not None
+    assert doc.control.results_dir == "control"
+    assert doc.to_dict()["candidate_upper_bound_95"] is not None
     text = render_qualify_markdown(doc)
     assert "QUALIFIED (exit 0)" in text and "| gated failures | 2 | 0 |" in text
     suite = ET.fromstring(render_qualify_junit(q, doc)).find("testsuite")
     assert suite is not None and suite.get("failures") == "0" and suite.get("errors") == "0"
     written = write_qualify_reports(q)
-    assert written == json.loads((tmp_path / "q" / "qualify.json").read_text())
+    # qualify.json is the document's dict, rounded for people to read.
+    assert json.loads((tmp_path / "q" / "qualify.json").read_text()) == json.loads(
+        json.dumps(rounded(written.to_dict())))
     assert (tmp_path / "q" / "report.html").read_text().count("data:image/png") == 3
 
 
@@ -121,6 +124,6 @@ def test_a_control_that_did_not_reproduce_skips_the_candidate(tmp_path: Path) ->
     assert suite is not None and suite.get("skipped") == "1" and suite.get("errors") == "1"
     # No reproduction bounds nothing: the pages say so, never "> 0.00%".
     doc = qualify_document(q)
-    assert "control: 0 of 4 reproduced the bug;" in doc["headline"]
+    assert "control: 0 of 4 reproduced the bug;" in doc.headline
     text = render_qualify_markdown(doc)
     assert "none: did not reproduce" in text and "0.00%" not in text
