@@ -99,8 +99,8 @@ class PhaseStats:
             if isinstance(end, int | float):
                 last = sent + end
                 self.last_end = last if self.last_end is None else max(self.last_end, last)
-        firsts = [t.get(k) for k in ("first_reasoning", "first_content")
-                  if isinstance(t.get(k), int | float)]
+        firsts = [v for k in ("first_reasoning", "first_content")
+                  if isinstance(v := t.get(k), int | float)]
         if firsts:
             self.ttft.append(min(firsts))
         if isinstance(t.get("gap_mean"), int | float):
@@ -292,8 +292,8 @@ def _tails_of_revised(path: Path, changed: list[Changed], phases: dict[str, Phas
     if not wanted:
         return
     for d in iter_record_dicts(path):
-        c = wanted.get(int(d.get("seq", -1)))
-        if c is not None:
-            phases[c.phase].failures.append(failure_tail(d, c.verdicts, c.findings))
+        found = wanted.get(int(d.get("seq", -1)))
+        if found is not None:
+            phases[found.phase].failures.append(failure_tail(d, found.verdicts, found.findings))
     for st in phases.values():
         st.failures.sort(key=lambda tail: tail.seq)

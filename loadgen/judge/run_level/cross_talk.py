@@ -43,9 +43,9 @@ class _Suspect:
 
 def _window(record: dict[str, Any]) -> tuple[float, float]:
     t = record.get("timings") or {}
-    start = t.get("sent") if isinstance(t.get("sent"), int | float) else 0.0
-    end = t.get("end") if isinstance(t.get("end"), int | float) else 0.0
-    return float(start), float(start) + float(end)
+    sent, end = t.get("sent"), t.get("end")
+    start = float(sent) if isinstance(sent, int | float) else 0.0
+    return start, start + (float(end) if isinstance(end, int | float) else 0.0)
 
 
 def reply_codes(record: dict[str, Any]) -> dict[str, list[str]]:
