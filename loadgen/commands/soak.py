@@ -48,6 +48,7 @@ from loadgen.files import write_json
 from loadgen.history import History, Soak, is_postgres, round_results
 from loadgen.history.identity import node_identity, server_columns
 from loadgen.history.spool import SPOOL_FILE, SpooledHistory
+from loadgen.history.statuses import RoundStatus, SoakStatus
 from loadgen.judge.gate import NOTHING_SENT
 from loadgen.results import (
     RECORDS_FILE,
@@ -91,8 +92,23 @@ class SoakOutcome:
     soak_id: str
     out_dir: Path
     exit_code: int
-    status: str
+    status: SoakStatus
     rounds: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Why the rounds stopped, and what that makes the soak."""
+
+    reason: str
+    status: SoakStatus = SoakStatus.FINISHED
+
+    @property
+    def interrupted(self) -> bool:
+        return self.status == SoakStatus.INTERRUPTED
+
+
+INTERRUPTED = Stop("interrupted", SoakStatus.INTERRUPTED)
 
 
 def make_plan(scenario: Scenario, duration: str | None, rounds: int | None,
@@ -145,7 +161,7 @@ def round_dir(soak_dir: Path, number: int) -> Path:
 def soak_exit_code(rounds: list[dict[str, Any]], interrupted: bool) -> int:
     if interrupted:
         return int(ExitCode.INTERRUPTED)
-    complete = [r for r in rounds if r["status"] == "complete"]
+    complete = [r for r in rounds if r["status"] == RoundStatus.COMPLETE]
     codes = {r["exit_code"] for r in complete}
     if ExitCode.GATE_FAILED in codes:
         return int(ExitCode.GATE_FAILED)
@@ -172,7 +188,8 @@ def recover_round(history: History | SpooledHistory, soak_id: str,
     results, verdicts = round_results(summary) if summary else ({}, {})
     results.update(columns)
     complete = summary is not None and summary["gate"]["exit_code"] != ExitCode.INTERRUPTED
-    history.finish_round(soak_id, row["round"], status="complete" if complete else "partial",
+    history.finish_round(soak_id, row["round"],
+                         status=RoundStatus.COMPLETE if complete else RoundStatus.PARTIAL,
                          note=None if complete else DIED_NOTE,
                          ended=_mtime(directory) or time.time(), results=results,
                          verdicts=verdicts)
@@ -212,7 +229,7 @@ class SoakSession:
     def open(self, new: bool) -> None:
         soak = self.history.unfinished_soak(self.scenario.name, str(self.out_dir))
         if soak is not None and new:
-            self.history.update_soak(soak.soak_id, status="abandoned", ended=time.time())
+            self.history.update_soak(soak.soak_id, status=SoakStatus.ABANDONED, ended=time.time())
             self.echo(f"soak {soak.soak_id}: abandoned (--new)")
             soak = None
         if soak is not None and self.plan.duration_s is not None and \
@@ -225,7 +242,7 @@ class SoakSession:
             soak = Soak(soak_id=f"{self.scenario.name or 'soak'}-{new_run_id()}-"
                                 f"{secrets.token_hex(2)}",
                         scenario=self.scenario.name, out_dir=str(self.out_dir), started=time.time(),
-                        status="running", duration_s=self.plan.duration_s,
+                        status=SoakStatus.RUNNING, duration_s=self.plan.duration_s,
                         rounds_target=self.plan.rounds, stop_on_breach=self.plan.stop_on_breach)
             self.history.add_soak(soak, __version__)
             self.soak = soak
@@ -238,10 +255,10 @@ class SoakSession:
     def _close_expired(self, soak: Soak) -> None:
         """An unfinished soak past its duration (killed last night): close, never continue."""
         for row in self.history.rounds(soak.soak_id):
-            if row["status"] == "running":
+            if row["status"] == RoundStatus.RUNNING:
                 recover_round(self.history, soak.soak_id, row)
         rounds = self.history.rounds(soak.soak_id)
-        self.history.update_soak(soak.soak_id, status="expired",
+        self.history.update_soak(soak.soak_id, status=SoakStatus.EXPIRED,
                                  ended=max((r["ended"] or r["started"] for r in rounds),
                                            default=soak.started),
                                  exit_code=soak_exit_code(rounds, interrupted=False))
@@ -249,11 +266,12 @@ class SoakSession:
                   "(expired), starting a new soak")
 
     def _resume(self, soak: Soak) -> None:
-        self.history.update_soak(soak.soak_id, status="running", duration_s=self.plan.duration_s,
+        self.history.update_soak(soak.soak_id, status=SoakStatus.RUNNING,
+                                 duration_s=self.plan.duration_s,
                                  rounds_target=self.plan.rounds,
                                  stop_on_breach=int(self.plan.stop_on_breach))
         for row in self.history.rounds(soak.soak_id):
-            if row["status"] == "running":
+            if row["status"] == RoundStatus.RUNNING:
                 recover_round(self.history, soak.soak_id, row)
                 self.echo(f"soak {soak.soak_id}: round {row['round']} was cut short; "
                           "recorded as partial")
@@ -264,7 +282,7 @@ class SoakSession:
                 server_doc = load_server(Path(rounds[-1]["results_dir"]))
             self.starts.resume(orjson.loads(rounds[-1]["server_starts"] or "{}"),
                                endpoint_looks(server_doc))
-        done = sum(1 for r in rounds if r["status"] == "complete")
+        done = sum(1 for r in rounds if r["status"] == RoundStatus.COMPLETE)
         self.echo(f"soak {soak.soak_id}: resuming after round "
                   f"{rounds[-1]['round'] if rounds else 0} ({done} complete)")
 
@@ -273,7 +291,7 @@ class SoakSession:
     def _should_stop(self) -> str | None:
         assert self.soak is not None
         rounds = self.history.rounds(self.soak.soak_id)
-        complete = sum(1 for r in rounds if r["status"] == "complete")
+        complete = sum(1 for r in rounds if r["status"] == RoundStatus.COMPLETE)
         if self.plan.rounds is not None and complete >= self.plan.rounds:
             return f"{complete} complete rounds"
         if self.plan.duration_s is not None and \
@@ -320,7 +338,8 @@ class SoakSession:
         results, verdicts = round_results(outcome.summary)
         results.update(server_columns(report.server, report.run.model))
         self.history.finish_round(
-            self.soak.soak_id, number, status="partial" if interrupted else "complete",
+            self.soak.soak_id, number,
+            status=RoundStatus.PARTIAL if interrupted else RoundStatus.COMPLETE,
             note=report.run.interrupted if interrupted else None,
             ended=time.time(), results=results, verdicts=verdicts)
         self.starts.after_round(report.server.looks, bool(report.run.server_restarts),
@@ -335,35 +354,35 @@ class SoakSession:
                 "interrupted": interrupted or bool(outcome.interrupted_after),
                 "refused": report.run.invalid if refused else None}
 
-    def loop(self, base_urls: list[str]) -> tuple[str, bool]:
-        """Rounds until the plan says stop; (why it stopped, whether interrupted)."""
+    def loop(self, base_urls: list[str]) -> Stop:
+        """Rounds until the plan says stop."""
         while True:
             reason = self._should_stop()
             if reason:
-                return reason, False
+                return Stop(reason)
             try:
                 interrupts.resume()  # raises for a signal held since the last round
                 result = self.run_round(base_urls)
             except KeyboardInterrupt:
-                return "interrupted", True
+                return INTERRUPTED
             if result["interrupted"]:
-                return "interrupted", True
+                return INTERRUPTED
             if result["refused"]:
-                return f"round {result['round']} sent nothing: {result['refused']}", False
+                return Stop(f"round {result['round']} sent nothing: {result['refused']}")
             if self.plan.stop_on_breach and result["exit_code"] == ExitCode.GATE_FAILED:
-                return f"gate breached in round {result['round']} (--stop-on-breach)", False
+                return Stop(f"gate breached in round {result['round']} (--stop-on-breach)",
+                            SoakStatus.STOPPED_ON_BREACH)
 
-    def finish(self, reason: str, interrupted: bool) -> SoakOutcome:
+    def finish(self, stop: Stop) -> SoakOutcome:
         assert self.soak is not None
         rounds = self.history.rounds(self.soak.soak_id)
-        code = soak_exit_code(rounds, interrupted)
-        status = ("interrupted" if interrupted else
-                  "stopped_on_breach" if "breach" in reason else "finished")
+        code = soak_exit_code(rounds, stop.interrupted)
+        status = stop.status
         self.history.update_soak(self.soak.soak_id, status=status, ended=time.time(),
                                  exit_code=code)
         write_json(self.soak_dir / SOAK_FILE, {
             "soak_id": self.soak.soak_id, "scenario": self.scenario.name,
-            "history": str(self.history.path), "status": status, "stopped": reason,
+            "history": str(self.history.path), "status": status, "stopped": stop.reason,
             "exit_code": code, "plan": self.plan.__dict__,
             "rounds": [{k: r[k] for k in ("round", "status", "exit_code", "measured",
                                           "gated_failures", "upper_bound_95", "priming",
@@ -404,14 +423,14 @@ def soak(scenario: Scenario, plan: SoakPlan, out: Path | None, history_path: str
                             session.scenario = session.scenario.with_overrides(
                                 base_urls=served.target.base_urls,
                                 receipts_dir=served.target.receipts_dir)
-                        reason, interrupted = session.loop(served.target.base_urls)
+                        stop = session.loop(served.target.base_urls)
                     finally:
                         interrupts.hold()  # the soak's own bookkeeping is written whole
             except KeyboardInterrupt:  # also while the embedded target was starting
                 interrupts.hold()
-                reason, interrupted = "interrupted", True
-            outcome = session.finish(reason, interrupted)
-            session.echo(f"soak {outcome.soak_id}: {outcome.status} ({reason}); "
+                stop = INTERRUPTED
+            outcome = session.finish(stop)
+            session.echo(f"soak {outcome.soak_id}: {outcome.status} ({stop.reason}); "
                          f"exit {outcome.exit_code}")
             return outcome
         finally:

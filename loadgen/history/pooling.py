@@ -17,17 +17,20 @@ from typing import Any
 
 from loadgen.bounds import upper_bound
 from loadgen.exit_codes import ExitCode
+from loadgen.history.statuses import RoundStatus
 
 UNKNOWN = "unknown"
 
-RUNNING, PARTIAL, INVALID, COMPLETE = "running", "partial", "invalid", "complete"
+#: What a round counts as: its status, and for a complete round whether its gate held.
+RUNNING, PARTIAL, COMPLETE = RoundStatus.RUNNING, RoundStatus.PARTIAL, RoundStatus.COMPLETE
+INVALID = "invalid"  # ran to its end, but exit 2 or no gate: never pooled
 
 
 def round_outcome(row: dict[str, Any]) -> str:
     """running, partial, invalid (ran to its end, exit 2 or no gate), or complete."""
-    if row.get("status") == "running":
+    if row.get("status") == RUNNING:
         return RUNNING
-    if row.get("status") != "complete":
+    if row.get("status") != COMPLETE:
         return PARTIAL
     if row.get("exit_code") in (ExitCode.PASSED, ExitCode.GATE_FAILED):
         return COMPLETE

@@ -31,6 +31,7 @@ from typing import Any
 
 from loadgen.history.db import Database, connect, redact
 from loadgen.history.schema import ROUND_COLUMNS, ROUND_FACT_COLUMNS, SOAK_COLUMNS
+from loadgen.history.statuses import RoundStatus
 
 # Round columns filled from a finished round (its summary.json and server facts).
 RESULT_COLUMNS = (
@@ -121,7 +122,8 @@ class History:
         identity = identity or {}
         _check_columns(identity, set(START_COLUMNS))
         known = [s for s in server_starts.values() if s is not None]
-        fields = {"soak_id": soak_id, "round": number, "status": "running", "started": started,
+        fields = {"soak_id": soak_id, "round": number, "status": RoundStatus.RUNNING,
+                  "started": started,
                   "scenario": scenario, "results_dir": results_dir, "priming": priming,
                   "restart_detected": int(restart_detected),
                   "server_start": max(known) if known else None,
