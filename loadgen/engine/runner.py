@@ -21,6 +21,7 @@ from loadgen.engine.progress import Progress
 from loadgen.engine.reference import reference_items
 from loadgen.engine.requests import RequestMaker
 from loadgen.engine.session import Session
+from loadgen.engine.shard_worker import ShardReport
 from loadgen.exit_codes import RunInvalidError
 from loadgen.run_facts import RunFacts
 from loadgen.scenario import Scenario
@@ -49,7 +50,7 @@ class Runner:
         self.quiet = quiet
         self.observer = observer
         self.telemetry: Telemetry | None = None
-        self._worker_reports: list[dict[str, Any]] = []
+        self._worker_reports: list[ShardReport] = []
 
     async def run(self) -> RunFacts:
         scenario = self.scenario
@@ -151,7 +152,7 @@ class Runner:
             reason = session.stopper.reason  # the workers' errors together over the limit
             if reason is not None and reason.kind == "invalid":
                 raise RunInvalidError(reason.message)
-            invalid = next((r["invalid"] for r in reports if r.get("invalid")), None)
+            invalid = next((r.invalid for r in reports if r.invalid), None)
             if invalid:
                 raise RunInvalidError(invalid)
             return
@@ -161,17 +162,17 @@ class Runner:
         return self.telemetry.document() if self.telemetry else {}
 
 
-def combine_reports(parent: dict[str, Any], workers: list[dict[str, Any]]) -> dict[str, Any]:
+def combine_reports(parent: dict[str, Any], workers: list[ShardReport]) -> dict[str, Any]:
     """The client's self-monitoring over all worker processes."""
-    cpu = sum(w.get("cpu_s") or 0.0 for w in workers)
-    records = sum(w.get("records") or 0 for w in workers)
-    lags = [w["loop_lag_ms_p99"] for w in workers if w.get("loop_lag_ms_p99") is not None]
+    cpu = sum(w.client.get("cpu_s") or 0.0 for w in workers)
+    records = sum(w.records for w in workers)
+    lags = [lag for w in workers if (lag := w.client.get("loop_lag_ms_p99")) is not None]
     return {
         **parent,
-        "workers": len({w.get("worker") for w in workers}) or len(workers),
+        "workers": len({w.worker for w in workers}) or len(workers),
         "cpu_s": round(cpu, 3),
         "cpu_ms_per_request": round(cpu * 1000 / records, 3) if records else None,
         "loop_lag_ms_p99": max(lags) if lags else None,
-        "saturated": any(w.get("saturated") for w in workers),
-        "per_worker": workers,
+        "saturated": any(w.client.get("saturated") for w in workers),
+        "per_worker": [w.to_dict() for w in workers],
     }

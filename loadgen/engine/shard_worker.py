@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -53,7 +53,24 @@ class ShardSpec:
     seq_count: int
 
 
-async def send_shard(spec: ShardSpec, shared_in_flight: Any, barrier: Any) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ShardReport:
+    """What one worker process tells the parent when its share of a phase is done (sent
+    whole through the pipe, so both sides read the same fields)."""
+
+    worker: int | str  # its index, or its process name when it died without a word
+    records: int = 0
+    interrupted: str | None = None  # why it stopped early, in the stop signal's words
+    invalid: str | None = None  # why the run became invalid in this worker
+    client: dict[str, Any] = field(default_factory=dict)  # SelfMonitor.report: CPU, lag
+
+    def to_dict(self) -> dict[str, Any]:
+        """summary.json's `client.per_worker` entry."""
+        return {**self.client, "records": self.records, "interrupted": self.interrupted,
+                "invalid": self.invalid, "worker": self.worker}
+
+
+async def send_shard(spec: ShardSpec, shared_in_flight: Any, barrier: Any) -> ShardReport:
     data = dict(spec.scenario)
     data["load"] = {**data["load"], "concurrency": spec.concurrency,
                     "rate_limit": spec.rate_limit}
@@ -80,13 +97,11 @@ async def send_shard(spec: ShardSpec, shared_in_flight: Any, barrier: Any) -> di
         await session.selfmon.stop()
         reason = session.stopper.reason
         interrupted = reason.message if reason and reason.kind == "interrupted" else None
-        return {**session.selfmon.report(session.records_written),
-                "records": session.records_written, "interrupted": interrupted,
-                "invalid": facts.invalid}
+        return ShardReport(spec.index, session.records_written, interrupted, facts.invalid,
+                           session.selfmon.report(session.records_written))
 
 
 def shard_main(spec: ShardSpec, shared_in_flight: Any, barrier: Any, conn: Connection) -> None:
     """Entry point of a worker process."""
-    report = loop.run(send_shard(spec, shared_in_flight, barrier))
-    conn.send({**report, "worker": spec.index})
+    conn.send(loop.run(send_shard(spec, shared_in_flight, barrier)))
     conn.close()

@@ -25,7 +25,7 @@ import orjson
 from loadgen.engine.budget import InfraBudget
 from loadgen.engine.progress import Progress
 from loadgen.engine.session import Session
-from loadgen.engine.shard_worker import STOP_INVALID, ShardSpec, shard_main
+from loadgen.engine.shard_worker import STOP_INVALID, ShardReport, ShardSpec, shard_main
 from loadgen.engine.stopping import Stopper
 from loadgen.records import ErrorKind
 from loadgen.results import RECORDS_FILE
@@ -84,7 +84,7 @@ class _Follower:
 
 async def run_sharded_phase(session: Session, out_dir: Path, workers: int, *, transport: str,
                             api_key: str | None, phase: str, start: int, count: int
-                            ) -> list[dict[str, Any]]:
+                            ) -> list[ShardReport]:
     """Spawn the workers for seqs [start, start + count), follow them, return their reports."""
     ctx = multiprocessing.get_context("spawn")
     n = min(workers, count)
@@ -140,11 +140,11 @@ async def run_sharded_phase(session: Session, out_dir: Path, workers: int, *, tr
             await following
         follower.read()  # the records that landed after the last poll
         session.progress.end_phase(session.stopper.reason)
-    reports = []
+    reports: list[ShardReport] = []
     for proc, conn in procs:
         if conn.poll():
             reports.append(conn.recv())
         elif proc.exitcode != 0:
-            reports.append({"worker": proc.name, "invalid":
-                            f"worker process {proc.name} failed (exit {proc.exitcode})"})
+            reports.append(ShardReport(proc.name, invalid=f"worker process {proc.name} "
+                                                          f"failed (exit {proc.exitcode})"))
     return reports
