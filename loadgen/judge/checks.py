@@ -3,6 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
+
+
+class CheckKind(StrEnum):
+    """What a failed check makes of the run (junit.xml's element for it)."""
+
+    FAILURE = "failure"  # the gate failed: exit 1
+    ERROR = "error"  # the run cannot be judged: invalid, exit 2
 
 
 @dataclass
@@ -10,4 +18,4 @@ class Check:
     name: str
     passed: bool
     message: str
-    kind: str = "failure"  # "failure" fails the gate, "error" makes the run invalid
+    kind: CheckKind = CheckKind.FAILURE  # read only when the check failed

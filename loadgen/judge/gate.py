@@ -19,18 +19,18 @@ from typing import Any
 from loadgen.bounds import detectable_rate, lower_bound, upper_bound
 from loadgen.exit_codes import ExitCode
 from loadgen.judge.aggregate import PhaseStats
-from loadgen.judge.checks import Check
+from loadgen.judge.checks import Check, CheckKind
 from loadgen.judge.receipt_rules import receipts_check, receipts_statement, stride_check
 from loadgen.judge.spread import FailureSpread, failure_spread
 from loadgen.load_claim import LoadClaim, describe
 from loadgen.run_facts import RunFacts
-from loadgen.scenario import GateConfig, ReferenceConfig
+from loadgen.scenario import GateConfig, ReferenceConfig, Role
 from loadgen.targets.facts import ServerFacts
 
 
 @dataclass
 class GateResult:
-    role: str
+    role: Role
     passed: bool
     failures: int
     allowed: int
@@ -48,7 +48,7 @@ class GateResult:
     reasons: list[str] = field(default_factory=list)
     checks: list[Check] = field(default_factory=list)
     per_verdict: dict[str, int] = field(default_factory=dict)
-    spread: dict[str, Any] = field(default_factory=dict)  # failures by request order
+    spread: FailureSpread = field(default_factory=FailureSpread)  # by request order
     statement: str = ""  # what this run proves, in words
     #: Measured requests the model answered (measured, less infrastructure errors).
     replies: int = 0
@@ -57,7 +57,8 @@ class GateResult:
     no_rate: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """summary.json's `gate`: every field, the spread with its verdict and sentence."""
+        return {**asdict(self), "spread": self.spread.to_dict()}
 
 
 @dataclass
@@ -116,7 +117,7 @@ def priming_check(cfg: GateConfig, context: GateContext) -> Check:
     planned = context.priming_planned
     if planned <= 0:
         return Check("priming reached the model", True, "no priming asked of this run",
-                     kind="error")
+                     kind=CheckKind.ERROR)
     st = context.priming or PhaseStats()
     answered = replies(st)
     ok = st.infra_errors <= cfg.max_infra_errors and answered >= planned - cfg.max_infra_errors
@@ -124,7 +125,7 @@ def priming_check(cfg: GateConfig, context: GateContext) -> Check:
                  ok, f"{answered} of {planned} priming requests answered by the model, "
                  f"{st.infra_errors} http_error/timeout/stream_error"
                  + ("" if ok else ": the server was not warmed up as the scenario requires"),
-                 kind="error")
+                 kind=CheckKind.ERROR)
 
 
 def acceptance_check(context: GateContext) -> Check | None:
@@ -155,15 +156,18 @@ def evaluate(cfg: GateConfig, stats: PhaseStats | None, run: RunFacts,
     # within its own limit) is no evidence that it answers right, so it is not counted
     # as a request that passed (it would tighten the bound with nothing behind it).
     measured = replies(st)
-    candidate = cfg.role == "candidate"
+    candidate = cfg.role == Role.CANDIDATE
     needed = cfg.required_measured()
+    completed = Check("run completed", run.invalid is None and run.interrupted is None,
+                      run.invalid or run.interrupted or "server ready, all phases ran",
+                      kind=CheckKind.ERROR)
     checks = [
-        Check("run completed", run.invalid is None and run.interrupted is None,
-              run.invalid or run.interrupted or "server ready, all phases ran", kind="error"),
+        completed,
         priming_check(cfg, context),
         Check(f"infrastructure errors <= {cfg.max_infra_errors}",
               st.infra_errors <= cfg.max_infra_errors,
-              f"{st.infra_errors} http_error/timeout/stream_error in measurement", kind="error"),
+              f"{st.infra_errors} http_error/timeout/stream_error in measurement",
+              kind=CheckKind.ERROR),
         # A measurement the model never answered proves nothing, whatever the limit on
         # infrastructure errors allowed: invalid, never a pass of "0 failed".
         Check(f"measured requests >= {needed}", measured >= needed and measured > 0,
@@ -173,7 +177,7 @@ def evaluate(cfg: GateConfig, stats: PhaseStats | None, run: RunFacts,
                   if st.infra_errors else "")
               + (f"; {needed} are needed to prove a failure rate below "
                  f"{100 * cfg.prove_below:g}% at 95% with {cfg.allowed} allowed"
-                 if candidate else ""), kind="error"),
+                 if candidate else ""), kind=CheckKind.ERROR),
         receipts_check(cfg, server.receipts, server.selection.get("receipts_dir"), measured),
     ]
     if cfg.fail_on_stride_violations:
@@ -190,13 +194,13 @@ def evaluate(cfg: GateConfig, stats: PhaseStats | None, run: RunFacts,
                             f"{failures} of {measured} reproduced the bug (needs more than "
                             f"{cfg.allowed})"))
     failed = [c for c in checks if not c.passed]
-    if not checks[0].passed:  # a run that did not complete: the rest follows from that
-        failed = [checks[0]]
+    if not completed.passed:  # a run that did not complete: the rest follows from that
+        failed = [completed]
     reasons = [c.message for c in failed]
     spread = failure_spread(st.timeline)
     if run.interrupted:
         code = ExitCode.INTERRUPTED
-    elif any(not c.passed and c.kind == "error" for c in checks):
+    elif any(not c.passed and c.kind == CheckKind.ERROR for c in checks):
         code = ExitCode.RUN_INVALID
     elif all(c.passed for c in checks):
         code = ExitCode.PASSED
@@ -217,7 +221,7 @@ def evaluate(cfg: GateConfig, stats: PhaseStats | None, run: RunFacts,
         detectable_rate_95=detectable,
         reasons=reasons, checks=checks,
         per_verdict={str(v): st.verdicts.get(v, 0) for v in cfg.fail_on},
-        spread=spread.to_dict(),
+        spread=spread,
         statement=" ".join(filter(None, (
             f"{without[0].upper()}{without[1:]}: this run proves nothing." if without else
             statement(cfg, failures, measured, upper, lower, detectable, spread,

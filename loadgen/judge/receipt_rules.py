@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from loadgen.judge.checks import Check
+from loadgen.judge.checks import Check, CheckKind
 from loadgen.scenario import GateConfig
 from loadgen.targets.receipts import UPSTREAM, EndpointStart, ProcessReceipt, ReceiptFacts
 
@@ -179,7 +179,7 @@ def receipts_check(cfg: GateConfig, receipts: ReceiptFacts, receipts_dir: str | 
     if not receipts.found:
         if cfg.require_receipts:
             return Check(NAME, False, f"no patch receipt found{where}: the server cannot show "
-                         "which C128A builder it ran", kind="error")
+                         "which C128A builder it ran", kind=CheckKind.ERROR)
         return Check(NAME, True, f"no patch receipt{where}: the C128A layout the server ran "
                      f"is unknown; {REPLIES_ALONE}")
     untied = [e for e in receipts.endpoints if e.problem]
@@ -187,13 +187,13 @@ def receipts_check(cfg: GateConfig, receipts: ReceiptFacts, receipts_dir: str | 
         problems = "; ".join(str(e.problem) for e in untied) or (
             "no measured endpoint said which server start it is")
         return Check(NAME, False, f"{problems}: the {receipts.found} receipt(s){where} cannot "
-                     "be tied to the server measured", kind="error")
+                     "be tied to the server measured", kind=CheckKind.ERROR)
     if not receipts.processes:
         text = (f"no patch receipt{where} belongs to a measured endpoint's current server "
                 f"start ({_set_aside_text(receipts)})")
         if cfg.require_receipts:
             return Check(NAME, False, text + ": the server cannot show which C128A builder "
-                         "it ran", kind="error")
+                         "it ran", kind=CheckKind.ERROR)
         return Check(NAME, True, f"{text}; {REPLIES_ALONE}")
     model = receipts.model_processes
     packed = [p for p in model if p.effective_layout == PACKED
@@ -216,7 +216,7 @@ def receipts_check(cfg: GateConfig, receipts: ReceiptFacts, receipts_dir: str | 
     if upstream_unknown:
         return Check(NAME, False, f"the model ran upstream's own builder (layout off) in "
                      f"{_names(upstream_unknown)}, and what it writes in that vLLM release is "
-                     "unknown", kind="error")
+                     "unknown", kind=CheckKind.ERROR)
     upstream_refused = [p for p in model if p.effective_layout == UPSTREAM
                         and p.upstream_variant not in accepted]
     if upstream_refused:
@@ -228,7 +228,7 @@ def receipts_check(cfg: GateConfig, receipts: ReceiptFacts, receipts_dir: str | 
         for server_id in endpoint.server_ids:
             problem = _start_problems(endpoint, server_id, receipts)
             if problem:
-                return Check(NAME, False, problem, kind="error")
+                return Check(NAME, False, problem, kind=CheckKind.ERROR)
     c128a = receipts.c128a_processes
     no_layers = [p for p in model if p not in c128a]
     unwatched_layers = [p for p in no_layers if p.hooks.get("c128a_builders", "ok") != "ok"]
@@ -237,22 +237,22 @@ def receipts_check(cfg: GateConfig, receipts: ReceiptFacts, receipts_dir: str | 
                                   for p in unwatched_layers}))
         return Check(NAME, False, "the model watch could not count C128A builders "
                      f"({hooks}), so a model without C128A layers cannot be told from a "
-                     "builder that was never reached", kind="error")
+                     "builder that was never reached", kind=CheckKind.ERROR)
     kind_problem = _model_kind_problem(no_layers)
     if kind_problem:
-        return Check(NAME, False, kind_problem, kind="error")
+        return Check(NAME, False, kind_problem, kind=CheckKind.ERROR)
     if not c128a:
         return Check(NAME, True, _no_layers_statement(model))
     unwatched = [p for p in c128a if not p.guard_on]
     if unwatched:
         return Check(NAME, False, f"the stride guard is off in {_names(unwatched)} "
-                     "(DSV4_QUAL_GUARD=0): its builder calls cannot be seen", kind="error")
+                     "(DSV4_QUAL_GUARD=0): its builder calls cannot be seen", kind=CheckKind.ERROR)
     silent = [p for p in c128a if p.guard_calls == 0]
     if silent:
         why = ("the C128A builder was not reached: 0 builder calls in every model process "
                f"while {measured} requests were served" if len(silent) == len(c128a)
                else f"no C128A builder call in {_names(silent)}")
-        return Check(NAME, False, why, kind="error")
+        return Check(NAME, False, why, kind=CheckKind.ERROR)
     calls = sum(p.guard_calls for p in c128a)
     return Check(NAME, True, f"{len(model)} model process(es) ran {_layouts(model)}; the stride "
                  f"guard saw {calls} C128A builder call(s) in {len(c128a)} of them and no "
@@ -311,7 +311,7 @@ def stride_check(receipts: ReceiptFacts, role: str) -> Check:
     if role == "control":
         return Check("C128A stride violations (control: expected)", True, message)
     if violations == 0 and calls == 0:
-        return Check("no C128A stride violations", False, kind="error",
+        return Check("no C128A stride violations", False, kind=CheckKind.ERROR,
                      message="the stride guard reported no builder calls (guard off, "
                              "receipts not read, or the builder never ran)")
     return Check("no C128A stride violations", violations == 0, message)

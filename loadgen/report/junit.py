@@ -6,6 +6,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from loadgen.exit_codes import ExitCode
+from loadgen.judge.checks import CheckKind
 from loadgen.judge.run_report import RunReport
 from loadgen.load_claim import describe
 from loadgen.report.run_text import load_claim
@@ -38,7 +39,7 @@ def render_junit(report: RunReport) -> bytes:
     for check in gate.checks:
         case = ET.SubElement(suite, "testcase", {"classname": classname, "name": check.name})
         if not check.passed:
-            tag = "error" if check.kind == "error" else "failure"
+            tag = "error" if check.kind == CheckKind.ERROR else "failure"
             ET.SubElement(case, tag, {"message": check.message}).text = check.message
             if tag == "error":
                 errors += 1

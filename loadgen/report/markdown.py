@@ -139,13 +139,13 @@ def render_markdown(report: RunReport) -> str:
         lines += ["", f"tokens/s {_fmt(ph['tokens_per_s'], 1, 1)}, requests/s "
                   f"{_fmt(ph['requests_per_s'], 1, 2)}, completion tokens "
                   f"{ph['tokens']['completion']}"]
-    buckets = gate.spread.get("buckets") or []
+    buckets = gate.spread.buckets
     if gate.failures and buckets:
         lines += ["", "## Failures by request order (measurement)", "",
-                  gate.spread.get("statement", "") + ".", "",
+                  gate.spread.statement() + ".", "",
                   "| from seq | requests | failed | rate |", "|---:|---:|---:|---:|"]
-        lines += [f"| {b['first_seq']} | {b['requests']} | {b['failures']} | "
-                  f"{100 * b['failures'] / b['requests']:.1f}% |" for b in buckets]
+        lines += [f"| {b.first_seq} | {b.requests} | {b.failures} | "
+                  f"{100 * b.failures / b.requests:.1f}% |" for b in buckets]
     for name, st in report.stats.phases.items():
         if not st.failures:
             continue

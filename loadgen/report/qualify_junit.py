@@ -6,6 +6,7 @@ import xml.etree.ElementTree as ET
 
 from loadgen.bounds import describe_bound
 from loadgen.exit_codes import ExitCode
+from loadgen.judge.checks import CheckKind
 from loadgen.judge.qualification import Qualification
 from loadgen.report.qualify_doc import QualifyDocument
 
@@ -52,7 +53,7 @@ def render_qualify_junit(q: Qualification, doc: QualifyDocument) -> bytes:
             continue
         for check in report.gate.checks:
             outcome = "passed" if check.passed else (
-                "error" if check.kind == "error" else "failure")
+                "error" if check.kind == CheckKind.ERROR else "failure")
             case(f"{side}: {check.name}", outcome, check.message)
     for key, value in counts.items():
         suite.set(key, str(value))

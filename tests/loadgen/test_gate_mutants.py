@@ -169,7 +169,7 @@ def test_the_statement_says_how_failures_are_spread() -> None:
     cfg = GateConfig(allowed=40, prove_below=0.3)
     late = gate(cfg, stats(1024, 30, late=True))
     assert "Failures are NOT spread evenly over the run" in late.statement
-    assert late.spread["failures"] == 30
+    assert late.spread.failures == 30
     clean = gate(cfg, stats(1024))
     assert "spread" not in clean.statement
 
