@@ -8,7 +8,7 @@ or a second reader all see the same verdict.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,38 +24,66 @@ from loadgen.targets.telemetry_summary import phase_acceptance
 from loadgen.taxonomy import RUN_LEVEL
 
 
-def phase_summary(st: PhaseStats) -> dict[str, Any]:
-    """One phase's figures as summary.json states them (and every report shows them)."""
+@dataclass(frozen=True)
+class PhaseTokens:
+    completion: int
+    reasoning: int
+    prompt: int
+    completion_per_request: dict[str, float | None]  # percentiles()
+
+
+@dataclass(frozen=True)
+class PhaseSummary:
+    """One phase's figures as summary.json states them (`to_dict`) and every report
+    shows them."""
+
+    requests: int
+    measured: int
+    verdicts: dict[str, int]
+    run_level_verdicts: list[str]  # counted from the records, judged over the whole run
+    primary_verdicts: dict[str, int]
+    rates: dict[str, float | None]  # of the measured replies
+    finish_reasons: dict[str, int]
+    infra_errors: int
+    interrupted: int
+    failed: int
+    latency_s: dict[str, dict[str, float | None]]  # ttft, inter_token, e2e: percentiles()
+    tokens: PhaseTokens
+    wall_s: float | None
+    tokens_per_s: float | None
+    requests_per_s: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def phase_summary(st: PhaseStats) -> PhaseSummary:
     wall = st.wall_s
     tokens = sum(st.completion_tokens)
     measured = st.measured
-    return {
-        "requests": st.requests,
-        "measured": measured,
-        "verdicts": dict(sorted(st.verdicts.items())),
-        # Counted from the records like the rest, but judged over the whole run.
-        "run_level_verdicts": sorted(v.value for v in RUN_LEVEL if st.verdicts.get(v.value)),
-        "primary_verdicts": dict(sorted(st.primary.items())),
-        "rates": {k: (v / measured if measured else None) for k, v in sorted(st.verdicts.items())},
-        "finish_reasons": dict(sorted(st.finish_reasons.items())),
-        "infra_errors": st.infra_errors,
-        "interrupted": st.interrupted,
-        "failed": len(st.failing_seqs),
-        "latency_s": {
+    return PhaseSummary(
+        requests=st.requests,
+        measured=measured,
+        verdicts=dict(sorted(st.verdicts.items())),
+        run_level_verdicts=sorted(v.value for v in RUN_LEVEL if st.verdicts.get(v.value)),
+        primary_verdicts=dict(sorted(st.primary.items())),
+        rates={k: (v / measured if measured else None) for k, v in sorted(st.verdicts.items())},
+        finish_reasons=dict(sorted(st.finish_reasons.items())),
+        infra_errors=st.infra_errors,
+        interrupted=st.interrupted,
+        failed=len(st.failing_seqs),
+        latency_s={
             "ttft": percentiles(st.ttft),
             "inter_token": percentiles(st.gap_mean),
             "e2e": percentiles(st.e2e),
         },
-        "tokens": {
-            "completion": tokens,
-            "reasoning": st.reasoning_tokens,
-            "prompt": st.prompt_tokens,
-            "completion_per_request": percentiles([float(x) for x in st.completion_tokens]),
-        },
-        "wall_s": wall,
-        "tokens_per_s": (tokens / wall) if wall else None,
-        "requests_per_s": (st.requests / wall) if wall else None,
-    }
+        tokens=PhaseTokens(
+            completion=tokens, reasoning=st.reasoning_tokens, prompt=st.prompt_tokens,
+            completion_per_request=percentiles([float(x) for x in st.completion_tokens])),
+        wall_s=wall,
+        tokens_per_s=(tokens / wall) if wall else None,
+        requests_per_s=(st.requests / wall) if wall else None,
+    )
 
 
 @dataclass
@@ -72,7 +100,7 @@ class RunReport:
         return self.stats.phases.get("measurement")
 
     @functools.cached_property
-    def phase_summaries(self) -> dict[str, dict[str, Any]]:
+    def phase_summaries(self) -> dict[str, PhaseSummary]:
         """Every phase's figures, worked out once for summary.json and every report."""
         return {name: phase_summary(st) for name, st in self.stats.phases.items()}
 

@@ -118,16 +118,16 @@ def render_markdown(report: RunReport) -> str:
                   f"was the bottleneck (CPU {client.get('cpu_util')}, loop lag p99 "
                   f"{client.get('loop_lag_ms_p99')} ms); timings are the client's."]
     for name, ph in report.phase_summaries.items():
-        lat = ph["latency_s"]
+        lat = ph.latency_s
         lines += [
-            "", f"## {name}: {ph['requests']} requests", "",
+            "", f"## {name}: {ph.requests} requests", "",
             "| verdict | requests | rate |", "|---|---:|---:|",
         ]
-        for verdict, count in ph["verdicts"].items():
-            lines.append(f"| {verdict} | {count} | {_fmt(ph['rates'].get(verdict), 100, 1)}% |")
+        for verdict, count in ph.verdicts.items():
+            lines.append(f"| {verdict} | {count} | {_fmt(ph.rates.get(verdict), 100, 1)}% |")
         lines += [
             "",
-            "finish reasons: " + (", ".join(f"{k} {v}" for k, v in ph["finish_reasons"].items())
+            "finish reasons: " + (", ".join(f"{k} {v}" for k, v in ph.finish_reasons.items())
                                   or "-"),
             "",
             "| latency (s) | p50 | p90 | p99 | max |", "|---|---:|---:|---:|---:|",
@@ -136,9 +136,9 @@ def render_markdown(report: RunReport) -> str:
             p = lat[key]
             lines.append(f"| {label} | {_fmt(p['p50'])} | {_fmt(p['p90'])} | {_fmt(p['p99'])}"
                          f" | {_fmt(p['max'])} |")
-        lines += ["", f"tokens/s {_fmt(ph['tokens_per_s'], 1, 1)}, requests/s "
-                  f"{_fmt(ph['requests_per_s'], 1, 2)}, completion tokens "
-                  f"{ph['tokens']['completion']}"]
+        lines += ["", f"tokens/s {_fmt(ph.tokens_per_s, 1, 1)}, requests/s "
+                  f"{_fmt(ph.requests_per_s, 1, 2)}, completion tokens "
+                  f"{ph.tokens.completion}"]
     buckets = gate.spread.buckets
     if gate.failures and buckets:
         lines += ["", "## Failures by request order (measurement)", "",

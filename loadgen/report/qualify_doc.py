@@ -54,7 +54,7 @@ class SideFacts:
 
 def side_facts(report: RunReport, base: Path) -> SideFacts:
     gate = report.gate
-    measurement = report.phase_summaries.get("measurement", {})
+    measurement = report.phase_summaries.get("measurement")
     measured, failures = gate.measured, gate.failures
     return SideFacts(
         results_dir=os.path.relpath(report.out_dir, base),
@@ -77,10 +77,10 @@ def side_facts(report: RunReport, base: Path) -> SideFacts:
         upper_bound_95=gate.upper_bound_95,
         lower_bound_95=gate.lower_bound_95,
         no_rate=gate.no_rate,
-        verdicts=measurement.get("verdicts") or {},
-        finish_reasons=measurement.get("finish_reasons") or {},
-        latency_s=measurement.get("latency_s") or {},
-        completion_tokens=(measurement.get("tokens") or {}).get("completion_per_request"),
+        verdicts=measurement.verdicts if measurement else {},
+        finish_reasons=measurement.finish_reasons if measurement else {},
+        latency_s=measurement.latency_s if measurement else {},
+        completion_tokens=measurement.tokens.completion_per_request if measurement else None,
         spec_acceptance_rate=(report.server.telemetry.get("total") or {}).get(
             "spec_acceptance_rate"),
     )

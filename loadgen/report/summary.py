@@ -26,7 +26,7 @@ def summary_document(report: RunReport) -> dict[str, Any]:
             "receipts_selection": server.selection or None,
         },
         "telemetry": server.telemetry,
-        "phases": report.phase_summaries,
+        "phases": {name: ph.to_dict() for name, ph in report.phase_summaries.items()},
         "divergent_seqs": report.stats.seqs_with(Verdict.DIVERGENT)[:1000],
         "run_level": run_level_summary(report),
         "reference": report.stats.rule_summaries.get("reference"),

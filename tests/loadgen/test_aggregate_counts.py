@@ -62,7 +62,7 @@ def test_a_phase_states_every_figure_of_its_replies(tmp_path: Path) -> None:
     ]
     stats = counted(tmp_path, records)
     assert stats.records == 7 and list(stats.phases) == ["measurement"]
-    summary = phase_summary(stats.phases["measurement"])
+    summary = phase_summary(stats.phases["measurement"]).to_dict()
     assert summary["requests"] == 7 and summary["measured"] == 5
     assert summary["verdicts"] == {"http_error": 1, "interrupted": 2, "ok": 2,
                                    "reasoning_loop": 1, "stuck_in_reasoning": 1, "timeout": 1}
@@ -223,7 +223,7 @@ def test_a_verdict_no_record_keeps_is_not_counted_at_zero(tmp_path: Path) -> Non
     records = [twin(0, phase="priming"), twin(1, phase="priming"), twin(2, "B")]
     st = counted(tmp_path, records).phases["measurement"]
     assert dict(st.verdicts) == {"divergent": 1} and dict(st.primary) == {"divergent": 1}
-    assert phase_summary(st)["verdicts"] == {"divergent": 1}
+    assert phase_summary(st).to_dict()["verdicts"] == {"divergent": 1}
 
 
 WRONG = [{"field": "call 0 change_plan.account_id", "fact": "account_id",
@@ -244,7 +244,7 @@ def test_a_record_no_longer_failed_once_revised_leaves_the_failures(tmp_path: Pa
     # cross_talk, which this scenario does not gate.
     stats = counted(tmp_path, cross_talk_run(), fail_on=["wrong_answer"])
     st = stats.phases["measurement"]
-    assert st.failing_seqs == set() and phase_summary(st)["failed"] == 0
+    assert st.failing_seqs == set() and phase_summary(st).to_dict()["failed"] == 0
     assert st.timeline[0].verdict == "cross_talk" and st.timeline[0].failed is False
     (tail,) = st.failures  # it was a failure when counted: its tail says what it became
     assert tail.verdicts == ["cross_talk"]

@@ -48,7 +48,7 @@ def test_the_run_level_rules_of_the_scenario_are_applied(tmp_path: Path) -> None
     gated = judged(tmp_path / "a", records,
                    scenario=scenario(gate={"fail_on": ["divergent"], "prove_below": 0.9}))
     assert gated.gate.failures == 1 and gated.stats.seqs_with(Verdict.DIVERGENT) == [2]
-    assert gated.phase_summaries["measurement"]["run_level_verdicts"] == ["divergent"]
+    assert gated.phase_summaries["measurement"].run_level_verdicts == ["divergent"]
     assert gated.measurement is gated.stats.phases["measurement"]
 
 
@@ -99,7 +99,7 @@ def test_a_phase_summary_states_rates_of_the_measured_and_throughput() -> None:
     st.verdicts.update({"ok": 2, "stuck_in_reasoning": 2, "divergent": 1, "cross_talk": 0})
     st.primary.update({"stuck_in_reasoning": 2, "ok": 3})
     st.finish_reasons.update({"stop": 3, "length": 2})
-    summary = phase_summary(st)
+    summary = phase_summary(st).to_dict()
     assert summary["requests"] == 5 and summary["measured"] == 4
     assert list(summary["verdicts"]) == ["cross_talk", "divergent", "ok", "stuck_in_reasoning"]
     assert summary["run_level_verdicts"] == ["divergent"]
@@ -120,14 +120,14 @@ def test_a_phase_summary_states_rates_of_the_measured_and_throughput() -> None:
 def test_a_phase_without_time_or_measured_replies_has_no_rate() -> None:
     st = PhaseStats(requests=2, interrupted=2)
     st.verdicts.update({"interrupted": 2})
-    summary = phase_summary(st)
+    summary = phase_summary(st).to_dict()
     assert summary["rates"] == {"interrupted": None}
     assert (summary["wall_s"], summary["tokens_per_s"], summary["requests_per_s"]) == \
         (None, None, None)
     # A phase of one instant: no throughput either (not a division by zero).
     instant = PhaseStats(requests=1, first_sent=5.0, last_end=5.0, completion_tokens=[3])
-    assert phase_summary(instant)["tokens_per_s"] is None
-    assert phase_summary(instant)["requests_per_s"] is None
+    assert phase_summary(instant).to_dict()["tokens_per_s"] is None
+    assert phase_summary(instant).to_dict()["requests_per_s"] is None
 
 
 def test_a_judged_run_carries_what_it_was_read_from(tmp_path: Path) -> None:
