@@ -348,7 +348,7 @@ def soak(scenario_ref: str, duration: str | None, rounds: int | None, history_db
           --history postgresql://dsv4@history-db/dsv4   # the fleet's one database
     """
     from loadgen.commands.run import live_metrics
-    from loadgen.commands.soak import history_default, make_plan
+    from loadgen.commands.soak import history_default, make_plan, show_rounds
     from loadgen.commands.soak import soak as run_soak
 
     scenario = _scenario_from(scenario_ref, options)
@@ -356,12 +356,7 @@ def soak(scenario_ref: str, duration: str | None, rounds: int | None, history_db
     with live_metrics("soak", scenario, metrics_port, metrics_host) as metrics:
         outcome = run_soak(scenario, plan, out, history_db or history_default(out, scenario),
                            quiet=quiet, transport=transport, new=new, observer=metrics)
-    if outcome.rounds:
-        from loadgen.report.trend import console, round_table, write_trend_plot
-
-        terminal = console()
-        terminal.print(round_table(outcome.rounds, terminal.width))
-        write_trend_plot(outcome.rounds, outcome.out_dir / "trend.png")
+    show_rounds(outcome)
     sys.exit(outcome.exit_code)
 
 

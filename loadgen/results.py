@@ -26,6 +26,9 @@ SUMMARY_FILE = "summary.json"
 MARKDOWN_FILE = "report.md"
 JUNIT_FILE = "junit.xml"
 HTML_FILE = "report.html"
+#: A qualification's (qualify, demo) two sides, each a run's results directory.
+CONTROL_DIR = "control"
+CANDIDATE_DIR = "candidate"
 
 RESULTS_ROOT_ENV = "DSV4_QUAL_RESULTS_ROOT"
 

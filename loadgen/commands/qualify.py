@@ -26,14 +26,19 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.commands import interrupts
-from loadgen.commands.report import CANDIDATE_DIR, CONTROL_DIR
 from loadgen.commands.run import run_scenario
 from loadgen.exit_codes import BadInputError, ExitCode
 from loadgen.judge.qualification import Qualification, decide
 from loadgen.judge.run_report import RunReport
 from loadgen.report import write_qualify_reports
 from loadgen.report.qualify_doc import QualifyDocument
-from loadgen.results import default_out_dir, new_run_id, prepare_out_dir
+from loadgen.results import (
+    CANDIDATE_DIR,
+    CONTROL_DIR,
+    default_out_dir,
+    new_run_id,
+    prepare_out_dir,
+)
 from loadgen.scenario import QualifyConfig, QualifySide, Scenario
 
 

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from loadgen.commands import interrupts
-from loadgen.commands.report import RunOutcome, one_line, rebuild_reports
 from loadgen.engine import loop
 from loadgen.engine.runner import Runner
 from loadgen.exit_codes import BadInputError
 from loadgen.files import write_json
+from loadgen.report.outcome import RunOutcome, one_line, rebuild_reports
 from loadgen.report.run_text import run_level_lines
 from loadgen.results import SERVER_FILE, default_out_dir, new_run_id, prepare_out_dir, write_run
 from loadgen.scenario import Scenario

@@ -40,7 +40,6 @@ import orjson
 
 from loadgen import __version__
 from loadgen.commands import interrupts
-from loadgen.commands.report import rebuild_reports
 from loadgen.commands.run import check_target, run_scenario
 from loadgen.durations import format_duration, parse_duration
 from loadgen.exit_codes import BadInputError, ExitCode
@@ -50,6 +49,7 @@ from loadgen.history.identity import node_identity, server_columns
 from loadgen.history.spool import SPOOL_FILE, SpooledHistory
 from loadgen.history.statuses import RoundStatus, SoakStatus
 from loadgen.judge.gate import NOTHING_SENT
+from loadgen.report.outcome import rebuild_reports
 from loadgen.results import (
     RECORDS_FILE,
     is_run_dir,
@@ -435,6 +435,17 @@ def soak(scenario: Scenario, plan: SoakPlan, out: Path | None, history_path: str
             return outcome
         finally:
             history.close()
+
+
+def show_rounds(outcome: SoakOutcome) -> None:
+    """The rounds as a table on the terminal, and as trend.png beside them."""
+    if not outcome.rounds:
+        return
+    from loadgen.report.trend import console, round_table, write_trend_plot  # matplotlib
+
+    terminal = console()
+    terminal.print(round_table(outcome.rounds, terminal.width))
+    write_trend_plot(outcome.rounds, outcome.out_dir / "trend.png")
 
 
 def history_default(out: Path | None, scenario: Scenario) -> Path:

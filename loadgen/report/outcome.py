@@ -1,0 +1,66 @@
+"""A finished run judged from its results directory alone, its reports written.
+
+Every run ends here (run, each round of a soak, each side of a qualification), and so
+does `dsv4-qual report DIR`: a report rebuilt later reads exactly as the one the run
+wrote.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from loadgen.exit_codes import EXIT_WORDS
+from loadgen.judge.run_level import RUN_LEVEL_FILE, write_run_level
+from loadgen.judge.run_report import RunReport, judge_run
+from loadgen.report import write_run_reports
+from loadgen.report.run_text import load_text
+from loadgen.scenario import Role
+
+
+@dataclass
+class RunOutcome:
+    """A finished run: its judgement and the summary.json written from it."""
+
+    report: RunReport
+    summary: dict[str, Any]
+    #: A SIGINT/SIGTERM held while the finished run wrote its reports: they are
+    #: complete, and the command stops after this run.
+    interrupted_after: str | None = None
+
+    @property
+    def out_dir(self) -> Path:
+        return self.report.out_dir
+
+    @property
+    def exit_code(self) -> int:
+        return self.report.gate.exit_code
+
+
+def rebuild_reports(out_dir: Path, html: bool = True) -> RunOutcome:
+    """Judge the run and write every report, run_level.jsonl first (records.jsonl is
+    never rewritten: what the run-level rules derive is stored beside it)."""
+    report = judge_run(out_dir)
+    write_run_level(out_dir / RUN_LEVEL_FILE, report.stats.changed)
+    return RunOutcome(report, write_run_reports(report, html=html))
+
+
+def one_line(report: RunReport) -> str:
+    """The line a CI log shows for a run."""
+    gate = report.gate
+    if gate.no_rate:  # nothing to count or bound: say what happened
+        counted = gate.no_rate
+    elif gate.role == Role.CONTROL:  # what a control shows is how surely it reproduced
+        lower = gate.lower_bound_95
+        counted = f"{gate.failures}/{gate.measured} reproduced the bug" + (
+            f", rate > {lower * 100:.2f}% @95%" if gate.failures and lower is not None
+            else ": did not reproduce" if gate.measured else "")
+    else:
+        upper = gate.upper_bound_95
+        counted = f"{gate.failures}/{gate.measured} failed" + (
+            f", rate < {upper * 100:.2f}% @95%" if upper is not None else "")
+    reasons = "; ".join(gate.reasons)
+    return (f"{report.scenario.name} [{gate.role}]: {EXIT_WORDS.get(gate.exit_code, '?')} "
+            f"(exit {gate.exit_code}): {counted}{' — ' + reasons if reasons else ''}; "
+            f"load: {load_text(report)}; results in {report.out_dir}")
