@@ -27,7 +27,13 @@ NOT_REPRODUCED = ("the positive control did not reproduce the bug ({detail}): th
 OTHER_MODEL = ("the control and the candidate do not serve the same model ({detail}): a "
                "control of another model proves nothing about the candidate's; set "
                "qualify.allow_different_models = true to qualify them anyway")
-VERDICT_WORDS = {0: "QUALIFIED", 1: "NOT QUALIFIED", 2: "INVALID", 130: "INTERRUPTED"}
+#: How a qualification names each outcome of its exit code (a run's own: EXIT_WORDS).
+VERDICT_WORDS: dict[int, str] = {
+    ExitCode.PASSED: "QUALIFIED",
+    ExitCode.GATE_FAILED: "NOT QUALIFIED",
+    ExitCode.RUN_INVALID: "INVALID",
+    ExitCode.INTERRUPTED: "INTERRUPTED",
+}
 #: The commands that make a qualification: its pages are headed with the one that did.
 COMMANDS = ("qualify", "demo")
 
