@@ -81,12 +81,4 @@ def server_columns(server: ServerFacts, model_name: str | None) -> dict[str, Any
 
 def _model_devices(server: ServerFacts) -> list[dict[str, Any]]:
     """The `device` of each counted receipt of a process that loaded the model."""
-    found = []
-    for receipt in server.document.get("receipts") or []:
-        model = receipt.get("model") if isinstance(receipt, dict) else None
-        if not receipt.get("counted") or not isinstance(model, dict) or not model.get("loaded"):
-            continue
-        device = model.get("device")
-        if isinstance(device, dict):
-            found.append(device)
-    return found
+    return [p.device for p in server.receipts.model_processes if p.device]

@@ -20,7 +20,6 @@ from loadgen.results import RECORDS_FILE, is_run_dir, load_run, load_server
 from loadgen.run_facts import RunFacts
 from loadgen.scenario import Scenario
 from loadgen.targets.facts import ServerFacts
-from loadgen.targets.telemetry_summary import phase_acceptance
 from loadgen.taxonomy import RUN_LEVEL
 
 
@@ -116,7 +115,7 @@ def judge_run(out_dir: Path) -> RunReport:
     context = GateContext(priming=stats.phases.get("priming"),
                           priming_planned=scenario.load.priming,
                           reference=scenario.reference,
-                          acceptance=phase_acceptance(server.document),
+                          acceptance=server.acceptance,
                           sent=sum(st.requests for st in stats.phases.values()),
                           answered=sum(replies(st) for st in stats.phases.values()))
     gate = evaluate(scenario.gate, stats.phases.get("measurement"), run, server, context)

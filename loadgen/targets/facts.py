@@ -19,7 +19,7 @@ from loadgen.targets.epochs import (
     select_receipts,
 )
 from loadgen.targets.receipts import ReceiptFacts
-from loadgen.targets.telemetry_summary import summarize
+from loadgen.targets.telemetry_summary import phase_acceptance, summarize
 
 
 def server_versions(document: dict[str, Any]) -> list[str]:
@@ -32,9 +32,23 @@ def server_versions(document: dict[str, Any]) -> list[str]:
     return sorted(found)
 
 
+def model_roots(document: dict[str, Any]) -> dict[str, list[str]]:
+    """Each served model's id -> the checkpoints /v1/models named as its root."""
+    roots: dict[str, set[str]] = {}
+    for info in (document.get("servers") or {}).values():
+        models = info.get("models")
+        listed = models.get("data") if isinstance(models, dict) else None
+        for entry in listed if isinstance(listed, list) else []:
+            if isinstance(entry, dict) and isinstance(entry.get("id"), str) and entry.get("root"):
+                roots.setdefault(entry["id"], set()).add(checkpoint_name(str(entry["root"])))
+    return {name: sorted(found) for name, found in roots.items()}
+
+
 @dataclass
 class ServerFacts:
-    document: dict[str, Any] = field(default_factory=dict)  # server.json as written
+    """What server.json says, typed: everything a report, the gate or the soak reads of
+    the server (server.json itself stays the account of record)."""
+
     layout: str | None = None
     layout_source: str | None = None
     receipts: ReceiptFacts = field(default_factory=ReceiptFacts)  # of this server start
@@ -42,12 +56,15 @@ class ServerFacts:
     versions: list[str] = field(default_factory=list)  # from /version
     telemetry: dict[str, Any] = field(default_factory=dict)  # rates per server and total
     looks: dict[str, EndpointLooks] = field(default_factory=dict)  # each endpoint's start
+    #: Speculative decoding per phase (`telemetry_summary.phase_acceptance`).
+    acceptance: dict[str, dict[str, float]] = field(default_factory=dict)
+    samples: list[dict[str, Any]] = field(default_factory=list)  # /metrics over time
+    model_roots: dict[str, list[str]] = field(default_factory=dict)  # model id -> roots
 
     @classmethod
     def from_document(cls, document: dict[str, Any]) -> ServerFacts:
         selected = select_receipts(document) if document else {}
         return cls(
-            document=selected,
             layout=selected.get("c128a_layout"),
             layout_source=selected.get("c128a_layout_source"),
             receipts=receipt_facts(selected),
@@ -55,16 +72,15 @@ class ServerFacts:
             versions=server_versions(selected),
             telemetry=summarize(selected),
             looks=endpoint_looks(selected),
+            acceptance=phase_acceptance(selected),
+            samples=list(selected.get("samples") or []),
+            model_roots=model_roots(selected),
         )
 
     @property
     def vllm_versions(self) -> list[str]:
         """From the receipts when there are any (they name the process's vLLM), else /version."""
         return self.receipts.vllm_versions or self.versions
-
-    @property
-    def samples(self) -> list[dict[str, Any]]:
-        return list(self.document.get("samples") or [])
 
 
 def checkpoint_name(path: str) -> str:
@@ -122,17 +138,10 @@ class ModelIdentity:
 
 def model_identity(name: str, server: ServerFacts) -> ModelIdentity:
     """What the server said of the model `name` the run was served."""
-    roots = set()
-    for info in (server.document.get("servers") or {}).values():
-        models = info.get("models")
-        listed = models.get("data") if isinstance(models, dict) else None
-        for entry in listed if isinstance(listed, list) else []:
-            if isinstance(entry, dict) and entry.get("id") == name and entry.get("root"):
-                roots.add(checkpoint_name(str(entry["root"])))
     model = server.receipts.model_processes
     return ModelIdentity(
         name=name,
-        roots=tuple(sorted(roots)),
+        roots=tuple(server.model_roots.get(name, ())),
         models=tuple(sorted({checkpoint_name(p.model_name) for p in model if p.model_name})),
         revisions=tuple(sorted({p.revision for p in model if p.revision})),
     )

@@ -132,6 +132,7 @@ class ProcessReceipt:
     ratios_known: bool = False  # the receipt states the config's compress ratios
     compress_ratios: tuple[int, ...] | None = None  # None: the config has no such key
     parallel: Parallel | None = None
+    device: dict[str, Any] | None = None  # the GPU it ran on: name, uuid, driver
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ProcessReceipt:
@@ -171,6 +172,7 @@ class ProcessReceipt:
             compress_ratios=tuple(int(r) for r in ratios if isinstance(r, int))
             if isinstance(ratios, list) else None,
             parallel=Parallel.from_dict(section.get("parallel")),
+            device=fields.section(section, "device") or None,
         )
 
     @property
