@@ -55,12 +55,13 @@ def test_the_scripts_of_an_ascii_text() -> None:
 
 def test_characters_past_the_script_table_are_no_letters() -> None:
     # The flag of England is a black flag and tag characters (U+E0067...), far past the
-    # table's planes: judged as symbols, in prose and in salad alike.
+    # table's planes: symbols, like the flag itself. A Russian list of English clubs,
+    # a flag before each, has no switch of scripts; salad beside a flag is still salad.
     england = "\U0001f3f4\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f"
-    prose = f"Der Sieger {england} kam aus Manchester, die Zweite {england} aus Leeds. "
-    assert garble_in_text(prose * 4, frozenset(), VerdictConfig()) is None
-    salad = "ан的ан的ан" + england
-    found = garble_in_text(salad, frozenset(), VerdictConfig())
+    clubs = ", ".join(f"{england} {club}" for club in
+                      ("Арсенал", "Челси", "Ливерпуль", "Тоттенхэм", "Эвертон"))
+    assert garble_in_text(f"Клубы Англии: {clubs}.", frozenset(), VerdictConfig()) is None
+    found = garble_in_text("ан的ан的ан" + england, frozenset(), VerdictConfig())
     assert found is not None and found[0] == "scripts"
 
 
