@@ -38,6 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 GARBLED_TESTS = [
     "tests/loadgen/test_garbled.py",
     "tests/loadgen/test_garbled_markers.py",
+    "tests/loadgen/test_garbled_script_switches.py",
     "tests/loadgen/test_garbled_thresholds.py",
     "tests/loadgen/test_verdicts.py",
     "tests/loadgen/test_no_false_alarms.py",
