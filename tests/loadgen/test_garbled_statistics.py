@@ -79,3 +79,19 @@ def test_keys_next_to_a_sentence_are_a_list() -> None:
     assert kind_of("Keys:\n\n" + "\n".join(keys(6, 64))) is None  # a short title: fine
     assert kind_of(PROSE + "\n\n" + "\n".join(keys(6, 64))) is None
     assert kind_of("Keys:\n\n" + "\n".join(keys(6, 64)) + "\n\n" + PROSE) is None
+
+
+def test_the_noise_finding_states_each_measure_against_its_threshold() -> None:
+    found = garble_in_text(noise(192), frozenset(), VerdictConfig())
+    assert found is not None
+    assert found[1] == ("192 chars of 6.15 bits per char (threshold 5.8), 99% distinct "
+                        "character pairs (threshold 93%), 39% punctuation (threshold 15%)")
+
+
+def test_the_shuffled_finding_quotes_its_window_of_words() -> None:
+    # Solfège syllables in random order: the excerpt is the 32 words of the window (with
+    # the space that ends it), not the words after it.
+    words = shuffled_words(["do", "re", "mi", "fa", "so", "la", "ti"], 40)
+    found = garble_in_text(" ".join(words), frozenset(), VerdictConfig())
+    assert found is not None and found[0] == "shuffled_words"
+    assert found[2] == " ".join(words[:32]) + " "
