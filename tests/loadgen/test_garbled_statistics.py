@@ -43,10 +43,13 @@ def test_words_are_the_same_whatever_their_case() -> None:
     assert kind_of("Übersicht: " + " ".join(cased)) == "shuffled_words"
 
 
-def test_words_alike_but_for_their_middle_are_different_words() -> None:
+def test_words_alike_but_for_a_letter_are_different_words() -> None:
     # Same length, same first and last letters: eight words, not one.
     family = "bat bet bit bot but bad bed bid".split()
     assert kind_of(" ".join(shuffled_words(family, 40))) == "shuffled_words"
+    # Pairs that share their middle letter too: six words, not three.
+    pairs = "paper piper later liter baker biker".split()
+    assert kind_of(" ".join(shuffled_words(pairs, 40))) == "shuffled_words"
 
 
 def test_a_handful_of_chinese_characters_shuffled_is_salad() -> None:
