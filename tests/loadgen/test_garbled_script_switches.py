@@ -23,7 +23,9 @@ def switches_at(offsets: list[int]) -> str:
 
 def test_english_glued_into_russian_words_is_salad() -> None:
     # Sub-words of two languages glued inside words: four switches, then three.
-    assert judge("theния accountовать planские upgradeить.")[0] == "scripts"
+    kind, detail, _ = judge("theния accountовать planские upgradeить.")
+    assert kind == "scripts"
+    assert ": Cyrillic among Cyrillic, Latin; " in detail  # Latin is seen, and explained
     assert judge("theния accountовать planские.") is None
     # Whole words of each, a space apart, are a Russian reply with English terms.
     assert judge("Мы используем vLLM и KV cache для inference на GPU. " * 4) is None
