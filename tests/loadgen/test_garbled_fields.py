@@ -74,3 +74,9 @@ def test_short_texts_are_judged_alike_with_lower_thresholds() -> None:
     assert garble_in_text("h g f e d c b a", frozenset(), cfg)[0] == "spaced_letters"
     assert garble_in_text("h g f e d c b é", frozenset(), cfg)[0] == "spaced_letters"
     assert garble_in_text("h g f e d c b", frozenset(), cfg) is None
+    # A window of eight words of two letters: 23 characters, as short as it comes.
+    cfg = VerdictConfig(garbled_spaced_letters=1000, garbled_shuffle_window_words=8,
+                        garbled_shuffle_min_distinct=3, garbled_shuffle_max_distinct=6,
+                        garbled_noise_window_chars=1000)
+    assert garble_in_text("do re mi do fa re mi fa", frozenset(), cfg)[0] == "shuffled_words"
+    assert garble_in_text("do re mi do fa re mi fé", frozenset(), cfg)[0] == "shuffled_words"
