@@ -33,6 +33,21 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
+#: The unit tests of the `garbled` rule and of the judge on legitimate replies (every
+#: detector's module and the script table they read).
+GARBLED_TESTS = [
+    "tests/loadgen/test_garbled.py",
+    "tests/loadgen/test_garbled_fields.py",
+    "tests/loadgen/test_garbled_fragments.py",
+    "tests/loadgen/test_garbled_markers.py",
+    "tests/loadgen/test_garbled_script_switches.py",
+    "tests/loadgen/test_garbled_statistics.py",
+    "tests/loadgen/test_garbled_thresholds.py",
+    "tests/loadgen/test_verdicts.py",
+    "tests/loadgen/test_no_false_alarms.py",
+    "tests/loadgen/test_request_scripts.py",
+]
+
 #: module -> the test files that exercise it (each mutant runs those of them that reach
 #: the function it changes).
 TESTS: dict[str, list[str]] = {
@@ -130,6 +145,19 @@ TESTS: dict[str, list[str]] = {
     "loadgen/judge/run_report.py": [
         "tests/loadgen/test_run_report_judging.py",
         "tests/loadgen/test_aggregate_counts.py",
+    ],
+    "loadgen/judge/garbled/__init__.py": GARBLED_TESTS,
+    "loadgen/judge/garbled/statistics.py": GARBLED_TESTS,
+    "loadgen/judge/garbled/fragments.py": GARBLED_TESTS,
+    "loadgen/judge/garbled/script_mix.py": GARBLED_TESTS,
+    "loadgen/judge/garbled/markers.py": GARBLED_TESTS,
+    "loadgen/judge/garbled/points.py": GARBLED_TESTS,
+    "loadgen/judge/scripts.py": GARBLED_TESTS,
+    "loadgen/judge/substance.py": [
+        "tests/loadgen/test_substance.py",
+        "tests/loadgen/test_substance_findings.py",
+        "tests/loadgen/test_verdicts.py",
+        "tests/loadgen/test_cross_talk.py",
     ],
     "server_patch/c128a/layouts.py": [
         "tests/server_patch/test_c128a_layouts.py",

@@ -78,9 +78,14 @@ from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig
 
 EXCERPT_CHARS = 120
-#: The shortest text any detector but the markers' can fire on: 32 one-character (CJK)
-#: words, or the shortest window of the others (spaced letters: 2 x 24 - 1).
-MIN_WORDS_TEXT = 32
+
+
+def _shortest_ascii(cfg: VerdictConfig) -> int:
+    """The shortest ASCII text any detector but the markers' can fire on under these
+    keys (32 with the defaults): a chain of spaced letters (2 x letters - 1), a run of
+    glued letters, a window of words of two letters one space apart, a noise window."""
+    return min(2 * cfg.garbled_spaced_letters - 1, cfg.garbled_glued_run_letters,
+               3 * cfg.garbled_shuffle_window_words - 1, cfg.garbled_noise_window_chars)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +146,7 @@ def _ascii_garble(text: str, cfg: VerdictConfig) -> tuple[str, str, str] | None:
         found = markers(text, points, cfg)
         if found:
             return _report("markers", text, found)
-    if len(text) < MIN_WORDS_TEXT:
+    if len(text) < _shortest_ascii(cfg):
         return None  # too short for any other detector's window
     cased = ASCII_LETTER[points]
     edges = np.flatnonzero(np.diff(np.concatenate(([False], cased, [False])).view(np.int8)))
