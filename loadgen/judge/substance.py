@@ -26,6 +26,7 @@ from typing import Any
 
 import orjson
 
+from loadgen import fields
 from loadgen.expectations import Expectation
 from loadgen.records import RequestRecord
 
@@ -51,7 +52,7 @@ def _states(text: str, value: str) -> bool:
 
 
 def _arguments(call: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
-    fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+    fn = fields.section(call, "function")
     raw = fn.get("arguments") or ""
     try:
         args = orjson.loads(raw) if raw.strip() else {}

@@ -69,6 +69,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from loadgen import fields
 from loadgen.judge.garbled.fragments import ASCII_LETTER, CASED, glued, runs, spaced_letters
 from loadgen.judge.garbled.markers import markers
 from loadgen.judge.garbled.script_mix import script_switches
@@ -230,7 +231,7 @@ def _texts(record: RequestRecord) -> Iterator[tuple[str, str]]:
     yield "reasoning", record.reasoning
     yield "content", record.content
     for i, call in enumerate(record.tool_calls):
-        fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+        fn = fields.section(call, "function")
         name = fn.get("name") or "?"
         raw = fn.get("arguments") or ""
         if not isinstance(raw, str):

@@ -212,9 +212,9 @@ def noise(text: str, points: np.ndarray, cfg: VerdictConfig) -> tuple[str, int, 
     screen = symbols >= cfg.garbled_noise_min_symbol_share * size
     if not screen.any():  # prose: the first screen ends it
         return None
-    sums = [np.concatenate(([0], np.cumsum(v))) for v in
-            (klass == 5, np.concatenate(([False], klass[1:] != klass[:-1])))]
-    foreign, switches = (c[starts + size] - c[starts] for c in sums)
+    running = [np.concatenate(([0], np.cumsum(v))) for v in
+               (klass == 5, np.concatenate(([False], klass[1:] != klass[:-1])))]
+    foreign, switches = (c[starts + size] - c[starts] for c in running)
     screen &= (foreign <= _NOISE_MAX_FOREIGN * size) & (switches >= _NOISE_MIN_SWITCHES * size)
     for k in np.flatnonzero(screen).tolist():
         start = int(starts[k])
