@@ -50,8 +50,6 @@ class GateResult:
     per_verdict: dict[str, int] = field(default_factory=dict)
     spread: FailureSpread = field(default_factory=FailureSpread)  # by request order
     statement: str = ""  # what this run proves, in words
-    #: Measured requests the model answered (measured, less infrastructure errors).
-    replies: int = 0
     #: Why there is no failure rate to bound ("not ready, nothing sent", "no reply came
     #: from the model"...); every report shows these words in place of counts and bounds.
     no_rate: str | None = None
@@ -231,7 +229,7 @@ def evaluate(cfg: GateConfig, stats: PhaseStats | None, run: RunFacts,
             f"(infrastructure errors, within the limit of {cfg.max_infra_errors}) and are "
             "not counted in the rate.",
             receipts_statement(cfg, server.receipts)))),
-        replies=replies(st), no_rate=without,
+        no_rate=without,
     )
 
 

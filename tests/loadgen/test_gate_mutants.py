@@ -105,7 +105,7 @@ def test_59_clean_replies_prove_5_percent_and_58_do_not(measured: int, code: int
 def test_replies_lost_to_infrastructure_are_not_counted_towards_the_claim() -> None:
     # 60 sent, 2 lost (within a limit of 2): 58 replies, one short of 59.
     result = gate(GateConfig(max_infra_errors=2), stats(60, infra=2))
-    assert result.exit_code == 2 and result.measured == 58 and result.replies == 58
+    assert result.exit_code == 2 and result.measured == 58
     assert ("58 measured (60 sent, 2 of them not answered by the model: "
             "http_error/timeout/stream_error, not counted)") in result.reasons[0]
     ok = gate(GateConfig(max_infra_errors=2), stats(61, infra=2))
@@ -316,7 +316,7 @@ def test_acceptance_known_in_one_phase_only_is_nothing_to_compare(phase: str) ->
 
 def test_interrupted_requests_are_not_replies() -> None:
     result = gate(GateConfig(), stats(100, interrupted=3), interrupted="interrupted by SIGTERM")
-    assert (result.measured, result.replies, result.exit_code) == (100, 100, 130)
+    assert (result.measured, result.exit_code) == (100, 130)
 
 
 # ------------------------------------------------------------ the words, in full
