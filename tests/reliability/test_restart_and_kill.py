@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.loadgen.conftest import run_cli
-from tests.support.cli import cli_command, cli_env
+from tests.support.cli import CliResult, cli_command, cli_env
 from tests.support.openai_fake import FakeOpenAI, ServerThread
 
 SC = """
@@ -59,21 +59,29 @@ def _crash_then_maybe_restart(srv: ServerThread, fake: FakeOpenAI, port: int,
     started.append(ServerThread(fake.app, port=port).start())
 
 
-def test_server_restart_mid_run_continues(tmp_path: Path) -> None:
+def _run_through_a_crash(sc: Path, out: Path, crash_after: int,
+                         down_s: float | None) -> tuple[CliResult, str]:
+    """`dsv4-qual run` of `sc` against a server that crashes after `crash_after` requests
+    and is back `down_s` later (None: never): the result and the server's URL."""
     fake = FakeOpenAI(("ok",), token_delay_s=0.01)
     srv = ServerThread(fake.app).start()
     restarted: list[ServerThread] = []
     t = threading.Thread(target=_crash_then_maybe_restart,
-                         args=(srv, fake, srv.port, 12, 1.5, restarted))
+                         args=(srv, fake, srv.port, crash_after, down_s, restarted))
     t.start()
-    out = tmp_path / "out"
     try:
-        proc = run_cli("run", str(scenario(tmp_path, 40)), "--base-url", srv.url, "--out",
-                       str(out), "--quiet", timeout=120)
+        proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet",
+                       timeout=120)
     finally:
         t.join()
         for s in restarted:
             s.stop()
+    return proc, srv.url
+
+
+def test_server_restart_mid_run_continues(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc, _ = _run_through_a_crash(scenario(tmp_path, 40), out, 12, 1.5)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     recs = records_of(out)
     assert sorted(r["seq"] for r in recs) == list(range(40))
@@ -85,19 +93,8 @@ def test_server_restart_mid_run_continues(tmp_path: Path) -> None:
 
 
 def test_restart_can_make_the_run_invalid(tmp_path: Path) -> None:
-    fake = FakeOpenAI(("ok",), token_delay_s=0.01)
-    srv = ServerThread(fake.app).start()
-    restarted: list[ServerThread] = []
-    t = threading.Thread(target=_crash_then_maybe_restart,
-                         args=(srv, fake, srv.port, 8, 1.0, restarted))
-    t.start()
-    try:
-        proc = run_cli("run", str(scenario(tmp_path, 40, policy="invalid")), "--base-url",
-                       srv.url, "--out", str(tmp_path / "out"), "--quiet", timeout=120)
-    finally:
-        t.join()
-        for s in restarted:
-            s.stop()
+    proc, _ = _run_through_a_crash(scenario(tmp_path, 40, policy="invalid"), tmp_path / "out",
+                                   8, 1.0)
     assert proc.returncode == 2
     assert "went away during the run" in proc.stdout
 
@@ -105,23 +102,11 @@ def test_restart_can_make_the_run_invalid(tmp_path: Path) -> None:
 def _crash_with_no_error_budget(tmp_path: Path, policy: str) -> tuple[object, dict, str]:
     """A run (max_infra_errors = 0, as the shipped gates) whose server crashes after 8
     requests and is back 1 s later: its result, summary and the server's URL."""
-    fake = FakeOpenAI(("ok",), token_delay_s=0.01)
-    srv = ServerThread(fake.app).start()
-    restarted: list[ServerThread] = []
-    t = threading.Thread(target=_crash_then_maybe_restart,
-                         args=(srv, fake, srv.port, 8, 1.0, restarted))
-    t.start()
     sc = scenario(tmp_path, 40, policy=policy)
     sc.write_text(sc.read_text().replace("max_infra_errors = 1000", "max_infra_errors = 0"))
     out = tmp_path / "out"
-    try:
-        proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet",
-                       timeout=120)
-    finally:
-        t.join()
-        for s in restarted:
-            s.stop()
-    return proc, json.loads((out / "summary.json").read_text()), srv.url
+    proc, url = _run_through_a_crash(sc, out, 8, 1.0)
+    return proc, json.loads((out / "summary.json").read_text()), url
 
 
 def test_a_server_gone_mid_run_is_named_before_the_error_budget(tmp_path: Path) -> None:
@@ -146,14 +131,9 @@ def test_a_restart_the_run_waits_out_is_counted_before_the_error_budget_ends_it(
 
 
 def test_server_that_never_comes_back_is_bounded(tmp_path: Path) -> None:
-    fake = FakeOpenAI(("ok",), token_delay_s=0.01)
-    srv = ServerThread(fake.app).start()
-    t = threading.Thread(target=_crash_then_maybe_restart, args=(srv, fake, srv.port, 8, None, []))
-    t.start()
     t0 = time.monotonic()
-    proc = run_cli("run", str(scenario(tmp_path, 40, restart_wait=3)), "--base-url", srv.url,
-                   "--out", str(tmp_path / "out"), "--quiet", timeout=120)
-    t.join()
+    proc, _ = _run_through_a_crash(scenario(tmp_path, 40, restart_wait=3), tmp_path / "out",
+                                   8, None)
     assert proc.returncode == 2
     assert "did not come back" in proc.stdout
     assert time.monotonic() - t0 < 60
