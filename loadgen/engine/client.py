@@ -402,8 +402,8 @@ class _StreamState:
         if not choices:
             return False
         choice = choices[0] if isinstance(choices, list) else None
-        delta = choice.get("delta") or {} if isinstance(choice, dict) else None
-        if not isinstance(choice, dict) or not isinstance(delta, dict):
+        if not (isinstance(choice, dict)
+                and isinstance(delta := choice.get("delta") or {}, dict)):
             return self._malformed(f"choices[0].delta is not an object: {data[:120]!r}")
         token = False
         reasoning = delta.get("reasoning")  # vLLM >= 0.26; older servers: reasoning_content
