@@ -23,7 +23,7 @@ import orjson
 
 from loadgen.expectations import Expectation, ExpectedCall
 from loadgen.judge.aggregate import aggregate
-from loadgen.judge.run_level.rules import rules_for
+from loadgen.judge.run_report import rules_for
 from loadgen.judge.verdicts import classify
 from loadgen.records import RequestRecord
 from loadgen.scenario import Scenario, VerdictConfig

@@ -123,10 +123,6 @@ TESTS: dict[str, list[str]] = {
         "tests/loadgen/test_verdicts.py",
         "tests/loadgen/test_run_level_edges.py",
     ],
-    "loadgen/judge/run_level/rules.py": [
-        "tests/loadgen/test_run_level_edges.py",
-        "tests/loadgen/test_reference_edges.py",
-    ],
     "loadgen/judge/aggregate.py": [
         "tests/loadgen/test_aggregate_counts.py",
         "tests/loadgen/test_run_level_edges.py",
@@ -145,6 +141,8 @@ TESTS: dict[str, list[str]] = {
     "loadgen/judge/run_report.py": [
         "tests/loadgen/test_run_report_judging.py",
         "tests/loadgen/test_aggregate_counts.py",
+        "tests/loadgen/test_run_level_edges.py",
+        "tests/loadgen/test_reference_edges.py",
     ],
     "loadgen/judge/garbled/__init__.py": GARBLED_TESTS,
     "loadgen/judge/garbled/statistics.py": GARBLED_TESTS,

@@ -15,6 +15,9 @@ longest prompt's texts where it answers, else their words are counted (the token
 of the DeepSeek, Llama, Qwen and GPT families split text at whitespace before merging,
 so every word is at least one token). The chat template's and the tools' tokens come on
 top and are not counted.
+
+The same tokenizer calibrates long-context documents first (chars per token of their
+prose), so the lengths the scenario asks for are the lengths sent.
 """
 
 from __future__ import annotations
@@ -34,6 +37,13 @@ from loadgen.targets.readiness import ServerReady
 from loadgen.workload import WorkItem, make_workload
 
 TOKENIZE_TIMEOUT_S = 30.0
+# Prose of the kind long-context documents are made of, for the chars-per-token
+# calibration.
+CALIBRATION_TEXT = (
+    "The quarterly infrastructure review covered storage growth, network egress, "
+    "scheduled maintenance windows and the migration of billing records to the new "
+    "ledger service. Several teams asked for more detailed capacity forecasts. "
+) * 8
 
 
 @dataclass(frozen=True)
@@ -99,22 +109,39 @@ def longest_by_words(items: Iterable[WorkItem], maker: RequestMaker
     return best
 
 
+async def server_token_count(http: httpx.AsyncClient, base_url: str, model: str,
+                             prompt: str) -> int | None:
+    """The tokens of `prompt` by the server's own tokenizer (vLLM's and the sim's POST
+    /tokenize); None when the server has none or answers oddly, so the caller's estimate
+    stays."""
+    try:
+        resp = await http.post(f"{base_url}/tokenize", json={"model": model, "prompt": prompt},
+                               timeout=TOKENIZE_TIMEOUT_S)
+        if resp.status_code != 200:
+            return None
+        data = resp.json()
+        count = data.get("count") or len(data.get("tokens") or [])
+    except (httpx.HTTPError, ValueError, AttributeError, TypeError):
+        return None
+    if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
+        return None
+    return count
+
+
+async def calibrate_chars_per_token(http: httpx.AsyncClient, base_url: str, model: str,
+                                    sample: str = CALIBRATION_TEXT) -> float | None:
+    """Chars per token of English prose by the server's tokenizer, so long-context
+    documents reach the lengths the scenario asks for; None: the estimate stays."""
+    count = await server_token_count(http, base_url, model, sample)
+    return None if count is None else len(sample) / count
+
+
 async def tokenizer_count(http: httpx.AsyncClient, base_url: str, model: str,
                           texts: list[str]) -> int | None:
     """A floor on the tokens of `texts` from the server's tokenizer (the texts joined by
     newlines, less one token a join); None when the server has no /tokenize."""
-    try:
-        resp = await http.post(f"{base_url}/tokenize",
-                               json={"model": model, "prompt": "\n".join(texts)},
-                               timeout=TOKENIZE_TIMEOUT_S)
-        if resp.status_code != 200:
-            return None
-        count = resp.json().get("count")
-    except (httpx.HTTPError, ValueError, AttributeError):
-        return None
-    if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
-        return None
-    return max(0, count - len(texts))
+    count = await server_token_count(http, base_url, model, "\n".join(texts))
+    return None if count is None else max(0, count - len(texts))
 
 
 async def longest_request(http: httpx.AsyncClient, base_url: str, model: str,

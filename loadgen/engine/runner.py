@@ -16,7 +16,7 @@ from typing import Any
 
 from loadgen.engine.observer import RunObserver
 from loadgen.engine.phase import SeqSource, run_phase
-from loadgen.engine.preflight import check_context_fits
+from loadgen.engine.preflight import calibrate_chars_per_token, check_context_fits
 from loadgen.engine.progress import Progress
 from loadgen.engine.reference import reference_items
 from loadgen.engine.requests import RequestMaker
@@ -28,7 +28,6 @@ from loadgen.scenario import Scenario
 from loadgen.targets.readiness import ServerReady, choose_model, wait_ready
 from loadgen.targets.telemetry import Telemetry
 from loadgen.workload import make_workload
-from loadgen.workload.tokens import calibrate_chars_per_token
 
 PHASES = ("priming", "measurement")
 REFERENCE = "reference"

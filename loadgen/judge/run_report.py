@@ -15,13 +15,23 @@ from typing import Any
 from loadgen.exit_codes import BadInputError
 from loadgen.judge.aggregate import PhaseStats, RunStats, aggregate, percentiles
 from loadgen.judge.gate import GateContext, GateResult, evaluate, replies
-from loadgen.judge.run_level.rules import rules_for
+from loadgen.judge.run_level import Rule
+from loadgen.judge.run_level.cross_talk import CrossTalk
+from loadgen.judge.run_level.divergent import Divergent
+from loadgen.judge.run_level.reference import ReferenceAgreement
 from loadgen.results import RECORDS_FILE, is_run_dir, load_run, load_server
 from loadgen.run_facts import RunFacts
 from loadgen.scenario import Scenario
 from loadgen.targets.facts import ServerFacts
 from loadgen.taxonomy import RUN_LEVEL
 
+
+def rules_for(scenario: Scenario) -> list[Rule]:
+    """Every run-level rule the scenario calls for, fresh for one pass over its records."""
+    rules: list[Rule] = [Divergent(), CrossTalk()]
+    if scenario.reference.requests > 0:
+        rules.append(ReferenceAgreement(scenario.reference))
+    return rules
 
 @dataclass(frozen=True)
 class PhaseTokens:

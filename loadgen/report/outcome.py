@@ -12,10 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.exit_codes import EXIT_WORDS
+from loadgen.files import rounded, write_atomic, write_json
 from loadgen.judge.run_level import RUN_LEVEL_FILE, write_run_level
 from loadgen.judge.run_report import RunReport, judge_run
-from loadgen.report import write_run_reports
+from loadgen.report.junit import render_junit
+from loadgen.report.markdown import render_markdown
 from loadgen.report.run_text import load_text
+from loadgen.report.summary import summary_document
+from loadgen.results import HTML_FILE, JUNIT_FILE, MARKDOWN_FILE, SUMMARY_FILE
 from loadgen.scenario import Role
 
 
@@ -44,6 +48,23 @@ def rebuild_reports(out_dir: Path, html: bool = True) -> RunOutcome:
     report = judge_run(out_dir)
     write_run_level(out_dir / RUN_LEVEL_FILE, report.stats.changed)
     return RunOutcome(report, write_run_reports(report, html=html))
+
+
+def write_run_reports(report: RunReport, html: bool = True) -> dict[str, Any]:
+    """summary.json, report.md, junit.xml (and report.html) of a judged run; the summary.
+
+    Each file is written whole or not at all, so a run stopped mid-write never leaves a
+    half report that a CI job would read as the result."""
+    out = report.out_dir
+    summary = rounded(summary_document(report))
+    write_json(out / SUMMARY_FILE, summary)
+    write_atomic(out / MARKDOWN_FILE, render_markdown(report).encode())
+    write_atomic(out / JUNIT_FILE, render_junit(report))
+    if html:
+        from loadgen.report.html import render_html  # matplotlib: only when asked
+
+        write_atomic(out / HTML_FILE, render_html(report).encode())
+    return summary
 
 
 def one_line(report: RunReport) -> str:

@@ -11,10 +11,10 @@ import httpx
 import orjson
 import pytest
 
+from loadgen.engine.preflight import calibrate_chars_per_token
 from loadgen.exit_codes import BadInputError
 from loadgen.scenario import Scenario
 from loadgen.workload import make_workload
-from loadgen.workload.tokens import calibrate_chars_per_token
 from loadgen.workload.tool_turn import REPORTED_ACCOUNT
 
 
