@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from enum import StrEnum
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import (
     BaseModel,
@@ -262,8 +262,30 @@ class GateConfig(_Strict):
         return max(floor, needed)
 
 
-class VerdictConfig(_Strict):
-    """Thresholds of the verdict rules; the defaults do not flag healthy reasoning."""
+#: (lower, upper, strictly below) pairs of knobs, one knob group's own.
+Ordered = tuple[tuple[str, str, bool], ...]
+
+
+class _Knobs(_Strict):
+    """Thresholds some of which bound others: each group names its pairs (`ORDERED`), one
+    validator holds them all, so a group cannot forget to check its own."""
+
+    ORDERED: ClassVar[Ordered] = ()
+
+    @model_validator(mode="after")
+    def _in_order(self) -> Self:
+        for group in type(self).__mro__:
+            for lower, upper, strictly in vars(group).get("ORDERED", ()):
+                low, high = getattr(self, lower), getattr(self, upper)
+                if low >= high if strictly else low > high:
+                    raise ValueError(f"{lower} must {'be below' if strictly else 'not exceed'}"
+                                     f" {upper}")
+        return self
+
+
+class _LoopKnobs(_Knobs):
+    """`loop` (loadgen.judge.loops): a tail that repeats a period, or an n-gram that keeps
+    coming back, unless each repeat brings enough new words to be a template."""
 
     loop_min_period_chars: int = Field(default=8, ge=1, le=100_000)
     loop_max_period_chars: int = Field(default=2000, ge=1, le=1_000_000)
@@ -289,9 +311,14 @@ class VerdictConfig(_Strict):
         default=0.1, ge=0, le=1,
         description="The same for the reasoning, which restates where an answer lists.",
     )
-    special_tokens: list[str] = Field(default_factory=list)
-    # `garbled` (loadgen.judge.garbled): token salad, each detector over windows.
-    garbled: bool = Field(default=True, description="false switches the verdict off.")
+
+    ORDERED: ClassVar[Ordered] = (("loop_min_period_chars", "loop_max_period_chars", False),)
+
+
+class _MarkerKnobs(_Knobs):
+    """`garbled`'s markers and script switches (loadgen.judge.garbled.markers and
+    .script_mix): bursts within a window of characters."""
+
     garbled_marker_burst: int = Field(
         default=4, ge=2, le=10_000,
         description="Markers (special tokens, glued tokenizer markers, U+FFFD, mojibake, "
@@ -301,6 +328,12 @@ class VerdictConfig(_Strict):
         default=4, ge=2, le=10_000,
         description="Unexplained switches between scripts that make salad.")
     garbled_script_window_chars: int = Field(default=120, ge=8, le=1_000_000)
+
+
+class _FragmentKnobs(_Knobs):
+    """`garbled`'s fragment soup (loadgen.judge.garbled.fragments): words glued together,
+    or spelled out one letter a token."""
+
     garbled_glued_run_letters: int = Field(
         default=32, ge=16, le=100_000,
         description="The shortest run of letters that counts as words glued together.")
@@ -308,32 +341,39 @@ class VerdictConfig(_Strict):
     garbled_glued_share: float = Field(default=0.75, gt=0, le=1)
     garbled_fragment_window_chars: int = Field(default=400, ge=16, le=1_000_000)
     garbled_spaced_letters: int = Field(default=24, ge=8, le=100_000)
+
+    ORDERED: ClassVar[Ordered] = (("garbled_glued_run_letters", "garbled_glued_letters", False),)
+
+
+class _StatisticsKnobs(_Knobs):
+    """`garbled`'s statistics (loadgen.judge.garbled.statistics): a handful of words
+    shuffled, and printable noise."""
+
     garbled_shuffle_window_words: int = Field(default=32, ge=8, le=100_000)
     garbled_shuffle_min_distinct: int = Field(default=5, ge=2, le=100_000)
     garbled_shuffle_max_distinct: int = Field(default=12, ge=2, le=100_000)
     garbled_shuffle_min_bigram_ratio: float = Field(default=0.85, gt=0, le=2)
+
     garbled_noise_window_chars: int = Field(default=192, ge=32, le=1_000_000)
     garbled_noise_min_symbol_share: float = Field(default=0.15, ge=0, le=1)
     garbled_noise_min_bits: float = Field(default=5.8, gt=0, le=20)
     garbled_noise_min_distinct_pairs: float = Field(default=0.93, gt=0, le=1)
 
-    @model_validator(mode="after")
-    def _period_range(self) -> VerdictConfig:
-        if self.loop_min_period_chars > self.loop_max_period_chars:
-            raise ValueError("loop_min_period_chars must not exceed loop_max_period_chars")
-        return self
+    ORDERED: ClassVar[Ordered] = (
+        ("garbled_shuffle_min_distinct", "garbled_shuffle_max_distinct", False),
+        ("garbled_shuffle_max_distinct", "garbled_shuffle_window_words", True),
+    )
 
-    @model_validator(mode="after")
-    def _garbled_ranges(self) -> VerdictConfig:
-        if self.garbled_shuffle_min_distinct > self.garbled_shuffle_max_distinct:
-            raise ValueError("garbled_shuffle_min_distinct must not exceed "
-                             "garbled_shuffle_max_distinct")
-        if self.garbled_shuffle_max_distinct >= self.garbled_shuffle_window_words:
-            raise ValueError("garbled_shuffle_max_distinct must be below "
-                             "garbled_shuffle_window_words")
-        if self.garbled_glued_run_letters > self.garbled_glued_letters:
-            raise ValueError("garbled_glued_run_letters must not exceed garbled_glued_letters")
-        return self
+
+class VerdictConfig(_LoopKnobs, _MarkerKnobs, _FragmentKnobs, _StatisticsKnobs):
+    """Thresholds of the verdict rules; the defaults do not flag healthy reasoning.
+
+    One flat section of the scenario (`[verdicts]`); its knobs are declared by the rule
+    family that reads them, in the classes above."""
+
+    special_tokens: list[str] = Field(default_factory=list)
+    # `garbled` (loadgen.judge.garbled): token salad, each detector over windows.
+    garbled: bool = Field(default=True, description="false switches the verdict off.")
 
 
 class TelemetryConfig(_Strict):

@@ -58,6 +58,32 @@ def test_bad_values_name_key_and_problem(tmp_path: Path, text: str, key: str, pr
     assert problem in message, message
 
 
+@pytest.mark.parametrize("lower,upper,at_edge,problem", [
+    ("loop_min_period_chars", "loop_max_period_chars", True, "must not exceed"),
+    ("garbled_glued_run_letters", "garbled_glued_letters", True, "must not exceed"),
+    ("garbled_shuffle_min_distinct", "garbled_shuffle_max_distinct", True, "must not exceed"),
+    ("garbled_shuffle_max_distinct", "garbled_shuffle_window_words", False, "must be below"),
+])
+def test_thresholds_that_bound_each_other_are_held_in_order(
+        tmp_path: Path, lower: str, upper: str, at_edge: bool, problem: str) -> None:
+    """A lower bound above its upper one would switch a rule off without a word: refused,
+    in one line naming both keys; equal passes where the rule allows it."""
+    from loadgen.scenario import VerdictConfig
+
+    high = VerdictConfig.model_fields[upper].default
+    equal = write(tmp_path, f"[verdicts]\n{lower} = {high}\n", "equal.toml")
+    above = write(tmp_path, f"[verdicts]\n{lower} = {high + 1}\n", "above.toml")
+    for path, refused in ((equal, not at_edge), (above, True)):
+        if not refused:
+            assert getattr(load_scenario(path).verdicts, lower) == high
+            continue
+        with pytest.raises(BadInputError) as err:
+            load_scenario(path)
+        message = str(err.value)
+        assert "\n" not in message and message.startswith(f"{path}: verdicts:"), message
+        assert f"{lower} {problem} {upper}" in message, message
+
+
 def test_missing_file_and_bad_toml(tmp_path: Path) -> None:
     with pytest.raises(BadInputError, match="no such scenario file"):
         load_scenario(tmp_path / "absent.toml")
