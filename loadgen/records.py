@@ -66,6 +66,11 @@ class Usage:
     reasoning_tokens: int | None = None
 
 
+#: The identity keys every writer of this release writes; what `read` assumes without them.
+_UNWRITTEN: dict[str, Any] = {"run_id": "", "scenario": "", "phase": "measurement", "seq": -1,
+                              "endpoint": "", "item_id": ""}
+
+
 @dataclass(slots=True)
 class RequestRecord:
     run_id: str
@@ -110,6 +115,14 @@ class RequestRecord:
         return cls(timings=Timings(**timings), usage=Usage(**usage),
                    error_kind=ErrorKind(kind) if kind in ErrorKind._value2member_map_ else None,
                    **known)
+
+    @classmethod
+    def read(cls, data: dict[str, Any]) -> RequestRecord:
+        """A record as a run wrote it, read back for judging: a key an older release or
+        another writer left out takes its default (`seq` -1, the measurement phase), so
+        the judge counts what is there instead of stopping at it. Values are as written:
+        the readers still check the type of a figure before they do arithmetic on it."""
+        return cls.from_dict({**_UNWRITTEN, **data})
 
     def fail(self, kind: ErrorKind, message: str, *, first_only: bool = True) -> None:
         """Record why the request failed. Within a stream the first problem is the one

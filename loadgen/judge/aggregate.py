@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from loadgen.judge.run_level import Changed, Revision, Rule, combine, own_verdicts
-from loadgen.records import iter_record_dicts
+from loadgen.records import RequestRecord, iter_record_dicts
 from loadgen.results import RECORDS_FILE
 from loadgen.taxonomy import RUN_LEVEL, Verdict, counts_as_infra_error
 
@@ -84,47 +84,47 @@ class PhaseStats:
             return None
         return max(0.0, self.last_end - self.first_sent)
 
-    def add(self, d: dict[str, Any], verdicts: list[str], failed: bool) -> None:
+    def add(self, rec: RequestRecord, verdicts: list[str], failed: bool) -> None:
         """Count one record (as read from disk) into this phase."""
         self.requests += 1
         self.verdicts.update(set(verdicts))
         self.primary[verdicts[0]] += 1
-        if d.get("finish_reason"):
-            self.finish_reasons[str(d["finish_reason"])] += 1
-        t = d.get("timings") or {}
-        sent = t.get("sent")
-        end = t.get("end")
-        if isinstance(sent, int | float):
+        if rec.finish_reason:
+            self.finish_reasons[str(rec.finish_reason)] += 1
+        t = rec.timings
+        sent = _figure(t.sent) or None  # epoch 0: a record that never said when it was sent
+        end = _figure(t.end)
+        if sent is not None:
             self.first_sent = sent if self.first_sent is None else min(self.first_sent, sent)
-            if isinstance(end, int | float):
+            if end is not None:
                 last = sent + end
                 self.last_end = last if self.last_end is None else max(self.last_end, last)
-        firsts = [v for k in ("first_reasoning", "first_content")
-                  if isinstance(v := t.get(k), int | float)]
+        firsts = [v for v in (_figure(t.first_reasoning), _figure(t.first_content))
+                  if v is not None]
         if firsts:
             self.ttft.append(min(firsts))
-        if isinstance(t.get("gap_mean"), int | float):
-            self.gap_mean.append(t["gap_mean"])
+        if (gap := _figure(t.gap_mean)) is not None:
+            self.gap_mean.append(gap)
         if Verdict.INTERRUPTED.value in verdicts:
             self.interrupted += 1
         elif counts_as_infra_error(verdicts):
             self.infra_errors += 1
-        elif isinstance(end, int | float):
+        elif end is not None:
             self.e2e.append(end)
-        usage = d.get("usage") or {}
-        if isinstance(usage.get("completion_tokens"), int):
-            self.completion_tokens.append(usage["completion_tokens"])
-        self.reasoning_tokens += usage.get("reasoning_tokens") or 0
-        self.prompt_tokens += usage.get("prompt_tokens") or 0
-        seq = int(d.get("seq", -1))
+        usage = rec.usage
+        if isinstance(usage.completion_tokens, int):
+            self.completion_tokens.append(usage.completion_tokens)
+        self.reasoning_tokens += usage.reasoning_tokens or 0
+        self.prompt_tokens += usage.prompt_tokens or 0
+        seq = int(rec.seq)
         if failed:
             self.failing_seqs.add(seq)
         self._at[seq] = len(self.timeline)
-        self.timeline.append(TimelinePoint(seq, verdicts[0], int(d.get("in_flight") or 0),
+        self.timeline.append(TimelinePoint(seq, verdicts[0], int(rec.in_flight or 0),
                                            float(sent or 0.0), failed))
         interesting = failed or verdicts[0] not in ("ok", "interrupted")
         if interesting and len(self.failures) < FORENSIC_FAILURES:
-            self.failures.append(failure_tail(d, verdicts))
+            self.failures.append(failure_tail(rec, verdicts))
 
     def revise(self, seq: int, old: list[str], new: list[str], failed: bool,
                findings: dict[str, Any]) -> None:
@@ -149,16 +149,20 @@ class PhaseStats:
                 tail.findings = {**tail.findings, **findings}
 
 
-def failure_tail(d: dict[str, Any], verdicts: list[str],
+def failure_tail(rec: RequestRecord, verdicts: list[str],
                  extra: dict[str, Any] | None = None) -> FailureTail:
-    usage = d.get("usage") or {}
     return FailureTail(
-        seq=int(d.get("seq", -1)), verdicts=verdicts, finish_reason=d.get("finish_reason"),
-        completion_tokens=usage.get("completion_tokens"), error=d.get("error"),
-        reasoning_tail=_tail(d.get("reasoning") or ""),
-        content_tail=_tail(d.get("content") or ""),
-        tool_calls=d.get("tool_calls") or [],
-        findings={**(d.get("findings") or {}), **(extra or {})})
+        seq=int(rec.seq), verdicts=verdicts, finish_reason=rec.finish_reason,
+        completion_tokens=rec.usage.completion_tokens, error=rec.error,
+        reasoning_tail=_tail(rec.reasoning or ""),
+        content_tail=_tail(rec.content or ""),
+        tool_calls=rec.tool_calls or [],
+        findings={**(rec.findings or {}), **(extra or {})})
+
+
+def _figure(value: object) -> float | None:
+    """A number as a record states it; None for anything else a file may hold there."""
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def percentiles(values: list[float]) -> dict[str, float | None]:
@@ -237,7 +241,8 @@ def aggregate(out_dir: Path, fail_on: list[str], rules: list[Rule] | None = None
         total += 1
         phase = str(d.get("phase") or "measurement")
         own = own_verdicts(d)
-        phases.setdefault(phase, PhaseStats()).add(d, own, bool(fail.intersection(own)))
+        phases.setdefault(phase, PhaseStats()).add(RequestRecord.read(d), own,
+                                                   bool(fail.intersection(own)))
         seen[int(d.get("seq", -1))] = (phase, str(d.get("item_id") or ""), own)
         for rule in rules:
             rule.observe(d, own)
@@ -294,6 +299,7 @@ def _tails_of_revised(path: Path, changed: list[Changed], phases: dict[str, Phas
     for d in iter_record_dicts(path):
         found = wanted.get(int(d.get("seq", -1)))
         if found is not None:
-            phases[found.phase].failures.append(failure_tail(d, found.verdicts, found.findings))
+            phases[found.phase].failures.append(
+                failure_tail(RequestRecord.read(d), found.verdicts, found.findings))
     for st in phases.values():
         st.failures.sort(key=lambda tail: tail.seq)

@@ -113,6 +113,23 @@ def test_lines_without_phase_seq_or_item_are_counted(tmp_path: Path) -> None:
     assert stats.run_start == T0 + 1
 
 
+def test_figures_a_line_states_in_another_type_are_left_out_not_a_stop(
+        tmp_path: Path) -> None:
+    """A line another writer (or a hand edit) typed otherwise is still a request: it is
+    counted, and only the figures that are numbers are used."""
+    odd = rec(2, ["stuck_in_reasoning"], sent="soon", end=True,
+              usage={"completion_tokens": "12", "reasoning_tokens": None, "prompt_tokens": 7,
+                     "cached": 3},
+              extra_key={"kept": "out"})
+    odd["timings"].update(first_reasoning=False, first_content="x", gap_mean=None)
+    stats = counted(tmp_path, [rec(1, end=2.0), odd])
+    st = stats.phases["measurement"]
+    assert (st.requests, st.e2e, st.ttft, st.gap_mean) == (2, [2.0], [], [])
+    assert (st.completion_tokens, st.reasoning_tokens, st.prompt_tokens) == ([], 0, 7)
+    assert (st.first_sent, st.last_end) == (T0 + 1, T0 + 3.0)
+    assert [t.seq for t in st.failures] == [2] and st.failing_seqs == {2}
+
+
 def test_a_run_without_records_has_nothing_to_count(tmp_path: Path) -> None:
     stats = aggregate(tmp_path, FAIL_ON)
     assert (stats.phases, stats.records, stats.run_start, stats.changed,
