@@ -80,6 +80,13 @@ class SimTarget(_Strict):
     cross_talk_foreign_share: float = Field(default=0.7, ge=0.0, le=1.0)
     fatal_foreign_share: float = Field(default=0.9, ge=0.0, le=1.0)
 
+    def playing(self, role: Role) -> SimTarget:
+        """This sim as one side of a qualification: its builder packed for the control
+        (the bug left in, so the run must see it), at capacity stride for the candidate
+        (the fix the qualification proves)."""
+        return self.model_copy(
+            update={"layout": "packed" if role == Role.CONTROL else "capacity"})
+
 
 class TargetConfig(_Strict):
     base_urls: list[str] = Field(

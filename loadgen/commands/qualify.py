@@ -39,7 +39,7 @@ from loadgen.results import (
     new_run_id,
     prepare_out_dir,
 )
-from loadgen.scenario import QualifyConfig, QualifySide, Scenario
+from loadgen.scenario import QualifyConfig, QualifySide, Role, Scenario
 
 
 @dataclass
@@ -56,30 +56,26 @@ class QualifyOutcome:
         return self.qualification.exit_code
 
 
-CONTROL_LAYOUT = "packed"
-CANDIDATE_LAYOUT = "capacity"
-
-
 def _has_target(side: QualifySide) -> bool:
     return bool(side.base_urls) or side.sim is not None
 
 
 def sim_sides(scenario: Scenario) -> QualifyConfig:
-    """The scenario's [qualify], each side without a target given the scenario's sim:
-    packed for the control (the bug left in), capacity for the candidate (the fix).
-    What `demo` runs, and `qualify` when no URL is given."""
+    """The scenario's [qualify], each side without a target given the scenario's sim as
+    that side plays it (`SimTarget.playing`: the bug left in for the control, the fix for
+    the candidate). What `demo` runs, and `qualify` when no URL is given."""
     cfg = scenario.qualify or QualifyConfig()
     sim = scenario.target.sim
     if sim is None or scenario.target.base_urls:
         return cfg
 
-    def fill(side: QualifySide, layout: str) -> QualifySide:
+    def fill(side: QualifySide, role: Role) -> QualifySide:
         if _has_target(side):
             return side
-        return side.model_copy(update={"sim": sim.model_copy(update={"layout": layout})})
+        return side.model_copy(update={"sim": sim.playing(role)})
 
-    return cfg.model_copy(update={"control": fill(cfg.control, CONTROL_LAYOUT),
-                                  "candidate": fill(cfg.candidate, CANDIDATE_LAYOUT)})
+    return cfg.model_copy(update={"control": fill(cfg.control, Role.CONTROL),
+                                  "candidate": fill(cfg.candidate, Role.CANDIDATE)})
 
 
 def with_sides(scenario: Scenario, *, control_urls: list[str], candidate_urls: list[str],
@@ -114,9 +110,9 @@ def with_sides(scenario: Scenario, *, control_urls: list[str], candidate_urls: l
     return cfg.model_copy(update={"control": control, "candidate": candidate})
 
 
-def side_scenario(scenario: Scenario, cfg: QualifyConfig, role: str) -> Scenario:
+def side_scenario(scenario: Scenario, cfg: QualifyConfig, role: Role) -> Scenario:
     """The scenario one side runs: its target, and the gate of its role."""
-    side = cfg.control if role == "control" else cfg.candidate
+    side = cfg.control if role == Role.CONTROL else cfg.candidate
     data = scenario.model_dump(mode="python")
     data["qualify"] = None
     data["soak"] = None
@@ -124,8 +120,8 @@ def side_scenario(scenario: Scenario, cfg: QualifyConfig, role: str) -> Scenario
                           receipts_dir=side.receipts_dir or data["target"]["receipts_dir"],
                           sim=side.sim.model_dump() if side.sim else None)
     gate = data["gate"]
-    gate["role"] = role
-    if role == "control":
+    gate["role"] = str(role)
+    if role == Role.CONTROL:
         gate["fail_on"] = list(cfg.control_fail_on)
         gate["allowed"] = cfg.control_allowed
         gate["require_receipts"] = bool(side.require_receipts)
@@ -147,8 +143,8 @@ def qualify(scenario: Scenario, cfg: QualifyConfig, out: Path | None, *, quiet: 
             raise BadInputError(
                 f"qualify needs a {name} target: --{name} URL, qualify.{name}.base_urls or "
                 f"[qualify.{name}.sim] in the scenario, or (with no URL) its [target.sim]")
-    control_sc = side_scenario(scenario, cfg, "control")
-    candidate_sc = side_scenario(scenario, cfg, "candidate")
+    control_sc = side_scenario(scenario, cfg, Role.CONTROL)
+    candidate_sc = side_scenario(scenario, cfg, Role.CANDIDATE)
     out_dir = prepare_out_dir(out or default_out_dir(
         command, "" if command == "demo" else scenario.name, new_run_id()))
     for sub in (CONTROL_DIR, CANDIDATE_DIR):

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from loadgen.commands.qualify import side_scenario, with_sides
-from loadgen.scenario import load_scenario
+from loadgen.scenario import Role, load_scenario
 from tests.loadgen.conftest import run_cli
 
 SC = """
@@ -152,13 +152,13 @@ receipts_dir = "/receipts"
     sc = load_scenario(path)
     cfg = with_sides(sc, control_urls=[], candidate_urls=[], control_receipts=None,
                      candidate_receipts=None)
-    control = side_scenario(sc, cfg, "control")
+    control = side_scenario(sc, cfg, Role.CONTROL)
     assert control.target.sim is not None and control.target.sim.layout == "packed"
     assert control.target.base_urls == []
     assert control.gate.role == "control" and control.gate.allowed == 3
     assert [str(v) for v in control.gate.fail_on] == ["stuck_in_reasoning", "reasoning_loop"]
     assert control.gate.require_receipts is False  # layout `off` leaves none
-    candidate = side_scenario(sc, cfg, "candidate")
+    candidate = side_scenario(sc, cfg, Role.CANDIDATE)
     assert candidate.target.base_urls == ["http://cand:8000"]
     assert candidate.target.receipts_dir == "/receipts"
     assert candidate.gate.role == "candidate" and candidate.gate.require_receipts is True
@@ -166,7 +166,30 @@ receipts_dir = "/receipts"
     # A URL on the command line replaces the scenario's sim for that side.
     cfg = with_sides(sc, control_urls=["http://ctl:8000"], candidate_urls=[],
                      control_receipts=None, candidate_receipts=None)
-    assert side_scenario(sc, cfg, "control").target.sim is None
+    assert side_scenario(sc, cfg, Role.CONTROL).target.sim is None
+
+
+def test_the_scenarios_sim_plays_the_control_with_the_bug_and_the_candidate_fixed(
+        tmp_path: Path) -> None:
+    """With no URL, each side the scenario gives no target runs its [target.sim]: the
+    control with the packed builder (it must reproduce), the candidate at capacity stride;
+    every other sim setting is the scenario's, and a side's own sim is kept."""
+    path = tmp_path / "q.toml"
+    path.write_text(SC.format(ready=5) + "[target.sim]\nlayout = 'prefix'\nmax_num_seqs = 8\n")
+    sc = load_scenario(path)
+    cfg = with_sides(sc, control_urls=[], candidate_urls=[], control_receipts=None,
+                     candidate_receipts=None)
+    control = side_scenario(sc, cfg, Role.CONTROL).target.sim
+    candidate = side_scenario(sc, cfg, Role.CANDIDATE).target.sim
+    assert control is not None and candidate is not None
+    assert (control.layout, candidate.layout) == ("packed", "capacity")
+    assert control.max_num_seqs == candidate.max_num_seqs == 8
+    path.write_text(path.read_text() + "[qualify.candidate.sim]\nlayout = 'prefix'\n")
+    sc = load_scenario(path)
+    cfg = with_sides(sc, control_urls=[], candidate_urls=[], control_receipts=None,
+                     candidate_receipts=None)
+    kept = side_scenario(sc, cfg, Role.CANDIDATE).target.sim
+    assert kept is not None and kept.layout == "prefix"
 
 
 def test_a_control_of_another_model_makes_the_qualification_invalid(fake_server,

@@ -25,7 +25,7 @@ from static_support import (
 )
 
 from loadgen.commands.qualify import side_scenario, with_sides
-from loadgen.scenario import load_scenario
+from loadgen.scenario import Role, load_scenario
 
 SERVICES = model(COMPOSE)["services"]
 LOADGENS = {name: svc for name, svc in SERVICES.items() if is_loadgen(svc)}
@@ -135,7 +135,7 @@ def test_qualify_proves_the_candidate_is_patched() -> None:
                      candidate_urls=opts["--candidate"],
                      control_receipts=opts["--control-receipts-dir"][0],
                      candidate_receipts=opts["--candidate-receipts-dir"][0])
-    assert side_scenario(scenario, cfg, "candidate").gate.require_receipts
+    assert side_scenario(scenario, cfg, Role.CANDIDATE).gate.require_receipts
 
 
 @pytest.mark.parametrize("name", IDS)
