@@ -18,6 +18,9 @@ from pathlib import Path
 from click.testing import CliRunner
 
 REPO = Path(__file__).resolve().parents[2]
+#: The terminal width a CLI sees in a test, whatever the runner's own (a parallel
+#: runner's workers say 80): tables read the same in every run of the suite.
+WIDTH = {"COLUMNS": "200"}
 
 
 @dataclass
@@ -40,7 +43,8 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120,
     if cwd is not None:
         os.chdir(cwd)
     try:
-        result = CliRunner().invoke(cli, list(args), env=env, prog_name="dsv4-qual",
+        result = CliRunner().invoke(cli, list(args), env={**WIDTH, **(env or {})},
+                                    prog_name="dsv4-qual",
                                     catch_exceptions=True)
     finally:
         os.chdir(previous)
@@ -66,7 +70,7 @@ def cli_command(*args: str) -> list[str]:
 
 def cli_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of a CLI subprocess: this checkout's packages first, unbuffered."""
-    env = {**os.environ, **(extra or {})}
+    env = {**os.environ, **WIDTH, **(extra or {})}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
     env.setdefault("PYTHONUNBUFFERED", "1")
     return env
