@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 #: detector's module and the script table they read).
 GARBLED_TESTS = [
     "tests/loadgen/test_garbled.py",
+    "tests/loadgen/test_garbled_edges.py",
     "tests/loadgen/test_garbled_fields.py",
     "tests/loadgen/test_garbled_fragments.py",
     "tests/loadgen/test_garbled_markers.py",

@@ -205,11 +205,19 @@ _BARE_NUMBER = regex.compile(
 
 def _walks(values: list[int]) -> bool:
     """Numbers that neither step evenly (a counter) nor return to earlier ones (a loop's
-    few values): a template's data, e.g. a row's count."""
+    few values): a template's data, e.g. a row's count.
+
+    Three numbers have two steps, and "the commonest step is under half of them" never
+    holds for two: three numbers walk when all three differ and so do their steps (else
+    four records with distinct amounts would be a loop where three and five are not,
+    with the repeat keys lowered to reach them)."""
     if len(set(values)) * 2 <= len(values):
         return False
     steps = Counter(b - a for a, b in itertools.pairwise(values))
-    return steps.most_common(1)[0][1] * 2 < len(values) - 1
+    most = steps.most_common(1)[0][1]
+    if len(values) == 3:
+        return most == 1 and len(set(values)) == 3
+    return most * 2 < len(values) - 1
 
 
 # ---------------------------------------------------------------------- detectors

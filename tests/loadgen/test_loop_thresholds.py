@@ -175,6 +175,26 @@ def test_a_counter_over_four_repeats_is_numbering_not_new_values() -> None:
                                   "repeats": 4}
 
 
+def invoices(amounts: list[int]) -> str:
+    return " ".join(f"Invoice {a} was paid in full by the customer on time." for a in amounts)
+
+
+@pytest.mark.parametrize("repeats", [3, 4, 5])
+def test_records_that_differ_in_their_amount_are_a_template_at_any_repeat_count(
+        repeats: int) -> None:
+    # With the repeat keys lowered to 3, 4 or 5, a cut reply's list of invoices with
+    # distinct amounts walks through values (a template); the same invoice over and over
+    # loops. Two repeats after the first are too few to align their numbers (each is new
+    # by its value); three align, and three distinct amounts with distinct steps walk.
+    cfg = VerdictConfig(ngram_min_repeats=repeats, loop_ended_min_repeats=repeats)
+    listed = cut(invoices([4471, 9023, 1288, 5530, 7702][:repeats]))
+    assert classify(listed, cfg) == ["truncated"], listed.findings
+    again = cut(invoices([4471] * repeats))
+    assert classify(again, cfg) == ["reasoning_loop", "truncated"]
+    loop = again.findings["loop"]  # five are also 4 exact periods of 55 characters
+    assert loop["field"] == "content" and "Invoice 4471 was paid" in loop["unit"]
+
+
 def test_a_count_that_walks_through_zeros_is_data() -> None:
     # A queue length that comes and goes (0, 0, 1, 0, 2, 0) neither steps nor stays on a
     # few values long enough to loop: it is what the text reports, one new word a repeat.
