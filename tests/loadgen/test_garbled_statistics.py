@@ -8,8 +8,6 @@ from __future__ import annotations
 import random
 import string
 
-import pytest
-
 from loadgen.judge.garbled import garble_in_text
 from loadgen.scenario import VerdictConfig
 from tests.loadgen.test_garbled import PROSE, VOCAB, noise, shuffled_words
@@ -73,15 +71,56 @@ def test_two_strings_on_two_lines_are_a_list_and_on_one_line_noise() -> None:
     assert kind_of("Keys:\n" + " ".join(two)) == "noise"
 
 
-@pytest.mark.xfail(strict=True, reason="known false alarm: a window that straddles a "
-                   "sentence and the keys next to it counts the sentence's line, which is no "
-                   "item, so the window is not a list, and half random half prose reads as "
-                   "noise")
 def test_keys_next_to_a_sentence_are_a_list() -> None:
     # Generated keys one to a line with a sentence before or after them: a format.
     assert kind_of("Keys:\n\n" + "\n".join(keys(6, 64))) is None  # a short title: fine
     assert kind_of(PROSE + "\n\n" + "\n".join(keys(6, 64))) is None
     assert kind_of("Keys:\n\n" + "\n".join(keys(6, 64)) + "\n\n" + PROSE) is None
+
+
+def ragged_lines(count: int, seed: int) -> list[str]:
+    """Noise broken into lines where a garbled decode happened to emit a newline: lines
+    of lengths as random as their characters."""
+    rng = random.Random(seed)
+    return [noise(rng.randint(30, 120), seed=seed * 100 + i) for i in range(count)]
+
+
+def test_noise_lines_interleaved_with_sentences_are_noise() -> None:
+    # The list rule must not be a way out: lines of one string each between sentences,
+    # of lengths that vary as noise does, are noise, two or three at a time (a single
+    # line shorter than a window, diluted by the prose around it, is too little noise
+    # for any window, list or not).
+    sentence = PROSE.strip()
+    for per in (2, 3):
+        lines = [x for i in range(4) for x in [sentence, *ragged_lines(per, 10 * per + i)]]
+        assert kind_of("\n".join(lines)) == "noise", per
+        assert kind_of("\n\n".join(lines)) == "noise", per
+
+
+def test_numbered_keys_before_a_sentence_are_a_list() -> None:
+    # "9. `key`" and "10. `key`" differ by a character: still one list.
+    numbered = [f"{i + 1}. `{key}`" for i, key in enumerate(keys(12, 40))]
+    assert kind_of("Keys:\n" + "\n".join(numbered) + "\n" + PROSE) is None
+
+
+def test_strings_of_lengths_two_apart_next_to_a_sentence_are_no_list() -> None:
+    # Strings one to a line whose lengths step by two are no list of one format: beside
+    # a sentence, half of them and half of it read as noise (as they did before lists of
+    # one length were taken out).
+    stepped = [key[:40 + 2 * i] for i, key in enumerate(keys(6, 64))]
+    assert kind_of(PROSE + "\n\n" + "\n".join(stepped)) == "noise"
+    same = [key[:50] for key in keys(6, 64)]
+    assert kind_of(PROSE + "\n\n" + "\n".join(same)) is None
+
+
+def test_noise_after_a_list_is_found_where_it_is() -> None:
+    # The list is taken out, the noise after it is still noise, and the finding quotes a
+    # window of the paragraph that holds the noise, not of the list.
+    paragraph = PROSE + noise(240, seed=5) + " " + PROSE
+    for before in ("\n".join(keys(6, 64)) + "\n\n", "Keys:\n" + "\n".join(keys(6, 64)) + "\n"):
+        found = garble_in_text(before + paragraph, frozenset(), VerdictConfig())
+        assert found is not None and found[0] == "noise"
+        assert len(found[2]) == 120 and found[2] in paragraph
 
 
 def test_the_noise_finding_states_each_measure_against_its_threshold() -> None:
