@@ -8,6 +8,8 @@ from __future__ import annotations
 import random
 import string
 
+import pytest
+
 from loadgen.judge.garbled import garble_in_text
 from loadgen.scenario import VerdictConfig
 from tests.loadgen.test_garbled import PROSE, VOCAB, noise, shuffled_words
@@ -113,6 +115,33 @@ def test_strings_of_lengths_two_apart_next_to_a_sentence_are_no_list() -> None:
     assert kind_of(PROSE + "\n\n" + "\n".join(same)) is None
 
 
+def test_strings_one_character_apart_in_length_are_one_list() -> None:
+    # Lengths that go up and down by one (numbered items, a trimmed padding) are one list.
+    alternating = [key[:50 + i % 2] for i, key in enumerate(keys(6, 64))]
+    assert kind_of(PROSE + "\n\n" + "\n".join(alternating)) is None
+    # Lengths that fall by two are no list, as those that rise by two.
+    falling = [key[:60 - 2 * i] for i, key in enumerate(keys(6, 64))]
+    assert kind_of(PROSE + "\n\n" + "\n".join(falling)) == "noise"
+
+
+def test_a_string_as_long_as_a_window_is_no_item() -> None:
+    # A line that can hold a whole window is random characters in one run of text.
+    assert kind_of("\n".join(keys(2, 191))) is None
+    assert kind_of("\n".join(keys(2, 192))) == "noise"
+
+
+def test_an_item_holds_at_most_three_spaces() -> None:
+    # "1. key" or a key in a few groups is one string; four spaces make a line of text.
+    def grouped(key: str, spaces: int) -> str:
+        return " ".join([key[:10]] + [key[10 + 5 * j:15 + 5 * j] for j in range(spaces - 1)]
+                        + [key[10 + 5 * (spaces - 1):]])
+
+    for spaces, kind in ((3, None), (4, "noise")):
+        lines = "\n".join(grouped(key, spaces) for key in keys(6, 64))
+        assert kind_of(lines) == kind, spaces
+        assert kind_of(PROSE + "\n\n" + lines) == kind, spaces
+
+
 def test_noise_after_a_list_is_found_where_it_is() -> None:
     # The list is taken out, the noise after it is still noise, and the finding quotes a
     # window of the paragraph that holds the noise, not of the list.
@@ -137,3 +166,21 @@ def test_the_shuffled_finding_quotes_its_window_of_words() -> None:
     found = garble_in_text(" ".join(words), frozenset(), VerdictConfig())
     assert found is not None and found[0] == "shuffled_words"
     assert found[2] == " ".join(words[:32]) + " "
+
+
+SALAD_31 = " ".join(shuffled_words(VOCAB, 31))  # one word short of a window
+
+
+@pytest.mark.parametrize("ascii_only", [True, False])
+def test_letters_a_digit_touches_are_no_word(ascii_only: bool) -> None:
+    # 31 shuffled words and a 32nd next to them: salad when it is a word; not when a
+    # digit touches it (the letters of an ID, a hash), "0" and "9" as any other digit;
+    # "/" and ":" (either side of the digits) are no digits.
+    lead = "" if ascii_only else "¶ "  # not ASCII: the words of the scripts path
+    for glued in ("alpha", "/alpha", ":alpha"):
+        assert kind_of(lead + glued + " " + SALAD_31) == "shuffled_words", glued
+        assert kind_of(lead + SALAD_31 + " " + glued[::-1]) == "shuffled_words", glued
+    for digit in "09":
+        assert kind_of(lead + digit + "alpha " + SALAD_31) is None, digit
+        assert kind_of(lead + SALAD_31 + " alpha" + digit) is None, digit
+    assert kind_of(lead + "a " + SALAD_31) is None  # one letter is no word

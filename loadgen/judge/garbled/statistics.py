@@ -31,23 +31,23 @@ def _words(points: np.ndarray, scr: np.ndarray | None,
     letters of a hex hash or a UUID are not words), two letters or more; a CJK character
     is a word of its own. ASCII text gives its letter runs and no scripts."""
     n = len(points)
-    if scr is None and letter_runs is not None:
+    if letter_runs is not None:
         starts, ends = letter_runs
         one_char_word = np.zeros(len(starts), dtype=bool)
     else:
         assert scr is not None
         letter = scr >= FIRST_SCRIPT
         begins = letter.copy()
-        begins[1:] &= ~letter[:-1] | (scr[1:] != scr[:-1]) | _ONE_CHAR_WORDS[scr[1:]]
+        # After a character of another script (or no letter: those have no script).
+        begins[1:] &= (scr[1:] != scr[:-1]) | _ONE_CHAR_WORDS[scr[1:]]
         last = np.ones(n, dtype=bool)  # the word ends after this character
         last[:-1] = begins[1:] | ~letter[1:]
         starts = np.flatnonzero(begins)
         ends = np.flatnonzero(letter & last) + 1
         one_char_word = _ONE_CHAR_WORDS[scr[starts]]
-    before = points[np.maximum(starts - 1, 0)]
+    before = points[np.maximum(starts - 1, 0)]  # a word's own letter at the text's ends
     after = points[np.minimum(ends, n - 1)]
-    free = ((before < 0x30) | (before > 0x39) | (starts == 0)) \
-        & ((after < 0x30) | (after > 0x39) | (ends == n))
+    free = ((before < 0x30) | (before > 0x39)) & ((after < 0x30) | (after > 0x39))
     free &= (ends - starts > 1) | one_char_word  # not "a", "I", "C D E"
     return starts[free], ends[free]
 
@@ -82,10 +82,7 @@ def _rough_keys(points: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.
 def _fingerprints(points: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """A word's fingerprint: its length, its first, middle and last letters and the sum
     of its code points (one prefix sum for all the words), case-folded."""
-    if points.dtype == np.uint8:
-        folded = (points | np.uint8(0x20)).astype(np.uint64)  # letters are all that count
-    else:
-        folded = points.astype(np.uint64) | lookup(_ASCII_UPPER, points)
+    folded = points.astype(np.uint64) | lookup(_ASCII_UPPER, points)
     prefix = np.concatenate(([np.uint64(0)], np.cumsum(folded, dtype=np.uint64)))
     length = ends - starts
     return ((((length.astype(np.uint64) * _K[0] + folded[starts]) * _K[1]
@@ -105,10 +102,9 @@ def _dense(keys: np.ndarray) -> np.ndarray:
 
 
 def _previous(ids: np.ndarray) -> np.ndarray:
-    """Index of each id's previous occurrence, or -1 (16-bit ids sort in linear time)."""
-    if len(ids) and int(ids.max()) < 1 << 16:
-        ids = ids.astype(np.uint16)
-    order = np.argsort(ids, kind="stable")
+    """Index of each id's previous occurrence, or -1 (ids as the narrowest integers that
+    hold them: 16-bit ones sort in linear time)."""
+    order = np.argsort(ids.astype(np.min_scalar_type(int(ids.max()))), kind="stable")
     ordered = ids[order]
     prev = np.full(len(ids), -1, dtype=np.int64)
     same = np.flatnonzero(ordered[1:] == ordered[:-1]) + 1
@@ -147,8 +143,8 @@ def shuffled(points: np.ndarray, scr: np.ndarray | None,
     starts = starts[_distinct_per_window(rough, starts, size) <= high]
     if not len(starts):
         return None
-    linked = np.concatenate(([0], np.cumsum(_joined(points, word_starts, word_ends))))
-    starts = starts[(linked[starts + size] - linked[starts + 1]) >= _RUNNING_TEXT * (size - 1)]
+    linked = np.cumsum(_joined(points, word_starts, word_ends))  # a first word need not be
+    starts = starts[linked[starts + size - 1] - linked[starts] >= _RUNNING_TEXT * (size - 1)]
     if not len(starts):
         return None
     ids = _dense(_fingerprints(points, word_starts, word_ends))
