@@ -180,3 +180,46 @@ def test_the_bigram_ratio_holds_at_its_exact_threshold() -> None:
     text = " ".join(words)
     assert kind_of(text, garbled_shuffle_min_bigram_ratio=ratio) == "shuffled_words"
     assert kind_of(text, garbled_shuffle_min_bigram_ratio=ratio + 1e-9) is None
+
+
+def strings(lengths: list[int], seed: int = 3) -> list[str]:
+    """Random strings of letters, digits and punctuation (generated keys), one a length."""
+    rng = random.Random(seed)
+    alphabet = string.ascii_letters + string.digits + string.punctuation
+    return ["".join(rng.choices(alphabet, k=n)) for n in lengths]
+
+
+def with_spaces(line: str, spaces: int) -> str:
+    step = len(line) // (spaces + 1)
+    return " ".join(line[i * step:(i + 1) * step] for i in range(spaces)) + " " + \
+        line[spaces * step:]
+
+
+def test_a_list_is_three_quarters_strings_of_the_lines_its_window_touches() -> None:
+    # A line of text (four spaces) of 48 characters and three strings of lengths that
+    # differ (no list of one length): 144 of 192 characters are strings, 75%: a list.
+    # One character fewer in the last string and it is not.
+    text_line = with_spaces(strings([44], seed=7)[0], 4)
+    assert len(text_line) == 48
+    listed = "\n".join([text_line, *strings([40, 48, 56])])
+    assert kind_of(listed) is None
+    assert kind_of("\n".join([text_line, *strings([40, 48, 55])])) == "noise"
+
+
+def test_one_string_and_blank_lines_are_no_list() -> None:
+    line = strings([150])[0]
+    text_line = with_spaces(strings([38], seed=7)[0], 4)
+    assert kind_of(line + "\n\n" + text_line) == "noise"
+    assert kind_of(line + "\n" + strings([40], seed=7)[0]) is None  # two strings
+
+
+def test_a_list_of_strings_of_any_lengths_is_a_list_whatever_lies_beyond_it() -> None:
+    # Strings of lengths that vary (no list of one length), with long paragraphs before
+    # and after, kept apart by plain short items: the windows on the strings touch only
+    # items; the paragraphs, lines away, count for nothing.
+    paragraph = (PROSE * 4).strip()
+    plain = "\n".join(["ok"] * 100)
+    ragged = "\n".join(strings([40, 50, 60, 45, 55, 65]))
+    text = "\n".join(["Keys", paragraph, plain, ragged, plain, paragraph, "end"])
+    assert kind_of(text) is None
+    assert kind_of("\n".join(["Keys", paragraph, ragged, paragraph, "end"])) == "noise"
