@@ -223,3 +223,16 @@ def test_a_list_of_strings_of_any_lengths_is_a_list_whatever_lies_beyond_it() ->
     text = "\n".join(["Keys", paragraph, plain, ragged, plain, paragraph, "end"])
     assert kind_of(text) is None
     assert kind_of("\n".join(["Keys", paragraph, ragged, paragraph, "end"])) == "noise"
+
+
+def test_a_list_is_taken_out_to_the_character() -> None:
+    # Two strings, then noise right after them: what is left once the list is out starts
+    # with the newline after its last string, and the finding quotes from there on, the
+    # window's length of it.
+    for size, item, length, keys in ((192, 150, 200, {}),
+                                     (40, 30, 60, {"garbled_noise_min_bits": 4.0})):
+        listed = "\n".join(strings([item, item]))
+        tail = noise(length, seed=6)
+        hit = found(listed + "\n" + tail, garbled_noise_window_chars=size, **keys)
+        assert hit is not None and hit[0] == "noise"
+        assert hit[2] == ("\n" + tail)[:min(size, 120)], size
