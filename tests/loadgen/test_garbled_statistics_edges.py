@@ -131,9 +131,12 @@ def test_shuffled_words_at_the_very_end_of_a_text_are_found() -> None:
 
 
 def spaced(words: list[str], one_space: int) -> str:
-    """The words with one space after the first `one_space` of them, three after the
-    rest (three spaces: columns, not running text)."""
-    return "".join(w + (" " if i < one_space else "   ") for i, w in enumerate(words)).rstrip()
+    """The words one space apart but for gaps of three spaces (columns, not running text)
+    in the middle: `one_space` of the gaps are one space, the first and the last too."""
+    gaps = len(words) - 1
+    wide = range((gaps - (gaps - one_space)) // 2, (gaps + (gaps - one_space)) // 2)
+    assert len(wide) == gaps - one_space
+    return "".join(w + ("   " if i in wide else " ") for i, w in enumerate(words)).rstrip()
 
 
 def test_running_text_is_four_in_five_words_a_space_apart() -> None:
@@ -236,3 +239,11 @@ def test_a_list_is_taken_out_to_the_character() -> None:
         hit = found(listed + "\n" + tail, garbled_noise_window_chars=size, **keys)
         assert hit is not None and hit[0] == "noise"
         assert hit[2] == ("\n" + tail)[:min(size, 120)], size
+
+
+def test_keys_of_one_length_then_codes_of_others_are_lists() -> None:
+    # A sentence, keys of one length, then codes of lengths that vary: once the keys are
+    # out, the codes next to the sentence are still three quarters of their windows.
+    sentence = "Here are the six API keys and then the three recovery codes, one a line:"
+    text = "\n".join([sentence, *strings([64] * 6), *strings([100, 150, 120], seed=8)])
+    assert kind_of(text) is None

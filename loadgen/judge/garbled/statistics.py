@@ -191,7 +191,7 @@ def _one_string(line: str, size: int) -> bool:
     """A line that may be an item of a list: one string, at most a number and a space or
     two besides, too short to hold a window by itself (a window within one line is
     random characters in one run of text)."""
-    return 0 < len(line) < size and line.count(" ") <= _LIST_ITEM_SPACES
+    return len(line) < size and line.count(" ") <= _LIST_ITEM_SPACES
 
 
 def _a_list_of_strings(text: str, start: int, end: int, size: int) -> bool:
@@ -199,7 +199,8 @@ def _a_list_of_strings(text: str, start: int, end: int, size: int) -> bool:
     keys of any lengths). Random characters in one run of text are not."""
     lo = text.rfind("\n", 0, start) + 1
     hi = text.find("\n", end)
-    lines = [line.strip() for line in text[lo:hi if hi >= 0 else len(text)].split("\n")]
+    lines = [line for line in map(str.strip, text[lo:hi if hi >= 0 else len(text)].split("\n"))
+             if line]
     items = [line for line in lines if _one_string(line, size)]
     return len(items) >= _LIST_MIN_ITEMS and \
         sum(map(len, items)) >= _LIST_SHARE * sum(map(len, lines))
@@ -211,7 +212,7 @@ def _outside_lists(text: str, size: int) -> np.ndarray:
     or keys: a format wherever it lies, next to a sentence too; blank lines between them
     allowed). Noise broken into lines has lengths as random as the rest; a lone line
     between sentences is no list."""
-    keep = np.ones(len(text), dtype=bool)
+    keep = np.full(len(text), True)
     run: list[tuple[int, int, int]] = []  # the current run's items: start, end, length
     at = 0
     for line in text.split("\n"):
