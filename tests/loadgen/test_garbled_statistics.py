@@ -50,6 +50,10 @@ def test_words_alike_but_for_a_letter_are_different_words() -> None:
     # Pairs that share their middle letter too: six words, not three.
     pairs = "paper piper later liter baker biker".split()
     assert kind_of(" ".join(shuffled_words(pairs, 40))) == "shuffled_words"
+    # Anagrams whose middle letters trade places (same length, ends, letters): eight
+    # words, not four.
+    swapped = "garden garedn silver silevr window winodw castle caslte".split()
+    assert kind_of(" ".join(shuffled_words(swapped, 40))) == "shuffled_words"
 
 
 def test_a_handful_of_chinese_characters_shuffled_is_salad() -> None:

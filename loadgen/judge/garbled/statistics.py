@@ -236,6 +236,8 @@ def _drop(keep: np.ndarray, run: list[tuple[int, int, int]]) -> None:
 
 
 def _noisy(text: str, points: np.ndarray, cfg: VerdictConfig) -> tuple[str, int, int] | None:
+    """The first window of random printable characters whose lines are no list of
+    strings (`text` is what `points` spell: its lines are read only for such a window)."""
     size = cfg.garbled_noise_window_chars
     n = len(points)
     if n < size:
