@@ -43,6 +43,7 @@ GARBLED_TESTS = [
     "tests/loadgen/test_garbled_markers.py",
     "tests/loadgen/test_garbled_script_switches.py",
     "tests/loadgen/test_garbled_statistics.py",
+    "tests/loadgen/test_garbled_statistics_edges.py",
     "tests/loadgen/test_garbled_thresholds.py",
     "tests/loadgen/test_verdicts.py",
     "tests/loadgen/test_no_false_alarms.py",

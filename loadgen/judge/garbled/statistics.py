@@ -3,6 +3,8 @@ handful of words in random order; printable noise that is no known format)."""
 
 from __future__ import annotations
 
+from itertools import compress
+
 import numpy as np
 
 from loadgen.judge.garbled.points import SPACES, TABLE_SIZE, lookup
@@ -29,23 +31,23 @@ def _words(points: np.ndarray, scr: np.ndarray | None,
     letters of a hex hash or a UUID are not words), two letters or more; a CJK character
     is a word of its own. ASCII text gives its letter runs and no scripts."""
     n = len(points)
-    if scr is None and letter_runs is not None:
+    if letter_runs is not None:
         starts, ends = letter_runs
         one_char_word = np.zeros(len(starts), dtype=bool)
     else:
         assert scr is not None
         letter = scr >= FIRST_SCRIPT
         begins = letter.copy()
-        begins[1:] &= ~letter[:-1] | (scr[1:] != scr[:-1]) | _ONE_CHAR_WORDS[scr[1:]]
+        # After a character of another script (or no letter: those have no script).
+        begins[1:] &= (scr[1:] != scr[:-1]) | _ONE_CHAR_WORDS[scr[1:]]
         last = np.ones(n, dtype=bool)  # the word ends after this character
         last[:-1] = begins[1:] | ~letter[1:]
         starts = np.flatnonzero(begins)
         ends = np.flatnonzero(letter & last) + 1
         one_char_word = _ONE_CHAR_WORDS[scr[starts]]
-    before = points[np.maximum(starts - 1, 0)]
+    before = points[np.maximum(starts - 1, 0)]  # a word's own letter at the text's ends
     after = points[np.minimum(ends, n - 1)]
-    free = ((before < 0x30) | (before > 0x39) | (starts == 0)) \
-        & ((after < 0x30) | (after > 0x39) | (ends == n))
+    free = ((before < 0x30) | (before > 0x39)) & ((after < 0x30) | (after > 0x39))
     free &= (ends - starts > 1) | one_char_word  # not "a", "I", "C D E"
     return starts[free], ends[free]
 
@@ -80,10 +82,7 @@ def _rough_keys(points: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.
 def _fingerprints(points: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """A word's fingerprint: its length, its first, middle and last letters and the sum
     of its code points (one prefix sum for all the words), case-folded."""
-    if points.dtype == np.uint8:
-        folded = (points | np.uint8(0x20)).astype(np.uint64)  # letters are all that count
-    else:
-        folded = points.astype(np.uint64) | lookup(_ASCII_UPPER, points)
+    folded = points.astype(np.uint64) | lookup(_ASCII_UPPER, points)
     prefix = np.concatenate(([np.uint64(0)], np.cumsum(folded, dtype=np.uint64)))
     length = ends - starts
     return ((((length.astype(np.uint64) * _K[0] + folded[starts]) * _K[1]
@@ -103,10 +102,9 @@ def _dense(keys: np.ndarray) -> np.ndarray:
 
 
 def _previous(ids: np.ndarray) -> np.ndarray:
-    """Index of each id's previous occurrence, or -1 (16-bit ids sort in linear time)."""
-    if len(ids) and int(ids.max()) < 1 << 16:
-        ids = ids.astype(np.uint16)
-    order = np.argsort(ids, kind="stable")
+    """Index of each id's previous occurrence, or -1 (ids as the narrowest integers that
+    hold them: 16-bit ones sort in linear time)."""
+    order = np.argsort(ids.astype(np.min_scalar_type(int(ids.max()))), kind="stable")
     ordered = ids[order]
     prev = np.full(len(ids), -1, dtype=np.int64)
     same = np.flatnonzero(ordered[1:] == ordered[:-1]) + 1
@@ -145,8 +143,8 @@ def shuffled(points: np.ndarray, scr: np.ndarray | None,
     starts = starts[_distinct_per_window(rough, starts, size) <= high]
     if not len(starts):
         return None
-    linked = np.concatenate(([0], np.cumsum(_joined(points, word_starts, word_ends))))
-    starts = starts[(linked[starts + size] - linked[starts + 1]) >= _RUNNING_TEXT * (size - 1)]
+    linked = np.cumsum(_joined(points, word_starts, word_ends))  # a first word need not be
+    starts = starts[linked[starts + size - 1] - linked[starts] >= _RUNNING_TEXT * (size - 1)]
     if not len(starts):
         return None
     ids = _dense(_fingerprints(points, word_starts, word_ends))
@@ -186,21 +184,60 @@ _NOISE_MIN_SWITCHES = 0.5  # a screen: random characters change class at 3 in 4
 _LIST_MIN_ITEMS = 2
 _LIST_ITEM_SPACES = 3
 _LIST_SHARE = 0.75
+_LIST_ITEM_SPREAD = 1  # "9. `key`" and "10. `key`"
 
 
-def _a_list_of_strings(text: str, start: int, end: int) -> bool:
-    """The window's lines are items of a list: one string each, at most a number and a
-    space or two besides (generated passwords or keys, a format). Random characters in
-    one run of text are not."""
+def _one_string(line: str, size: int) -> bool:
+    """A line that may be an item of a list: one string, at most a number and a space or
+    two besides, too short to hold a window by itself (a window within one line is
+    random characters in one run of text)."""
+    return len(line) < size and line.count(" ") <= _LIST_ITEM_SPACES
+
+
+def _a_list_of_strings(text: str, start: int, end: int, size: int) -> bool:
+    """The window's lines are items of a list, one string each (generated passwords or
+    keys of any lengths). Random characters in one run of text are not."""
     lo = text.rfind("\n", 0, start) + 1
     hi = text.find("\n", end)
-    lines = [line.strip() for line in text[lo:hi if hi >= 0 else len(text)].split("\n")]
-    items = [line for line in lines if line and line.count(" ") <= _LIST_ITEM_SPACES]
+    lines = [line for line in map(str.strip, text[lo:hi if hi >= 0 else len(text)].split("\n"))
+             if line]
+    items = [line for line in lines if _one_string(line, size)]
     return len(items) >= _LIST_MIN_ITEMS and \
         sum(map(len, items)) >= _LIST_SHARE * sum(map(len, lines))
 
 
-def noise(text: str, points: np.ndarray, cfg: VerdictConfig) -> tuple[str, int, int] | None:
+def _outside_lists(text: str, size: int) -> np.ndarray:
+    """Which characters lie outside the text's lists of strings of one length: runs of
+    items each as long as the one before, give or take a character (generated passwords
+    or keys: a format wherever it lies, next to a sentence too; blank lines between them
+    allowed). Noise broken into lines has lengths as random as the rest; a lone line
+    between sentences is no list."""
+    keep = np.full(len(text), True)
+    run: list[tuple[int, int, int]] = []  # the current run's items: start, end, length
+    at = 0
+    for line in text.split("\n"):
+        item = line.strip()
+        if item:
+            one = _one_string(item, size)
+            if not (one and run and abs(len(item) - run[-1][2]) <= _LIST_ITEM_SPREAD):
+                _drop(keep, run)
+                run = []
+            if one:
+                run.append((at, at + len(line), len(item)))
+        at += len(line) + 1
+    _drop(keep, run)
+    return keep
+
+
+def _drop(keep: np.ndarray, run: list[tuple[int, int, int]]) -> None:
+    """Take a run of items out of the text if it is a list (two items or more)."""
+    if len(run) >= _LIST_MIN_ITEMS:
+        keep[run[0][0]:run[-1][1]] = False
+
+
+def _noisy(text: str, points: np.ndarray, cfg: VerdictConfig) -> tuple[str, int, int] | None:
+    """The first window of random printable characters whose lines are no list of
+    strings (`text` is what `points` spell: its lines are read only for such a window)."""
     size = cfg.garbled_noise_window_chars
     n = len(points)
     if n < size:
@@ -224,10 +261,28 @@ def noise(text: str, points: np.ndarray, cfg: VerdictConfig) -> tuple[str, int, 
         bits = float(-(p * np.log2(p)).sum())
         pairs = len(np.unique((window[:-1] << np.uint32(16)) | window[1:])) / (size - 1)
         if bits >= cfg.garbled_noise_min_bits and pairs >= cfg.garbled_noise_min_distinct_pairs \
-                and not _a_list_of_strings(text, start, start + size):
+                and not _a_list_of_strings(text, start, start + size, size):
             return (f"{size} chars of {bits:.2f} bits per char (threshold "
                     f"{cfg.garbled_noise_min_bits}), {pairs:.0%} distinct character pairs "
                     f"(threshold {cfg.garbled_noise_min_distinct_pairs:.0%}), "
                     f"{int(symbols[k]) / size:.0%} punctuation (threshold "
                     f"{cfg.garbled_noise_min_symbol_share:.0%})", start, start + size)
     return None
+
+
+def noise(text: str, points: np.ndarray, cfg: VerdictConfig) -> tuple[str, int, int] | None:
+    """The first noisy window that is no list; where lists of strings of one length lie
+    in the text, the first in what is left once they are taken out (looked for only
+    then: it costs a pass over the lines)."""
+    found = _noisy(text, points, cfg)
+    if found is None:
+        return None
+    keep = _outside_lists(text, cfg.garbled_noise_window_chars)
+    if keep.all():
+        return found
+    kept = np.flatnonzero(keep)
+    found = _noisy("".join(compress(text, keep.tolist())), points[kept], cfg)
+    if found is None:
+        return None
+    detail, start, end = found
+    return detail, int(kept[start]), int(kept[end - 1]) + 1
