@@ -47,7 +47,8 @@ evidence; its thresholds are `[verdicts]` keys (`garbled_*`, docs/scenario-keys.
   `garbled_noise_min_distinct_pairs` (0.93) of its character pairs distinct: random
   printable characters. Base64 (few symbols), hex hashes and UUIDs (4 bits), code,
   regexes and minified JSON (their pairs repeat) stay below; random strings one to a line
-  (generated passwords, keys) are a list, a format.
+  (generated passwords, keys) are a list, a format, beside a sentence too: runs of lines
+  of one length (give or take a character) are taken out before the rest is judged.
 
 What the defaults catch at the least: 4 markers in 160 characters (four BOS tokens in a
 row); 4 switches in 120 characters (about 40 tokens of multilingual soup, a third of
@@ -55,7 +56,8 @@ them neither Latin nor Han); three runs of 32 glued letters (or one of 96); 24 s
 letters; 32 words of a handful shuffled; 192 characters of printable noise (240 among
 other text: windows lie a quarter apart). Not caught: soup of one script whose pieces
 keep ordinary spaces ("ing the acc ount ations"), which only a lexicon would tell from a
-language we do not know; noise laid out one string a line; a random sequence of a
+language we do not know; noise laid out one string of one length a line (it reads as
+generated keys); a random sequence of a
 handful of words that is honest (the digits of pi spelled out) is caught, wrongly; and
 garbage too short to be any of the above (a tool argument of a dozen characters).
 """
