@@ -195,7 +195,8 @@ def configure(dest: Path, module: str, tests: list[str]) -> None:
                     f"only_mutate = [{module!r}]\n"
                     f"also_copy = {top!r}\n"
                     f"pytest_add_cli_args_test_selection = {tests!r}\n"
-                    'pytest_add_cli_args = ["-p", "no:randomly", "-p", "no:cacheprovider"]\n'
+                    'pytest_add_cli_args = ["-p", "no:randomly", "-p", "no:cacheprovider", '
+                    '"-n", "0"]\n'
                     "use_git_change_detection = false\n")
 
 

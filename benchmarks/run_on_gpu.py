@@ -120,7 +120,9 @@ def step_commands(out: Path, upstream_cache: Path | None, quick: bool) -> dict[s
     bench_extra = list(QUICK_ARGS) if quick else []
     upstream = ["--upstream-cache", str(upstream_cache)] if upstream_cache else []
     return {
-        "tests": [py, "-m", "pytest", "-m", "gpu", "-p", "no:cacheprovider", "-s",
+        # addopts cleared: the GPU host has pytest, not the fast tier's parallel runner
+        "tests": [py, "-m", "pytest", "-o", "addopts=", "-m", "gpu", "-p", "no:cacheprovider",
+                  "-s",
                   *gpu_test_files()],
         "bench_c128a": [py, "benchmarks/bench_c128a.py", *bench_extra,
                         "--json", str(out / "bench_c128a.json")],

@@ -111,7 +111,9 @@ def test_runner_runs_every_gpu_marked_test_file_and_each_benchmark(repo_root, tm
                                        "tests/sim/test_sim_gpu.py"]
     commands = runner.step_commands(tmp_path, tmp_path / "cache", quick=True)
     assert list(commands) == list(runner.STEPS)
-    assert commands["tests"][1:5] == ["-m", "pytest", "-m", "gpu"]
+    # The project's addopts are cleared there: the GPU host has pytest, not the parallel
+    # runner the fast tier's options ask for.
+    assert commands["tests"][1:7] == ["-m", "pytest", "-o", "addopts=", "-m", "gpu"]
     assert ["--upstream-cache", str(tmp_path / "cache")] == commands["bench_c128a_upstream"][
         2 + len(runner.QUICK_ARGS):4 + len(runner.QUICK_ARGS)]
     for name in ("bench_c128a", "bench_c128a_upstream", "bench_guard"):
