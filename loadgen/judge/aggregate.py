@@ -239,11 +239,11 @@ def aggregate(out_dir: Path, fail_on: list[str], rules: list[Rule] | None = None
     rules = rules or []
     for d in iter_record_dicts(path):
         total += 1
-        phase = str(d.get("phase") or "measurement")
+        rec = RequestRecord.read(d)
+        phase = str(rec.phase or "measurement")
         own = own_verdicts(d)
-        phases.setdefault(phase, PhaseStats()).add(RequestRecord.read(d), own,
-                                                   bool(fail.intersection(own)))
-        seen[int(d.get("seq", -1))] = (phase, str(d.get("item_id") or ""), own)
+        phases.setdefault(phase, PhaseStats()).add(rec, own, bool(fail.intersection(own)))
+        seen[int(rec.seq)] = (phase, str(rec.item_id or ""), own)
         for rule in rules:
             rule.observe(d, own)
     changed = _apply(combine(rules), seen, phases, fail)
