@@ -193,6 +193,13 @@ def glued_runs(lengths: list[int], between: str = ". ") -> str:
     return between.join(GLUED[i * 7:i * 7 + n] for i, n in enumerate(lengths))
 
 
+def glued_around_words(letters: int) -> str:
+    """Three glued runs of 32 (96 glued letters, the first from the reply's first
+    character) with `letters` ordinary letters in two-letter words between them."""
+    filler = " ".join(["go"] * (letters // 2)) + (" a" if letters % 2 else "")
+    return GLUED[:32] + " " + filler + " " + GLUED[7:39] + ". " + GLUED[14:46]
+
+
 def test_three_glued_runs_of_32_letters_are_salad() -> None:
     assert kind_of(glued_runs([32, 32, 32])) == "glued_fragments"
     assert kind_of(glued_runs([31, 32, 33])) is None  # two runs long enough
@@ -206,12 +213,9 @@ def test_glued_letters_reach_the_threshold() -> None:
 
 def test_glued_letters_are_most_of_the_window() -> None:
     # 96 glued letters, 32 ordinary ones between them: 75%; 34: 73.8%.
-    def with_words(letters: int) -> str:
-        filler = " ".join(["go"] * (letters // 2)) + (" a" if letters % 2 else "")
-        return GLUED[:32] + " " + filler + " " + GLUED[7:39] + ". " + GLUED[14:46]
-    assert kind_of(with_words(32)) == "glued_fragments"
-    assert kind_of(with_words(34)) is None
-    assert kind_of(with_words(34), garbled_glued_share=0.73) == "glued_fragments"
+    assert kind_of(glued_around_words(32)) == "glued_fragments"
+    assert kind_of(glued_around_words(34)) is None
+    assert kind_of(glued_around_words(34), garbled_glued_share=0.73) == "glued_fragments"
 
 
 def test_glued_runs_lie_within_the_window() -> None:

@@ -10,7 +10,7 @@ import random
 
 from loadgen.judge.garbled import garble_in_text
 from loadgen.scenario import VerdictConfig
-from tests.loadgen.test_garbled import GLUED, PROSE
+from tests.loadgen.test_garbled import GLUED, PROSE, glued_around_words
 
 
 def judge(text: str, **cfg: object) -> tuple[str, str, str] | None:
@@ -62,11 +62,8 @@ def test_glued_words_need_ten_distinct_letters() -> None:
 def test_glued_letters_at_the_very_start_count_against_all_the_letters() -> None:
     # 96 glued letters and 33 ordinary ones from the reply's first character: 74.4%,
     # below the 75% share; 32 ordinary ones: 75%.
-    def with_words(letters: int) -> str:
-        filler = " ".join(["go"] * (letters // 2)) + (" a" if letters % 2 else "")
-        return GLUED[:32] + " " + filler + " " + GLUED[7:39] + ". " + GLUED[14:46]
-    assert kind_of(with_words(32)) == "glued_fragments"
-    assert kind_of(with_words(33)) is None
+    assert kind_of(glued_around_words(32)) == "glued_fragments"
+    assert kind_of(glued_around_words(33)) is None
 
 
 def test_a_reply_glued_whole_is_salad_however_long() -> None:

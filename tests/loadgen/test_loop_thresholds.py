@@ -153,26 +153,21 @@ def counted(repeats: int) -> str:
     return " ".join(f"Attempt {i}: let me re-read the request now." for i in range(1, repeats + 1))
 
 
-def test_at_the_fewest_repeats_a_scenario_allows_a_sentence_said_twice_is_a_loop() -> None:
+@pytest.mark.parametrize("repeats,unit", [
     # ngram_min_repeats and loop_ended_min_repeats go down to 2: the one repeat after the
     # first brings nothing new, so a reasoning that says its sentence twice loops.
-    cfg = VerdictConfig(ngram_min_repeats=2, loop_ended_min_repeats=2)
-    r = rec(finish_reason="stop", reasoning=counted(2), content="Done.")
-    assert classify(r, cfg) == ["reasoning_loop"]
-    assert r.findings["loop"] == {"field": "reasoning", "kind": "ngram",
-                                  "unit": "Attempt 1: let me re-read the request now.",
-                                  "repeats": 2}
-
-
-def test_a_counter_over_four_repeats_is_numbering_not_new_values() -> None:
+    (2, "Attempt 1: let me re-read the request now."),
     # Four repeats are enough to see "1, 2, 3" count (it steps; it is not data that
     # walks): the repeats bring nothing new and the reasoning loops.
-    cfg = VerdictConfig(ngram_min_repeats=4, loop_ended_min_repeats=4)
-    r = rec(finish_reason="stop", reasoning=counted(4), content="Done.")
+    (4, "Attempt 3: let me re-read the request now."),
+], ids=["said-twice", "counter-of-four"])
+def test_a_sentence_repeated_with_only_its_number_counting_is_a_loop(repeats: int,
+                                                                      unit: str) -> None:
+    cfg = VerdictConfig(ngram_min_repeats=repeats, loop_ended_min_repeats=repeats)
+    r = rec(finish_reason="stop", reasoning=counted(repeats), content="Done.")
     assert classify(r, cfg) == ["reasoning_loop"]
-    assert r.findings["loop"] == {"field": "reasoning", "kind": "ngram",
-                                  "unit": "Attempt 3: let me re-read the request now.",
-                                  "repeats": 4}
+    assert r.findings["loop"] == {"field": "reasoning", "kind": "ngram", "unit": unit,
+                                  "repeats": repeats}
 
 
 def invoices(amounts: list[int]) -> str:
