@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from pathlib import Path
 
@@ -215,22 +216,50 @@ def test_sim_errors_are_one_line_and_exit_3(case: str, monkeypatch) -> None:
     assert words in lines[0]
 
 
-def test_a_control_states_its_reproduction_rate_and_its_expected_guard_line(
-        tmp_path: Path, caplog) -> None:
-    import logging
+class _Records(logging.Handler):
+    """Every log record of a run shared by a module's tests (caplog is one test's)."""
 
-    out = tmp_path / "d"
-    with caplog.at_level(logging.WARNING):
-        proc = run_cli("demo", "--out", str(out))
-    assert proc.returncode == 0
-    control_line = next(line for line in proc.stdout.splitlines() if "[control]" in line)
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def _logged_run(*args: str, level: int) -> tuple[object, list[logging.LogRecord]]:
+    root = logging.getLogger()
+    handler, before = _Records(), root.level
+    root.addHandler(handler)
+    root.setLevel(level)
+    try:
+        return run_cli(*args), handler.records
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(before)
+
+
+@pytest.fixture(scope="module")
+def default_demo(tmp_path_factory: pytest.TempPathFactory
+                 ) -> tuple[object, Path, list[logging.LogRecord]]:
+    """The default demo, run once for the tests that read what it printed and wrote."""
+    out = tmp_path_factory.mktemp("default-demo") / "d"
+    proc, records = _logged_run("demo", "--out", str(out), level=logging.WARNING)
+    return proc, out, records
+
+
+def test_a_control_states_its_reproduction_rate_and_its_expected_guard_line(
+        default_demo: tuple[object, Path, list[logging.LogRecord]]) -> None:
+    proc, out, records = default_demo
+    assert proc.returncode == 0  # type: ignore[attr-defined]
+    control_line = next(line for line in proc.stdout.splitlines()  # type: ignore[attr-defined]
+                        if "[control]" in line)
     assert "reproduced the bug, rate > " in control_line and "rate <" not in control_line
     header = (out / "control" / "report.md").read_text().split("\n\n")[1]
     assert "reproduced the bug" in header and "failed the gate" not in header
     assert "Reproduction rate &gt;" in (out / "control" / "report.html").read_text()
     # The guard's line on the packed control says this is the finding it expects.
-    guard_lines = [r.getMessage() for r in caplog.records
-                   if "stride violation" in r.getMessage()]
+    guard_lines = [r.getMessage() for r in records if "stride violation" in r.getMessage()]
     assert guard_lines and all("expected here: this sim runs the packed layout" in line
                                for line in guard_lines)
 
@@ -238,9 +267,11 @@ def test_a_control_states_its_reproduction_rate_and_its_expected_guard_line(
 def test_a_short_runs_report_says_what_it_could_not_see(fake_server, tmp_path: Path) -> None:
     _, srv = fake_server(("ok",))
     sc = tmp_path / "s.toml"
-    # A scrape interval longer than the run: only the idle before/after samples.
+    # No scrape while the run sends: only the idle before/after samples. (An interval
+    # longer than the run still scrapes once 0.5 s in, and a busy machine's run of eight
+    # requests can last that long.)
     sc.write_text("[load]\nconcurrency = 4\nmeasurement = 8\n[gate]\nprove_below = 0.5\n"
-                  "[telemetry]\nscrape_interval_s = 60\n")
+                  "[telemetry]\nscrape_interval_s = 0\n")
     out = tmp_path / "o"
     assert run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out)).returncode == 0
     page = (out / "report.html").read_text()
@@ -252,9 +283,10 @@ def test_a_short_runs_report_says_what_it_could_not_see(fake_server, tmp_path: P
     assert "too short to sample" in md and "| max running |" not in md
 
 
-def test_documents_people_read_have_rounded_numbers(tmp_path: Path) -> None:
-    out = tmp_path / "d"
-    assert run_cli("demo", "--out", str(out), "--quiet").returncode == 0
+def test_documents_people_read_have_rounded_numbers(
+        default_demo: tuple[object, Path, list[logging.LogRecord]]) -> None:
+    proc, out, _ = default_demo
+    assert proc.returncode == 0  # type: ignore[attr-defined]
 
     def floats(obj: object) -> list[float]:
         if isinstance(obj, float):
@@ -398,16 +430,22 @@ def test_the_progress_lines_are_told_what_the_run_level_rules_changed(
     assert quiet.returncode == 0 and quiet.stderr == ""
 
 
-def _demo_tiny(tmp_path: Path, *args: str) -> tuple[object, Path]:
-    sc = tmp_path / "tiny.toml"
+@pytest.fixture(scope="module")
+def quiet_tiny_demo(tmp_path_factory: pytest.TempPathFactory
+                    ) -> tuple[object, Path, list[logging.LogRecord]]:
+    """A quiet demo of TINY_SIM, run once for the tests that read its table and lines."""
+    folder = tmp_path_factory.mktemp("tiny-demo")
+    sc = folder / "tiny.toml"
     sc.write_text(TINY_SIM)
-    out = tmp_path / "d"
-    return run_cli("demo", "--scenario", str(sc), "--out", str(out), *args), out
+    out = folder / "d"
+    proc, records = _logged_run("demo", "--scenario", str(sc), "--out", str(out), "--quiet",
+                                level=logging.DEBUG)
+    return proc, out, records
 
 
 def test_the_demo_table_tells_what_a_control_counts_from_what_it_only_shows(
-        tmp_path: Path) -> None:
-    proc, _ = _demo_tiny(tmp_path, "--quiet")
+        quiet_tiny_demo: tuple[object, Path, list[logging.LogRecord]]) -> None:
+    proc, _, _ = quiet_tiny_demo
     assert proc.returncode in (0, 2), proc.stdout  # type: ignore[attr-defined]
     text = " ".join(proc.stdout.split())  # type: ignore[attr-defined]
     rows = {line.split("│")[1].strip(): line for line in proc.stdout.splitlines()  # type: ignore[attr-defined]
@@ -420,13 +458,11 @@ def test_the_demo_table_tells_what_a_control_counts_from_what_it_only_shows(
             "verdicts are shown, not counted.") in text
 
 
-def test_a_quiet_demo_prints_its_table_and_one_line(tmp_path: Path, caplog) -> None:
-    import logging
-
+def test_a_quiet_demo_prints_its_table_and_one_line(
+        quiet_tiny_demo: tuple[object, Path, list[logging.LogRecord]]) -> None:
     from server_patch.sim.embedded import QUIET_LOGGER
 
-    with caplog.at_level(logging.DEBUG):
-        proc, out = _demo_tiny(tmp_path, "--quiet")
+    proc, out, records = quiet_tiny_demo
     stdout, stderr = proc.stdout, proc.stderr  # type: ignore[attr-defined]
     assert proc.returncode in (0, 2), stdout  # type: ignore[attr-defined]
     assert stderr == ""
@@ -437,12 +473,12 @@ def test_a_quiet_demo_prints_its_table_and_one_line(tmp_path: Path, caplog) -> N
     for words in ("priming", "measurement:", "[control]", "[candidate]", "waiting for",
                   "stride violation", "run-level"):
         assert words not in stdout, words
-    # The guard's line went to the quiet run's logger, which writes nothing (the test's
-    # log capture listens to it all the same).
+    # The guard's line went to the quiet run's logger, which writes nothing (a handler on
+    # the root logger hears only what propagates).
     quiet = logging.getLogger(QUIET_LOGGER)
     assert not quiet.propagate and any(isinstance(h, logging.NullHandler)
                                        for h in quiet.handlers)
-    assert {r.name for r in caplog.records if "stride violation" in r.getMessage()} <= {
+    assert {r.name for r in records if "stride violation" in r.getMessage()} <= {
         QUIET_LOGGER}
     # What the guard saw is in the control's receipt and reports all the same.
     server = json.loads((out / "control" / "server.json").read_text())
