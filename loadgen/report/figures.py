@@ -17,9 +17,18 @@ def pyplot() -> Any:
     return plt
 
 
+#: Room around the axes, in inches, for tick labels and axis labels: a report's figures
+#: are small and labelled alike, so fixed margins do what a "tight" box did, at a third
+#: less cost (a tight box draws the figure twice: once to measure it, once to save it).
+MARGINS_IN = {"left": 0.85, "right": 0.15, "bottom": 0.55, "top": 0.12}
+
+
 def png_data_uri(fig: Any, dpi: int = 90) -> str:
+    width, height = fig.get_size_inches()
+    fig.subplots_adjust(left=MARGINS_IN["left"] / width, right=1 - MARGINS_IN["right"] / width,
+                        bottom=MARGINS_IN["bottom"] / height, top=1 - MARGINS_IN["top"] / height)
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=dpi)
     pyplot().close(fig)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 

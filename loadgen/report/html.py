@@ -7,7 +7,9 @@ flight, do stuck requests pile up at max_tokens, what was the server doing.
 
 from __future__ import annotations
 
-from jinja2 import Environment, select_autoescape
+import functools
+
+from jinja2 import Environment, Template, select_autoescape
 
 from loadgen.exit_codes import EXIT_WORDS
 from loadgen.judge.aggregate import failure_rate_by_in_flight, failure_rate_by_order
@@ -161,10 +163,15 @@ def _plots(report: RunReport) -> list[Plot]:
     return plots
 
 
+@functools.cache
+def _template() -> Template:
+    """Compiled once a process (tens of milliseconds a page otherwise)."""
+    return Environment(autoescape=select_autoescape(default=True)).from_string(_TEMPLATE)
+
+
 def render_html(report: RunReport) -> str:
-    env = Environment(autoescape=select_autoescape(default=True))
     gate = report.gate
-    return env.from_string(_TEMPLATE).render(
+    return _template().render(
         r=report, g=gate, word=EXIT_WORDS.get(gate.exit_code, "?"),
         phases=report.phase_summaries,
         plots=_plots(report) + telemetry_plots(report.server.samples),
