@@ -8,8 +8,6 @@ records.jsonl the moment it completes; memory holds counters, never the records.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import time
 from pathlib import Path
 from typing import Any
@@ -31,7 +29,6 @@ from loadgen.workload import make_workload
 
 PHASES = ("priming", "measurement")
 REFERENCE = "reference"
-AFTER_SNAPSHOT_TIMEOUT_S = 15.0
 
 
 class Runner:
@@ -65,18 +62,16 @@ class Runner:
                     return self._finish()
                 source = SeqSource(make_workload(scenario, self.facts.chars_per_token).items())
                 maker = RequestMaker(scenario, self.facts.run_id, self.facts.model)
-                await self.telemetry.snapshot("before")
-                self.telemetry.start()
+                await self.telemetry.begin()
                 session.selfmon.start()
                 for phase in self._plan():
-                    await self.telemetry.mark(phase, "start")
-                    if phase == REFERENCE:
-                        await self._reference(session, maker)
-                    else:
-                        load = scenario.load
-                        count = load.priming if phase == "priming" else load.measurement
-                        await self._phase(session, source, maker, phase, count)
-                    await self.telemetry.mark(phase, "end")
+                    async with self.telemetry.phase(phase):
+                        if phase == REFERENCE:
+                            await self._reference(session, maker)
+                        else:
+                            load = scenario.load
+                            count = load.priming if phase == "priming" else load.measurement
+                            await self._phase(session, source, maker, phase, count)
                     if session.stopper.stopped:
                         break
                     self.facts.phases_done.append(phase)
@@ -87,10 +82,7 @@ class Runner:
                 if reason is not None and reason.kind == "interrupted":
                     self.facts.interrupted = reason.message
                 await session.selfmon.stop()
-                await self.telemetry.stop()
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(self.telemetry.snapshot("after"),
-                                           AFTER_SNAPSHOT_TIMEOUT_S)
+                await self.telemetry.end()
                 self.facts.client = session.selfmon.report(session.records_written)
                 if self._worker_reports:
                     self.facts.client = combine_reports(self.facts.client, self._worker_reports)

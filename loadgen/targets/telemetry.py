@@ -9,8 +9,10 @@ it), and how loaded it was while we measured.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -36,6 +38,8 @@ TRACKED_METRICS: dict[str, tuple[str, ...]] = {
 
 
 FIRST_SCRAPE_S = 0.5
+#: The last look at the servers is bounded: one gone by then must not hold the reports.
+AFTER_SNAPSHOT_TIMEOUT_S = 15.0
 #: The gauge the dsv4-qual plugin (and the sim) export: which server start this is.
 SERVER_INFO_METRIC = "dsv4_qual_server_info"
 
@@ -183,6 +187,27 @@ class Telemetry:
     async def stop(self) -> None:
         await cancel(self._task)
         self._task = None
+
+    async def begin(self) -> None:
+        """The idle look at every server before anything is sent, then samples on the
+        interval while the run sends."""
+        await self.snapshot("before")
+        self.start()
+
+    async def end(self, timeout_s: float = AFTER_SNAPSHOT_TIMEOUT_S) -> None:
+        """Sampling stopped, then the last look (whatever ended the run: a server that
+        went away must not hold its reports, so the look is bounded and may find none)."""
+        await self.stop()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.snapshot("after"), timeout_s)
+
+    @contextlib.asynccontextmanager
+    async def phase(self, name: str) -> AsyncIterator[None]:
+        """The counters at the phase's start and, when it ends without an error, at its
+        end (`mark`)."""
+        await self.mark(name, "start")
+        yield
+        await self.mark(name, "end")
 
     def document(self) -> dict[str, Any]:
         """server.json before the receipts of the current server start are picked
