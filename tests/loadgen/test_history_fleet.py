@@ -311,6 +311,7 @@ def _when_served(fake: object, steps: list[tuple[int, Callable[[], None]]]) -> t
     return thread
 
 
+@pytest.mark.slow  # stops and starts a PostgreSQL server of its own
 def test_a_database_that_goes_away_mid_soak_loses_no_round(fake_server, tmp_path: Path,
                                                            own_cluster) -> None:
     url = own_cluster.new_database("outage")
@@ -328,6 +329,7 @@ def test_a_database_that_goes_away_mid_soak_loses_no_round(fake_server, tmp_path
     assert len(query(url, "SELECT DISTINCT round FROM round_verdicts")) == 4
 
 
+@pytest.mark.slow  # stops and starts a PostgreSQL server of its own
 def test_a_database_still_away_at_the_end_is_said_loudly_and_written_by_the_next_soak(
         fake_server, tmp_path: Path, own_cluster) -> None:
     url = own_cluster.new_database("away")
@@ -351,6 +353,7 @@ def test_a_database_still_away_at_the_end_is_said_loudly_and_written_by_the_next
     assert not query(spool, "SELECT * FROM spool_pending")
 
 
+@pytest.mark.slow  # stops and starts a PostgreSQL server of its own
 def test_a_database_unreachable_at_the_start_is_bad_input(fake_server, tmp_path: Path,
                                                           own_cluster) -> None:
     url = own_cluster.new_database("gone").replace("postgres@", "postgres:secret@")

@@ -141,6 +141,7 @@ def test_a_soak_counts_its_rounds_and_requests(fake_server, tmp_path: Path) -> N
     assert any(value(s, "dsv4_qual_last_gate_exit_code") == 0 for s in scraper.seen)
 
 
+@pytest.mark.slow  # worker processes
 def test_workers_are_counted_in_the_parent(fake_server, tmp_path: Path) -> None:
     _, srv = fake_server(("ok", "stuck"))
     port = free_port()

@@ -5,8 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from loadgen.workload.tool_turn import account_ids
 from tests.loadgen.conftest import run_cli
+
+#: `--workers` starts worker processes: the slow tier (end-to-end through real processes).
+pytestmark = pytest.mark.slow
 
 SC = """
 [load]

@@ -14,6 +14,9 @@ from pathlib import Path
 import pytest
 import torch
 
+#: Each test runs a benchmark script as its own process: the slow tier.
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU path")
 def test_benchmark_exits_2_with_a_clear_message_without_cuda(repo_root):

@@ -75,6 +75,7 @@ def ids_of(receipts: Path) -> dict[int, dict]:
     return {r["pid"]: r["server"] for r in load_receipts(receipts)}
 
 
+@pytest.mark.slow  # a fake vLLM server and its child processes
 @pytest.mark.parametrize("start_method", ["spawn", "fork"])
 def test_every_process_of_one_start_names_the_id_its_first_process_made(
         tmp_path: Path, fake_vllm_writer, repo_root: Path, start_method: str) -> None:
@@ -88,6 +89,7 @@ def test_every_process_of_one_start_names_the_id_its_first_process_made(
     assert child["model"]["loaded"] is True
 
 
+@pytest.mark.slow  # a fake vLLM server and its child processes
 def test_a_restart_gets_a_new_id_and_never_takes_one_left_in_the_environment(
         tmp_path: Path, fake_vllm_writer, repo_root: Path) -> None:
     serve(tmp_path, fake_vllm_writer, repo_root, tmp_path / "first", start_method="fork")
@@ -106,6 +108,7 @@ def test_a_restart_gets_a_new_id_and_never_takes_one_left_in_the_environment(
     assert maker["address"] is None  # its own command line's, not the one left behind
 
 
+@pytest.mark.slow  # a fake vLLM server and its child processes
 def test_several_processes_writing_one_metrics_directory_show_the_id_once(
         tmp_path: Path, fake_vllm_writer, repo_root: Path) -> None:
     # vLLM with several API servers serves what every process wrote into its
