@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import importlib.util
 import re
 import sys
 from collections.abc import Iterator
@@ -85,12 +86,8 @@ def load(root: Path) -> dict[str, Module]:
                     else:
                         mod.imports[alias.name.split(".")[0]] = alias.name.split(".")[0]
             elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    anchor = name.split(".") if is_package else name.split(".")[:-1]
-                    anchor = anchor[:len(anchor) - (node.level - 1)]
-                    base = ".".join(anchor + ([node.module] if node.module else []))
-                else:
-                    base = node.module or ""
+                base = importlib.util.resolve_name("." * node.level + (node.module or ""),
+                                                   name if is_package else name.rpartition(".")[0])
                 for alias in node.names:
                     mod.imports[alias.asname or alias.name] = f"{base}.{alias.name}"
         for node in tree.body:

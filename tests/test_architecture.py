@@ -6,6 +6,7 @@ has an import cycle, and every import points down the layers docs/architecture.m
 from __future__ import annotations
 
 import ast
+import importlib.util
 import re
 from pathlib import Path
 
@@ -60,12 +61,8 @@ def module_imports(package: str) -> dict[str, set[str]]:
                 bases = [alias.name for alias in node.names]
                 found = [b for b in bases if b in modules]
             elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    anchor = name.split(".") if is_package else name.split(".")[:-1]
-                    anchor = anchor[:len(anchor) - (node.level - 1)]
-                    base = ".".join(anchor + ([node.module] if node.module else []))
-                else:
-                    base = node.module or ""
+                base = importlib.util.resolve_name("." * node.level + (node.module or ""),
+                                                   name if is_package else name.rpartition(".")[0])
                 found = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
                          for a in node.names]
                 found = [f for f in found if f in modules]
