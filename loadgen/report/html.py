@@ -7,15 +7,11 @@ flight, do stuck requests pile up at max_tokens, what was the server doing.
 
 from __future__ import annotations
 
-import functools
-
-from jinja2 import Environment, Template, select_autoescape
-
 from loadgen.exit_codes import EXIT_WORDS
 from loadgen.judge.aggregate import failure_rate_by_in_flight, failure_rate_by_order
 from loadgen.judge.run_report import RunReport
 from loadgen.report.facts_text import server_words
-from loadgen.report.figures import png_data_uri, pyplot
+from loadgen.report.figures import page_template, png_data_uri, pyplot
 from loadgen.report.markdown import findings_lines
 from loadgen.report.run_text import load_text, reference_lines, run_level_text
 from loadgen.report.telemetry_plots import telemetry_plots
@@ -163,15 +159,9 @@ def _plots(report: RunReport) -> list[Plot]:
     return plots
 
 
-@functools.cache
-def _template() -> Template:
-    """Compiled once a process (tens of milliseconds a page otherwise)."""
-    return Environment(autoescape=select_autoescape(default=True)).from_string(_TEMPLATE)
-
-
 def render_html(report: RunReport) -> str:
     gate = report.gate
-    return _template().render(
+    return page_template(_TEMPLATE).render(
         r=report, g=gate, word=EXIT_WORDS.get(gate.exit_code, "?"),
         phases=report.phase_summaries,
         plots=_plots(report) + telemetry_plots(report.server.samples),

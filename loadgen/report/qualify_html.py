@@ -7,16 +7,13 @@ candidate flat at zero under the same load.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
-
-from jinja2 import Environment, Template, select_autoescape
 
 from loadgen.judge.aggregate import failure_rate_by_in_flight, failure_rate_by_order
 from loadgen.judge.qualification import Qualification
 from loadgen.judge.run_report import RunReport
-from loadgen.report.figures import png_data_uri, pyplot
+from loadgen.report.figures import page_template, png_data_uri, pyplot
 from loadgen.report.qualify_doc import QualifyDocument, comparison_rows, verdict_rows
 
 COLORS = {"control": "#b3261e", "candidate": "#146c2e"}
@@ -106,15 +103,9 @@ def _plots(sides: dict[str, RunReport]) -> list[tuple[str, str]]:
     return plots
 
 
-@functools.cache
-def _template() -> Template:
-    """Compiled once a process (tens of milliseconds a page otherwise)."""
-    return Environment(autoescape=select_autoescape(default=True)).from_string(_TEMPLATE)
-
-
 def render_qualify_html(q: Qualification, doc: QualifyDocument) -> str:
     sides = {"control": q.control}
     if q.candidate is not None:
         sides["candidate"] = q.candidate
-    return _template().render(
+    return page_template(_TEMPLATE).render(
         d=doc, rows=comparison_rows(doc), verdicts=verdict_rows(doc), plots=_plots(sides))
