@@ -31,7 +31,7 @@ from loadgen.bounds import required_measured
 from loadgen.durations import parse_duration
 from loadgen.exit_codes import BadInputError
 from loadgen.load_claim import ACCEPT_FLAG, LoadClaim
-from loadgen.taxonomy import DEFAULT_FAIL_ON, Verdict
+from loadgen.taxonomy import DEFAULT_FAIL_ON, FAILURE_VERDICTS, OPT_IN, SEVERITY, Verdict
 
 # Bounds that catch typos (an extra zero, a negative sign) without getting in the way
 # of real soaks.
@@ -211,7 +211,18 @@ ACCEPTABLE_LAYOUTS = ("capacity", "prefix")
 
 class GateConfig(_Strict):
     role: Role = Role.CANDIDATE
-    fail_on: list[Verdict] = Field(default_factory=lambda: list(DEFAULT_FAIL_ON))
+    fail_on: list[Verdict] | None = Field(
+        default=None,
+        description="A control: the verdicts that count as reproducing the bug (default: "
+        "every failure verdict). A candidate: verdicts to gate beyond the failure verdicts, "
+        "which all gate anyway (e.g. divergent); it never removes one: see `ignore`.",
+    )
+    ignore: list[Verdict] = Field(
+        default_factory=list,
+        description="Failure verdicts this gate accepts, named one by one: every other "
+        "failure verdict gates, those added later included. The statement names what was "
+        "detected but not gated.",
+    )
     allowed: Count = 0
     max_infra_errors: Count = 0
     prove_below: float = Field(
@@ -240,10 +251,43 @@ class GateConfig(_Strict):
 
     @field_validator("fail_on")
     @classmethod
-    def _no_ok(cls, verdicts: list[Verdict]) -> list[Verdict]:
-        if Verdict.OK in verdicts:
+    def _no_ok(cls, verdicts: list[Verdict] | None) -> list[Verdict] | None:
+        if verdicts is not None and Verdict.OK in verdicts:
             raise ValueError("'ok' cannot fail a run")
         return verdicts
+
+    @field_validator("ignore")
+    @classmethod
+    def _failures_only(cls, verdicts: list[Verdict]) -> list[Verdict]:
+        for verdict in verdicts:
+            if verdict in OPT_IN:
+                raise ValueError(f"{verdict.value!r} does not gate unless gate.fail_on names "
+                                 "it: there is nothing to ignore")
+            if verdict not in FAILURE_VERDICTS:
+                raise ValueError(f"{verdict.value!r} is not a failure verdict a gate could "
+                                 "ignore (infrastructure errors: gate.max_infra_errors)")
+        return verdicts
+
+    @model_validator(mode="after")
+    def _not_both(self) -> GateConfig:
+        both = sorted(set(self.fail_on or ()) & set(self.ignore))
+        if both:
+            raise ValueError(f"gate.fail_on and gate.ignore both name {', '.join(both)}")
+        return self
+
+    def gated(self) -> list[Verdict]:
+        """What this gate counts, most severe first.
+
+        A candidate gates every failure verdict (`DEFAULT_FAIL_ON`, derived from the
+        taxonomy: a verdict added after the scenario was written gates too), the opt-in
+        ones `fail_on` adds, minus what `ignore` names. A control counts what `fail_on`
+        says reproduces the bug (every failure verdict by default), minus `ignore`."""
+        if self.role == Role.CONTROL and self.fail_on is not None:
+            counted = set(self.fail_on)
+        else:
+            counted = set(DEFAULT_FAIL_ON) | set(self.fail_on or ())
+        counted -= set(self.ignore)
+        return [v for v in SEVERITY if v in counted]
 
     @field_validator("accept_layouts")
     @classmethod

@@ -56,27 +56,24 @@ def counts_as_infra_error(verdicts: Collection[str]) -> bool:
     return Verdict.INTERRUPTED.value not in verdicts and not _INFRA_NAMES.isdisjoint(verdicts)
 
 
+#: Signals, not failures: a scenario gates them only by naming them in `gate.fail_on`.
+#: `divergent`: vLLM is not batch-invariant (unless VLLM_BATCH_INVARIANT=1), so identical
+#: greedy requests may legitimately differ under concurrency.
+OPT_IN: frozenset[Verdict] = frozenset({Verdict.DIVERGENT})
+#: Not a judgement of what the model wrote: the reply never came (counted against
+#: `gate.max_infra_errors`), was interrupted, or is clean.
+_NOT_OUTPUT_FAILURES = frozenset({*INFRA_VERDICTS, Verdict.INTERRUPTED, Verdict.OK})
+
 # What a gate fails on unless the scenario says otherwise: every verdict that makes a
-# reply useless or wrong. `divergent` is opt-in: vLLM is not batch-invariant (unless
-# VLLM_BATCH_INVARIANT=1), so identical greedy requests may legitimately differ under
-# concurrency. `truncated` alone is the client's max_tokens; where a truncated reply
-# breaks a tool turn, `no_tool_call` or `tool_args_loop` says so and is gated. The
-# substance verdicts (`cross_talk`, `wrong_answer`, `reference_mismatch`) fire only where
-# the workload knows the answer or a reference phase ran, so gating them is safe.
-DEFAULT_FAIL_ON: tuple[Verdict, ...] = (
-    Verdict.CROSS_TALK,
-    Verdict.STUCK_IN_REASONING,
-    Verdict.GARBLED,
-    Verdict.WRONG_ANSWER,
-    Verdict.EMPTY_CONTENT,
-    Verdict.NO_TOOL_CALL,
-    Verdict.TOOL_ARGS_LOOP,
-    Verdict.BAD_TOOL_CALL,
-    Verdict.REASONING_LOOP,
-    Verdict.REFERENCE_MISMATCH,
-    Verdict.ABNORMAL_FINISH,
-    Verdict.TOKEN_LEAK,
-)
+# reply useless or wrong, i.e. every verdict but the opt-in signals and the infrastructure
+# ones. The set is derived from the enum, so a verdict added later gates by default: a
+# scenario written before it existed cannot ignore it silently (it must name it in
+# `gate.ignore`). `truncated` is the client's max_tokens cutting an answer; where a
+# scenario's cap is meant to cut, it says so in `gate.ignore`.
+DEFAULT_FAIL_ON: tuple[Verdict, ...] = tuple(
+    v for v in Verdict if v not in OPT_IN and v not in _NOT_OUTPUT_FAILURES)
+#: The verdicts `gate.ignore` may name (what else is there is no failure to accept).
+FAILURE_VERDICTS: frozenset[Verdict] = frozenset(DEFAULT_FAIL_ON)
 
 #: Verdicts about a reply judged against the run's other replies (computed after the
 #: run over all records by `judge.run_level`, stored beside records.jsonl), not about

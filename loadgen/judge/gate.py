@@ -26,6 +26,7 @@ from loadgen.load_claim import LoadClaim, describe
 from loadgen.run_facts import RunFacts
 from loadgen.scenario import GateConfig, ReferenceConfig, Role
 from loadgen.targets.facts import ServerFacts
+from loadgen.taxonomy import FAILURE_VERDICTS, OPT_IN
 
 
 @dataclass
@@ -39,7 +40,7 @@ class GateResult:
     upper_bound_95: float | None
     lower_bound_95: float | None
     exit_code: int
-    fail_on: list[str]
+    fail_on: list[str]  # what this gate counted (`GateConfig.gated`)
     infra_errors: int
     max_infra_errors: int
     required_measured: int
@@ -50,6 +51,10 @@ class GateResult:
     per_verdict: dict[str, int] = field(default_factory=dict)
     spread: FailureSpread = field(default_factory=FailureSpread)  # by request order
     statement: str = ""  # what this run proves, in words
+    #: Verdicts the measured replies carry that this gate did not count: name -> replies.
+    not_gated: dict[str, int] = field(default_factory=dict)
+    #: What the scenario's `gate.ignore` named.
+    ignored: list[str] = field(default_factory=list)
     #: Why there is no failure rate to bound ("not ready, nothing sent", "no reply came
     #: from the model"...); every report shows these words in place of counts and bounds.
     no_rate: str | None = None
@@ -150,6 +155,9 @@ def evaluate(cfg: GateConfig, stats: PhaseStats | None, run: RunFacts,
     st = stats or PhaseStats()
     context = context or GateContext()
     failures = len(st.failing_seqs)
+    gated = [str(v) for v in cfg.gated()]
+    not_gated = {name: count for name, count in sorted(st.verdicts.items())
+                 if count and name not in gated and name in _JUDGEMENTS}
     # A rate is of replies: a request the model never answered (an infrastructure error,
     # within its own limit) is no evidence that it answers right, so it is not counted
     # as a request that passed (it would tighten the bound with nothing behind it).
@@ -213,12 +221,12 @@ def evaluate(cfg: GateConfig, stats: PhaseStats | None, run: RunFacts,
         role=cfg.role, passed=code == ExitCode.PASSED, failures=failures,
         allowed=cfg.allowed, measured=measured,
         upper_bound_95=upper, lower_bound_95=lower, exit_code=int(code),
-        fail_on=[str(v) for v in cfg.fail_on], infra_errors=st.infra_errors,
+        fail_on=gated, infra_errors=st.infra_errors,
         max_infra_errors=cfg.max_infra_errors, required_measured=needed,
         prove_below=cfg.prove_below if candidate else None,
         detectable_rate_95=detectable,
         reasons=reasons, checks=checks,
-        per_verdict={str(v): st.verdicts.get(v, 0) for v in cfg.fail_on},
+        per_verdict={v: st.verdicts.get(v, 0) for v in gated},
         spread=spread,
         statement=" ".join(filter(None, (
             f"{without[0].upper()}{without[1:]}: this run proves nothing." if without else
@@ -228,9 +236,35 @@ def evaluate(cfg: GateConfig, stats: PhaseStats | None, run: RunFacts,
             f"{st.infra_errors} further measured request(s) got no reply from the model "
             f"(infrastructure errors, within the limit of {cfg.max_infra_errors}) and are "
             "not counted in the rate.",
-            receipts_statement(cfg, server.receipts)))),
-        no_rate=without,
+            receipts_statement(cfg, server.receipts),
+            not_gated_statement(not_gated, cfg)))),
+        no_rate=without, not_gated=not_gated, ignored=[str(v) for v in cfg.ignore],
     )
+
+
+#: Verdicts that judge a reply's output (what a gate may count or leave out).
+_JUDGEMENTS = frozenset(v.value for v in (*FAILURE_VERDICTS, *OPT_IN))
+
+
+def not_gated_statement(not_gated: dict[str, int], cfg: GateConfig) -> str | None:
+    """Every verdict the measured replies carry that the gate did not count, and why:
+    a reader must never take a pass for "nothing was detected"."""
+    if not not_gated:
+        return None
+    ignored = {str(v) for v in cfg.ignore}
+
+    def why(name: str) -> str:
+        if name in ignored:
+            return "ignored by gate.ignore"
+        if cfg.role == Role.CONTROL:
+            return "a control counts only what reproduces the bug"
+        return "a signal, gated only when gate.fail_on names it"
+
+    by_reason: dict[str, list[str]] = {}
+    for name, count in not_gated.items():
+        by_reason.setdefault(why(name), []).append(f"{name} {count}")
+    parts = [f"{', '.join(names)} ({reason})" for reason, names in by_reason.items()]
+    return f"Detected but not gated: {'; '.join(parts)}."
 
 
 def _pct(rate: float) -> str:

@@ -121,7 +121,7 @@ def judge_run(out_dir: Path) -> RunReport:
                             "results directory")
     scenario, run = load_run(out_dir)
     server = ServerFacts.from_document(load_server(out_dir))
-    stats = aggregate(out_dir, [str(v) for v in scenario.gate.fail_on], rules_for(scenario))
+    stats = aggregate(out_dir, [str(v) for v in scenario.gate.gated()], rules_for(scenario))
     context = GateContext(priming=stats.phases.get("priming"),
                           priming_planned=scenario.load.priming,
                           reference=scenario.reference,

@@ -306,7 +306,7 @@ class LiveMetrics:
         self._round_number = self._next_round or self._round_number + 1
         self._next_round = None
         self._round.set(self._round_number)
-        self._fail_on = frozenset(str(v) for v in gate.fail_on)
+        self._fail_on = frozenset(str(v) for v in gate.gated())
         self._live = [0, 0]
         self._final_bound = None
         self._judged = False

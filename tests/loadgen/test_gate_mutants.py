@@ -18,6 +18,7 @@ from loadgen.run_facts import RunFacts
 from loadgen.scenario import GateConfig
 from loadgen.targets.facts import ServerFacts
 from loadgen.targets.receipts import EndpointStart, ReceiptFacts
+from loadgen.taxonomy import DEFAULT_FAIL_ON, SEVERITY
 from tests.support.receipts import parallel
 
 START = "start-1"
@@ -211,11 +212,22 @@ def test_a_measurement_without_replies_after_answered_priming_proves_nothing() -
 
 
 def test_every_gated_verdict_is_counted_even_when_absent() -> None:
-    cfg = GateConfig(fail_on=["stuck_in_reasoning", "reasoning_loop", "token_leak"])
+    cfg = GateConfig(role="control", fail_on=["stuck_in_reasoning", "reasoning_loop",
+                                              "token_leak"])
     result = gate(cfg, stats(100, 3))
     assert result.per_verdict == {"stuck_in_reasoning": 3, "reasoning_loop": 0,
                                   "token_leak": 0}
     assert result.fail_on == ["stuck_in_reasoning", "reasoning_loop", "token_leak"]
+
+
+def test_a_candidate_gates_every_failure_verdict_but_those_it_ignores() -> None:
+    # fail_on written as a subset (before newer verdicts existed) removes nothing.
+    cfg = GateConfig(fail_on=["stuck_in_reasoning", "divergent"], ignore=["token_leak"])
+    result = gate(cfg, stats(100, 3))
+    expected = {v.value for v in DEFAULT_FAIL_ON} - {"token_leak"} | {"divergent"}
+    assert result.fail_on == [v.value for v in SEVERITY if v.value in expected]
+    assert result.per_verdict["stuck_in_reasoning"] == 3
+    assert result.ignored == ["token_leak"]
 
 
 def test_a_controls_stride_violations_are_reported_never_gated() -> None:

@@ -194,7 +194,7 @@ def test_live_failures_and_their_bound_follow_the_gated_verdicts() -> None:
         metrics.phase_started("measurement", 3)
         metrics.request_done("measurement", ["ok"])
         metrics.request_done("measurement", ["stuck_in_reasoning", "truncated"])
-        metrics.request_done("measurement", ["truncated"])  # not gated by default
+        metrics.request_done("measurement", ["divergent"])  # not gated by default
         metrics.request_done("measurement", ["interrupted"])  # not measured
         metrics.request_done("measurement", ["http_error"])  # no reply: not in the rate
         assert metrics.port
@@ -208,7 +208,7 @@ def test_live_failures_and_their_bound_follow_the_gated_verdicts() -> None:
         assert value(now, "dsv4_qual_last_gate_exit_code") is None  # no gate yet
         assert by_label(now, "dsv4_qual_requests_total", "phase", "verdict") == {
             ("priming", "stuck_in_reasoning"): 1, ("measurement", "ok"): 1,
-            ("measurement", "stuck_in_reasoning"): 1, ("measurement", "truncated"): 1,
+            ("measurement", "stuck_in_reasoning"): 1, ("measurement", "divergent"): 1,
             ("measurement", "interrupted"): 1, ("measurement", "http_error"): 1}
         assert value(now, "dsv4_qual_phase", dsv4_qual_phase="measurement") == 1
         assert value(now, "dsv4_qual_rounds_total", outcome="invalid") == 0

@@ -186,7 +186,7 @@ def test_why_a_solo_reply_is_no_oracle_names_all_its_verdicts() -> None:
                       verdicts=["stuck_in_reasoning", "reasoning_loop", "truncated"])])
     # Never replied: every verdict it has; replied but broken: the gated ones, sorted.
     assert rule.summary()["unusable"] == {"b1": "stream_error, truncated",
-                                          "b2": "reasoning_loop, stuck_in_reasoning"}
+                                          "b2": "reasoning_loop, stuck_in_reasoning, truncated"}
 
 
 def test_mismatches_are_counted_over_every_compared_reply() -> None:

@@ -115,8 +115,10 @@ def test_divergent_is_stored_beside_the_records_it_concerns(fake_server, tmp_pat
     # Identical greedy tool turns; every fourth reply finishes differently.
     _, srv = fake_server(("ok", "ok", "ok", "truncated"))
     sc = tmp_path / "d.toml"
+    # The odd one out is cut by length: accepted here by name, so only divergent is at stake.
     sc.write_text(SC.replace("priming = 4", "priming = 0").replace("concurrency = 4",
-                                                                    "concurrency = 1"))
+                                                                    "concurrency = 1")
+                  + 'ignore = ["truncated"]\n')
     out = tmp_path / "out"
     proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet")
     assert proc.returncode == 0, proc.stdout  # divergent is reported, not gated by default
@@ -149,8 +151,10 @@ def test_records_from_before_run_level_storage_are_judged_anew(fake_server,
     # by what the rule finds now, not twice and not stale.
     _, srv = fake_server(("ok", "ok", "ok", "truncated"))
     sc = tmp_path / "d.toml"
+    # The odd one out is cut by length: accepted here by name, so only divergent is at stake.
     sc.write_text(SC.replace("priming = 4", "priming = 0").replace("concurrency = 4",
-                                                                    "concurrency = 1"))
+                                                                    "concurrency = 1")
+                  + 'ignore = ["truncated"]\n')
     out = tmp_path / "out"
     run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet")
     lines = [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines()]

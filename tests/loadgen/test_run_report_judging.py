@@ -35,11 +35,19 @@ def test_a_directory_that_is_no_run_is_refused(tmp_path: Path) -> None:
 
 def test_the_gate_counts_what_the_scenario_fails_on(tmp_path: Path) -> None:
     records = [record(i) for i in range(6)] + [record(6, verdicts=["truncated"])]
-    strict = judged(tmp_path / "a", records,
-                    scenario=scenario(gate={"fail_on": ["truncated"], "prove_below": 0.9}))
+    # Every failure verdict gates unless the scenario ignores it by name.
+    strict = judged(tmp_path / "a", records, scenario=scenario(gate={"prove_below": 0.9}))
     assert (strict.gate.failures, strict.gate.exit_code) == (1, 1)
-    lenient = judged(tmp_path / "b", records, scenario=scenario(gate={"prove_below": 0.9}))
+    lenient = judged(tmp_path / "b", records,
+                     scenario=scenario(gate={"ignore": ["truncated"], "prove_below": 0.9}))
     assert (lenient.gate.failures, lenient.gate.exit_code) == (0, 0)
+    assert lenient.gate.not_gated == {"truncated": 1}
+    assert "Detected but not gated: truncated 1 (ignored by gate.ignore)." \
+        in lenient.gate.statement
+    # A scenario that lists fail_on as it stood before a verdict existed still gates it.
+    old = judged(tmp_path / "c", records,
+                 scenario=scenario(gate={"fail_on": ["stuck_in_reasoning"], "prove_below": 0.9}))
+    assert (old.gate.failures, old.gate.exit_code) == (1, 1)
 
 
 def test_the_run_level_rules_of_the_scenario_are_applied(tmp_path: Path) -> None:

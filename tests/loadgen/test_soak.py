@@ -180,7 +180,8 @@ def test_history_table_matches_the_records(fake_server, tmp_path: Path,
     assert shown.returncode == 0, shown.stderr
     rows = json.loads(shown.stdout)["rounds"]
     assert [r["round"] for r in rows] == [1, 2]
-    fail_on = {"stuck_in_reasoning", "empty_content", "reasoning_loop", "token_leak"}
+    fail_on = {"stuck_in_reasoning", "empty_content", "reasoning_loop", "token_leak",
+               "truncated"}
     total_measured = total_failed = 0
     for row in rows:
         measured = [r for r in records(Path(row["results_dir"]))

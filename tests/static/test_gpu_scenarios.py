@@ -19,7 +19,7 @@ def test_validates_and_says_what_it_proves(name: str) -> None:
     scenario = load_scenario(name)
     assert scenario.name == name
     assert len(scenario.description.split()) >= 30, "say what a pass proves"
-    assert BUG in scenario.gate.fail_on
+    assert BUG in scenario.gate.gated()
     assert scenario.request.temperature == 0.0
     assert scenario.request.chat_template_kwargs == THINKING
     assert scenario.target.base_urls == [], "the server comes from --base-url"
