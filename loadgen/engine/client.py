@@ -392,7 +392,8 @@ class _StreamState:
             rec.fail(ErrorKind.STREAM,
                      f"stream error: data is not a JSON object: {data[:120]!r}")
             return False
-        if event == b"error" or "error" in obj or obj.get("object") == "error":
+        # `"error": null` on every chunk is a server saying "no error" (some gateways do).
+        if event == b"error" or obj.get("error") is not None or obj.get("object") == "error":
             rec.fail(ErrorKind.STREAM, f"stream error: in-band error event: {_error_text(obj)}")
             return False
         usage = obj.get("usage")
@@ -467,7 +468,7 @@ class _StreamState:
             rec.fail(ErrorKind.STREAM, f"stream error: response is not JSON: {raw[:120]!r}")
             return
         choices = obj.get("choices") if isinstance(obj, dict) else None
-        if "error" in (obj if isinstance(obj, dict) else {}) or not choices \
+        if (isinstance(obj, dict) and obj.get("error") is not None) or not choices \
                 or not isinstance(choices, list) or not isinstance(choices[0], dict):
             rec.fail(ErrorKind.STREAM,
                      f"stream error: unexpected response: {_error_text(obj)}"[:2000])

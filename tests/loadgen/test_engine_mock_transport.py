@@ -79,3 +79,67 @@ def test_a_phase_runs_over_a_mock_transport(tmp_path: Path) -> None:
     assert all(r["verdicts"] == ["no_tool_call"] and r["phase"] == "measurement"
                for r in records)
     assert all(body["model"] == "m" and body["stream"] is True for _, body in seen)
+
+
+def _phase_records(tmp_path: Path, body: bytes, content_type: str, *,
+                   stream: bool = True) -> list[dict]:
+    """One phase of 4 requests, every reply `body`, judged as it lands."""
+    async def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=body, headers={"content-type": content_type})
+
+    scenario = Scenario.model_validate({
+        "target": {"base_urls": URLS[:1]}, "load": {"concurrency": 2, "measurement": 4},
+        "request": {"max_tokens": 64, "stream": stream},
+        "gate": {"prove_below": 0.6, "max_infra_errors": 4},
+        "workload": {"kind": "replay", "path": "unused.jsonl"}})
+    facts = RunFacts(run_id="r", scenario="s", base_urls=URLS[:1], model="m")
+    items = [{"messages": [{"role": "user", "content": "What is the capital of France?"}]}]
+
+    async def phase() -> None:
+        async with Session(scenario, tmp_path, facts, transport=httpx.MockTransport(handler),
+                           api_key=None, progress=Progress(quiet=True)) as session:
+            from loadgen.workload.base import WorkItem
+
+            source = SeqSource(iter([WorkItem(item_id=f"q{i}", messages=m["messages"])
+                                     for i, m in enumerate(items * 4)]))
+            await run_phase(session, source, RequestMaker(scenario, "r", "m"),
+                            "measurement", 4)
+
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    asyncio.run(phase())
+    return list(iter_record_dicts(tmp_path / "records.jsonl"))
+
+
+def _with_null_error(stream: bytes) -> bytes:
+    """Every chunk of an SSE stream given `"error": null`, as some gateways send it."""
+    out = []
+    for line in stream.split(b"\n"):
+        if line.startswith(b"data: {"):
+            obj = orjson.loads(line[6:])
+            obj["error"] = None
+            line = b"data: " + orjson.dumps(obj)
+        out.append(line)
+    return b"\n".join(out)
+
+
+def test_a_chunk_saying_error_null_is_no_error(tmp_path: Path) -> None:
+    answer = "The capital of France is Paris."
+    records = _phase_records(tmp_path / "stream", _with_null_error(sse(answer)),
+                             "text/event-stream")
+    assert [r["verdicts"] for r in records] == [["ok"]] * 4
+    assert all(r["content"] == answer and r["error"] is None for r in records)
+    whole = orjson.dumps({"id": "c", "object": "chat.completion", "model": "m", "error": None,
+                          "choices": [{"index": 0, "finish_reason": "stop",
+                                       "message": {"role": "assistant", "content": answer}}]})
+    records = _phase_records(tmp_path / "whole", whole, "application/json", stream=False)
+    assert [r["verdicts"] for r in records] == [["ok"]] * 4
+
+
+def test_an_error_object_in_the_stream_is_still_a_stream_error(tmp_path: Path) -> None:
+    broken = sse("The capital").replace(
+        b'data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,'
+        b'"delta":{},"finish_reason":"stop"}]}',
+        b'data: {"error": {"message": "engine died", "code": 500}}')
+    records = _phase_records(tmp_path, broken, "text/event-stream")
+    assert [r["verdicts"] for r in records] == [["stream_error"]] * 4
+    assert all("engine died" in r["error"] for r in records)
