@@ -109,7 +109,8 @@ class Runner:
         for url in self.facts.base_urls:
             info = await wait_ready(session.http, url, self.scenario.target.ready_timeout_s,
                                     say=session.progress.note)
-            self.facts.ready.append({"base_url": url, "waited_s": round(info.waited_s, 3)})
+            self.facts.ready.append({"base_url": url, "waited_s": round(info.waited_s, 3),
+                                     "readiness": info.readiness})
             ready.append(info)
         return ready
 

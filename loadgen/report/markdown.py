@@ -10,6 +10,7 @@ from loadgen.judge.run_report import RunReport
 from loadgen.report.facts_text import server_words
 from loadgen.report.run_text import load_text, reference_lines, run_level_text
 from loadgen.scenario import Role
+from loadgen.targets.readiness import BOTH_PROBES
 
 
 def _fmt(value: float | None, scale: float = 1.0, digits: int = 3) -> str:
@@ -97,6 +98,9 @@ def render_markdown(report: RunReport) -> str:
         f"| C128A layout | {words.layout} |",
         f"| vLLM | {', '.join(server.vllm_versions) or '-'} |",
     ]
+    # Where /health was not routed, readiness rested on /v1/models alone: say so.
+    lines += [f"| readiness | {r.get('base_url')}: {r['readiness']} |" for r in run.ready
+              if isinstance(r, dict) and r.get("readiness") not in (None, BOTH_PROBES)]
     if words.processes:
         lines.append(f"| patch receipts | {words.processes} |")
     if words.receipts:

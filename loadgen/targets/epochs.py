@@ -30,6 +30,7 @@ from typing import Any
 
 import httpx
 
+from loadgen.targets.readiness import NOT_ROUTED
 from loadgen.targets.receipts import (
     EndpointStart,
     ProcessReceipt,
@@ -76,12 +77,17 @@ class Observation:
 
 
 def observe(base_url: str, verify_tls: bool = True, timeout_s: float = 10.0) -> Observation:
-    """GET /health and /metrics once; never raises (a dead server is an observation)."""
+    """GET /health and /metrics once; never raises (a dead server is an observation).
+    Where /health is not routed (404, 405: an ingress of /v1 only), GET /v1/models
+    answering 200 is readiness, as the wait judges it."""
     ready = False
     text = None
     with contextlib.suppress(httpx.HTTPError, OSError), \
             httpx.Client(verify=verify_tls, timeout=timeout_s) as http:
-        ready = http.get(f"{base_url}/health").status_code == 200
+        status = http.get(f"{base_url}/health").status_code
+        if status in NOT_ROUTED:
+            status = http.get(f"{base_url}/v1/models").status_code
+        ready = status == 200
         resp = http.get(f"{base_url}/metrics")
         if resp.status_code == 200:
             text = resp.text

@@ -1,5 +1,8 @@
 """Wait until a server can take requests: GET /health, then GET /v1/models.
 
+An ingress that routes only `/v1` answers /health with 404 (or 405): readiness is then
+judged by GET /v1/models alone, and the wait and the run's facts say so.
+
 vLLM listens only once its engine is up (a server loading its model refuses
 connections), and /health alone answers 200 before the first request would succeed on
 some versions, so both must pass. A wrong address must not look like a slow start:
@@ -32,11 +35,18 @@ READY_TIMEOUT_FLAG = "--ready-timeout SECONDS"
 NotReadyKind = Literal["waiting", "refused", "no_such_host", "up_not_ready", "other"]
 
 
+#: What /health answers where it is not routed to the server (an ingress of /v1 only).
+NOT_ROUTED = frozenset({404, 405})
+BOTH_PROBES = "GET /health and GET /v1/models"
+
+
 @dataclass(frozen=True)
 class ServerReady:
     base_url: str
     models: dict[str, Any]
     waited_s: float
+    #: How readiness was judged: BOTH_PROBES, or /v1/models alone and why.
+    readiness: str = BOTH_PROBES
 
     @property
     def model_ids(self) -> list[str]:
@@ -82,6 +92,15 @@ class Probe:
     def __init__(self) -> None:
         self.kind: NotReadyKind = "waiting"
         self.reason = "no answer yet"
+        #: Set once /health answered 404 or 405: it is not routed here, so /v1/models
+        #: alone says whether the server is ready.
+        self.without_health: str | None = None
+
+    @property
+    def readiness(self) -> str:
+        if self.without_health is None:
+            return BOTH_PROBES
+        return f"GET /v1/models alone ({self.without_health}: not routed to the server)"
 
     def _not_ready(self, what: str) -> None:
         self.kind = "up_not_ready"
@@ -91,10 +110,13 @@ class Probe:
                        timeout: float = 10.0) -> dict[str, Any] | None:
         """The /v1/models document if the server is ready now, else None."""
         try:
-            health = await http.get(f"{base_url}/health", timeout=timeout)
-            if health.status_code != 200:
-                self._not_ready(f"GET /health answered {health.status_code}")
-                return None
+            if self.without_health is None:
+                health = await http.get(f"{base_url}/health", timeout=timeout)
+                if health.status_code in NOT_ROUTED:
+                    self.without_health = f"GET /health answered {health.status_code}"
+                elif health.status_code != 200:
+                    self._not_ready(f"GET /health answered {health.status_code}")
+                    return None
             models = await http.get(f"{base_url}/v1/models", timeout=timeout)
             if models.status_code != 200:
                 self._not_ready(f"GET /v1/models answered {models.status_code}")
@@ -149,16 +171,20 @@ async def wait_ready(
     check = Probe()
     next_beat = start + heartbeat_s
     said_kind: str | None = None
+    said_without_health = False
     unresolved_since: float | None = None
     if say is not None:
         say(f"waiting for {base_url} to be ready (GET /health and /v1/models), "
             f"up to {timeout_s:g} s ({how_to_wait} changes it)")
     while True:
         models = await check(http, base_url, timeout=min(10.0, max(timeout_s, 0.1)))
+        if check.without_health is not None and not said_without_health and say is not None:
+            said_without_health = True
+            say(f"{base_url}: readiness is judged by {check.readiness}")
         if models is not None:
             if say is not None and time.monotonic() - start >= 1.0:
                 say(f"{base_url} is ready after {time.monotonic() - start:.0f} s")
-            return ServerReady(base_url, models, time.monotonic() - start)
+            return ServerReady(base_url, models, time.monotonic() - start, check.readiness)
         now = time.monotonic()
         if check.kind == "no_such_host":
             unresolved_since = now if unresolved_since is None else unresolved_since
@@ -182,7 +208,7 @@ async def wait_ready(
         if time.monotonic() >= deadline:
             raise RunInvalidError(
                 f"server {base_url} not ready after {timeout_s:g} s: {check.reason} "
-                f"(GET /health and GET /v1/models must both answer 200; {how_to_wait} "
+                f"({check.readiness} must answer 200; {how_to_wait} "
                 "waits longer)")
         await asyncio.sleep(min(interval_s, max(0.0, deadline - time.monotonic())))
 

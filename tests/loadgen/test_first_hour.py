@@ -676,3 +676,31 @@ def test_the_rate_is_of_replies_requests_without_one_do_not_tighten_the_bound(
     assert f"0/12 failed, rate < {100 * upper_bound(0, 12):.2f}% @95%" in proc.stdout
     assert ("4 further measured request(s) got no reply from the model (infrastructure "
             "errors, within the limit of 4) and are not counted in the rate.") in gate["statement"]
+
+
+def test_an_ingress_without_health_is_ready_by_its_models_and_says_so(
+        fake_server, tmp_path: Path) -> None:
+    fake, srv = fake_server(("ok",), route_health=False)
+    out = tmp_path / "o"
+    proc = run_cli("run", SMOKE, "--base-url", srv.url, "--out", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (f"{srv.url}: readiness is judged by GET /v1/models alone (GET /health answered "
+            "404: not routed to the server)") in proc.stderr
+    run = json.loads((out / "run.json").read_text())
+    assert [r["readiness"] for r in run["run"]["ready"]] == [
+        "GET /v1/models alone (GET /health answered 404: not routed to the server)"]
+    assert "| readiness | " in (out / "report.md").read_text()
+    # Not ready is still not ready: /v1/models must answer.
+    fake.healthy = False
+    _, reason = _waiting_lines(srv.url, 0.4)
+    assert "up but not ready (GET /v1/models answered 503)" in reason
+    assert "GET /v1/models alone" in reason
+
+
+def test_a_soak_sees_an_ingress_without_health_as_ready(fake_server) -> None:
+    from loadgen.targets.epochs import observe
+
+    fake, srv = fake_server(("ok",), route_health=False)
+    assert observe(srv.url).ready
+    fake.healthy = False
+    assert not observe(srv.url).ready

@@ -189,7 +189,7 @@ class FakeOpenAI:
                  mode_by_text: dict[str, str] | None = None,
                  expose_start_time: bool = True, expose_server_id: bool = True,
                  version: str = "0.0.0-fake", root: str | None = None,
-                 state_max_model_len: bool = True) -> None:
+                 state_max_model_len: bool = True, route_health: bool = True) -> None:
         self.plan = list(plan)
         # A mode chosen by the request's own text: the same body, the same reply.
         self.mode_by_text = mode_by_text or {}
@@ -233,8 +233,9 @@ class FakeOpenAI:
         self.restart_down_probes = 0
         self._down_probes = 0
         self._served_at_start = 0
+        # An ingress that routes only /v1 (and /metrics) answers /health with 404.
         self.app = Starlette(routes=[
-            Route("/health", self.health),
+            *([Route("/health", self.health)] if route_health else []),
             Route("/version", self.version),
             Route("/v1/models", self.models),
             Route("/metrics", self.metrics),
