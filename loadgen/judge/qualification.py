@@ -64,6 +64,9 @@ class ModelCheck:
     def statement(self) -> str:
         if self.candidate is None:
             return f"control model: {self.control.describe()}"
+        if self.same and self.control.same_checkpoint_renamed(self.candidate):
+            return (f"both sides served the same checkpoint under other names: control "
+                    f"{self.control.describe()}, candidate {self.candidate.describe()}")
         if self.same:
             return f"both sides served {self.control.describe()}"
         return (f"the sides served different models ({'; '.join(self.differences)}), "

@@ -112,18 +112,35 @@ class ModelIdentity:
         return {"name": self.name, "roots": list(self.roots), "models": list(self.models),
                 "revisions": list(self.revisions)}
 
+    def _checkpoint_channels(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """The channels that name the checkpoint itself, not what it is served as."""
+        return (("/v1/models root", tuple(sorted({checkpoint_name(r) for r in self.roots}))),
+                ("model loaded (receipts)", self.models),
+                ("revision (receipts)", self.revisions))
+
     def differences(self, other: ModelIdentity) -> list[str]:
-        """Where the two differ, on the channels both offer (one phrase each)."""
-        found = []
-        for label, mine, theirs in (
-                ("served name", (self.name,) if self.name else (),
-                 (other.name,) if other.name else ()),
-                ("/v1/models root", self.roots, other.roots),
-                ("model loaded (receipts)", self.models, other.models),
-                ("revision (receipts)", self.revisions, other.revisions)):
-            if mine and theirs and set(mine) != set(theirs):
-                found.append(f"{label} {', '.join(mine)} vs {', '.join(theirs)}")
+        """Where the two differ, on the channels both offer (one phrase each).
+
+        The served name is a label: where both sides state the checkpoint (its root, the
+        model or revision the receipts name) and it agrees, another name is the same
+        model; the names are compared only where nothing stronger is stated on both
+        sides, and named beside a checkpoint that differs."""
+        strong = list(zip(self._checkpoint_channels(), other._checkpoint_channels(),
+                          strict=True))
+        stated = [(label, mine, theirs) for (label, mine), (_, theirs) in strong
+                  if mine and theirs]
+        found = [f"{label} {', '.join(mine)} vs {', '.join(theirs)}"
+                 for label, mine, theirs in stated if set(mine) != set(theirs)]
+        if stated and not found:
+            return []
+        if self.name and other.name and self.name != other.name:
+            found.insert(0, f"served name {self.name} vs {other.name}")
         return found
+
+    def same_checkpoint_renamed(self, other: ModelIdentity) -> bool:
+        """Both sides state the same checkpoint and serve it under different names."""
+        return bool(self.name and other.name and self.name != other.name
+                    and not self.differences(other))
 
     def describe(self) -> str:
         details = []

@@ -42,13 +42,14 @@ def receipt(vllm: str | None = "0.28.0", model: str | None = "org/ckpt",
 def side(role: str, exit_code: int, *, reasons: list[str] | None = None, model: str = "m",
          receipts: list[ProcessReceipt] | None = None, versions: list[str] | None = None,
          failures: int = 0, measured: int = 100, allowed: int = 0,
-         fail_on: list[str] | None = None) -> RunReport:
+         fail_on: list[str] | None = None, roots: list[str] | None = None) -> RunReport:
     gate = GateResult(role=role, passed=exit_code == 0, failures=failures, allowed=allowed,
                       measured=measured, upper_bound_95=None, lower_bound_95=None,
                       exit_code=exit_code, fail_on=fail_on or ["stuck_in_reasoning"],
                       infra_errors=0, max_infra_errors=0, required_measured=0,
                       prove_below=None, detectable_rate_95=None, reasons=reasons or [])
-    server = ServerFacts(receipts=ReceiptFacts(receipts or []), versions=versions or [])
+    server = ServerFacts(receipts=ReceiptFacts(receipts or []), versions=versions or [],
+                         model_roots={model: roots} if roots else {})
     run = RunFacts(run_id=role, scenario="s", base_urls=["http://x"], model=model)
     return RunReport(OUT / role, Scenario(name="s"), run, server, RunStats({}, 0, None), gate)
 
@@ -129,6 +130,36 @@ def test_a_control_of_another_model_makes_it_invalid_unless_allowed() -> None:
     # An interrupted candidate is an interruption, whatever it served.
     stopped = decide(OUT, "s", control, side("candidate", 130))
     assert (stopped.exit_code, stopped.reasons) == (130, [])
+
+
+@pytest.mark.parametrize("stated", ["roots", "receipts"])
+def test_the_same_checkpoint_under_another_name_is_the_same_model(stated: str) -> None:
+    # A control served as "dsv4-control", the candidate as "dsv4", one checkpoint: the
+    # server's root (or the receipts' model and revision) says so.
+    def facts(model: str) -> dict[str, Any]:
+        if stated == "roots":
+            return {"model": model, "roots": ["/root/.cache/huggingface/hub/models--"
+                                              "deepseek-ai--DeepSeek-V4-Flash/snapshots/1a"
+                                              if model == "dsv4" else
+                                              "deepseek-ai/DeepSeek-V4-Flash"]}
+        return {"model": model, "receipts": [receipt(model="deepseek-ai/DeepSeek-V4-Flash",
+                                                     revision="0731")]}
+
+    control = reproduced(**facts("dsv4-control"))
+    candidate = side("candidate", 0, reasons=["all good"], **facts("dsv4"))
+    q = decide(OUT, "s", control, candidate)
+    assert verdict(q) == (0, "QUALIFIED", ["candidate: all good"])
+    assert q.statements[0].startswith("both sides served the same checkpoint under other "
+                                      "names: control dsv4-control")
+    # Another checkpoint under another name is another model, named by both.
+    other = side("candidate", 0, model="dsv4", roots=["deepseek-ai/DeepSeek-V4-Pro"]) \
+        if stated == "roots" else \
+        side("candidate", 0, model="dsv4", receipts=[receipt(
+            model="deepseek-ai/DeepSeek-V4-Flash", revision="0801")])
+    q = decide(OUT, "s", control, other)
+    assert q.exit_code == 2 and q.reasons[0].startswith(
+        "the control and the candidate do not serve the same model (served name "
+        "dsv4-control vs dsv4; ")
 
 
 def test_every_difference_is_named() -> None:
