@@ -17,11 +17,13 @@ from rich.table import Table
 
 from loadgen.commands.qualify import qualify, sim_sides
 from loadgen.exit_codes import EXIT_WORDS, BadInputError
+from loadgen.judge.qualification import NOT_PROVEN
 from loadgen.judge.run_report import RunReport
 from loadgen.scenario import load_scenario
 
 ROWS = ("C128A layout", "measured requests", "ok", "verdicts counted",
-        "verdicts not counted", "gated failures", "failure rate (95%)", "gate")
+        "verdicts not counted", "gated failures", "failure rate (95%)", "gate",
+        "difference test")
 
 
 def _counts(verdicts: list[tuple[str, int]]) -> str:
@@ -82,7 +84,11 @@ def run_demo(scenario_ref: str, out: Path | None, quiet: bool = False) -> int:
     table.add_column("")
     table.add_column("control (bug left in)")
     table.add_column("candidate (the fix)")
-    for name, a, b in zip(ROWS, _column(q.control), _column(q.candidate), strict=True):
+    tested = q.difference
+    difference = (tested.test, f"p = {tested.p_value:.3g}: "
+                  + ("proven" if tested.proven else "NOT PROVEN")) if tested else ("-", "-")
+    for name, a, b in zip(ROWS, [*_column(q.control), difference[0]],
+                          [*_column(q.candidate), difference[1]], strict=True):
         table.add_row(name, a, b)
     console = Console()
     console.print(table)
@@ -90,7 +96,8 @@ def run_demo(scenario_ref: str, out: Path | None, quiet: bool = False) -> int:
         0: "the control reproduced the bug and the candidate stayed clean",
         1: "the candidate failed its gate",
         2: "the control did not reproduce the bug: this setup cannot see it"
-        if q.candidate is None else "the candidate's run was invalid",
+        if q.candidate is None else "the difference between the sides is not proven"
+        if q.verdict == NOT_PROVEN else "the candidate's run was invalid",
         130: "interrupted",
     }.get(q.exit_code, "?")
     # One line, whatever the terminal's width: scripts and CI logs grep it.

@@ -3,7 +3,11 @@
 A clean candidate means something only if the same harness, load and scenario made
 a server with the bug fail. A control that did not reproduce makes the whole
 qualification invalid (exit 2), whatever the candidate did: the candidate is then
-not even run. And the control must serve the candidate's model: a control of another
+not even run. A control that reproduced and a candidate within its gate qualify only
+when the candidate's failure rate is shown below the control's (`judge.difference`:
+Fisher's exact test, one-sided, at 95%); else the qualification is NOT PROVEN (exit 2)
+and says how many measured requests per side would settle it. And the control must
+serve the candidate's model: a control of another
 model (one that is stuck whatever its attention does) reproduces nothing about the
 candidate's, so different models make the qualification invalid too, unless the
 scenario says they may differ (`qualify.allow_different_models`). The vLLM release of
@@ -18,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.exit_codes import ExitCode
+from loadgen.judge.difference import Difference, difference
 from loadgen.judge.run_report import RunReport
 from loadgen.targets.facts import ModelIdentity, model_identity
 
@@ -34,6 +39,8 @@ VERDICT_WORDS: dict[int, str] = {
     ExitCode.RUN_INVALID: "INVALID",
     ExitCode.INTERRUPTED: "INTERRUPTED",
 }
+#: A control that reproduced and a clean candidate the test cannot tell apart (exit 2).
+NOT_PROVEN = "NOT PROVEN"
 #: The commands that make a qualification: its pages are headed with the one that did.
 COMMANDS = ("qualify", "demo")
 
@@ -101,6 +108,8 @@ class Qualification:
     #: Which command made it (`qualify`, or `demo`: both sides on the sim), so its pages
     #: and a later `report DIR` say the name the user ran.
     command: str = "qualify"
+    #: The test between the sides' failure rates (None: a side measured no reply).
+    difference: Difference | None = None
 
     @property
     def passed(self) -> bool:
@@ -115,11 +124,17 @@ def decide(out_dir: Path, scenario: str, control: RunReport,
     if candidate is not None:
         statements.append(f"candidate: {release_text(candidate)}")
 
-    def verdict(code: int, reasons: list[str]) -> Qualification:
-        return Qualification(out_dir, scenario, code, VERDICT_WORDS.get(code, "INVALID"),
-                             reasons, control, candidate, models, statements, command)
-
     gate = control.gate
+    tested = None
+    if candidate is not None and not gate.no_rate and not candidate.gate.no_rate:
+        tested = difference(gate.failures, gate.measured, candidate.gate.failures,
+                            candidate.gate.measured)
+
+    def verdict(code: int, reasons: list[str], word: str | None = None) -> Qualification:
+        return Qualification(out_dir, scenario, code, word or VERDICT_WORDS.get(code, "INVALID"),
+                             reasons, control, candidate, models, statements, command,
+                             tested)
+
     if gate.exit_code == ExitCode.INTERRUPTED:
         return verdict(gate.exit_code, ["the control run was interrupted"])
     if gate.exit_code == ExitCode.RUN_INVALID:
@@ -137,4 +152,7 @@ def decide(out_dir: Path, scenario: str, control: RunReport,
     if not models.same and not models.allowed:
         detail = "; ".join(models.differences)
         return verdict(int(ExitCode.RUN_INVALID), [OTHER_MODEL.format(detail=detail), *reasons])
+    if cgate.exit_code == ExitCode.PASSED and (tested is None or not tested.proven):
+        why = tested.sentence() if tested is not None else "a side has no failure rate"
+        return verdict(int(ExitCode.RUN_INVALID), [why], NOT_PROVEN)
     return verdict(cgate.exit_code, reasons)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.bounds import describe_bound
+from loadgen.judge.difference import Difference
 from loadgen.judge.qualification import ModelCheck, Qualification, release_text
 from loadgen.judge.run_report import RunReport
 from loadgen.report.facts_text import layout_text
@@ -100,12 +101,19 @@ class QualifyDocument:
     models: ModelCheck | None
     control: SideFacts
     candidate: SideFacts | None
+    #: The two-sample test that decided whether the candidate fails less than the control.
+    difference: Difference | None = None
 
     @property
     def candidate_bound(self) -> str | None:
         c = self.candidate
         return (describe_bound(c.failures, c.measured)
                 if c is not None and c.upper_bound_95 is not None else None)
+
+    @property
+    def difference_line(self) -> str | None:
+        """Which test decided whether the candidate fails less often, and what it said."""
+        return f"Difference: {self.difference.sentence()}." if self.difference else None
 
     @property
     def headline(self) -> str:
@@ -126,6 +134,10 @@ class QualifyDocument:
             parts.append(f"candidate: {describe_bound(candidate.failures, candidate.measured)}")
         elif candidate is None:
             parts.append("candidate: not run")
+        if self.difference is not None:
+            d = self.difference
+            parts.append(f"difference: {d.test}, p = {d.p_value:.3g}"
+                         + (" (proven)" if d.proven else " (not proven)"))
         if self.models is not None and not self.models.same and self.models.allowed:
             parts.append(self.statements[0])
         parts.append(f"control on {control.vllm_release}"
@@ -147,6 +159,7 @@ class QualifyDocument:
             "control_lower_bound_95": control.lower_bound_95,
             "candidate_upper_bound_95": candidate.upper_bound_95 if candidate else None,
             "candidate_bound": self.candidate_bound,
+            "difference": self.difference.to_dict() if self.difference else None,
             "headline": self.headline,
         }
 
@@ -156,7 +169,8 @@ def qualify_document(q: Qualification) -> QualifyDocument:
         command=q.command, scenario=q.scenario, verdict=q.verdict, exit_code=q.exit_code,
         passed=q.passed, reasons=list(q.reasons), statements=list(q.statements),
         models=q.models, control=side_facts(q.control, q.out_dir),
-        candidate=side_facts(q.candidate, q.out_dir) if q.candidate is not None else None)
+        candidate=side_facts(q.candidate, q.out_dir) if q.candidate is not None else None,
+        difference=q.difference)
 
 
 def _pct(value: float | None, digits: int = 2) -> str:
@@ -207,8 +221,18 @@ def comparison_rows(doc: QualifyDocument) -> list[tuple[str, str, str]]:
                                            f"{_sec(s.latency_s, 'e2e', 'p99')}")),
         ("completion tokens p50 / max", *both(tokens)),
         ("spec-decode acceptance", *both(lambda s: _pct(s.spec_acceptance_rate, 1))),
+        ("difference (candidate below control)", *_difference_cells(doc.difference)),
         ("results", *both(lambda s: s.results_dir + "/")),
     ]
+
+
+def _difference_cells(tested: Difference | None) -> tuple[str, str]:
+    if tested is None:
+        return "-", "no test: a side has no failure rate"
+    outcome = ("proven at 95%" if tested.proven else "NOT PROVEN"
+               + (f" (about {tested.per_side_needed} per side would settle it)"
+                  if tested.per_side_needed else ""))
+    return tested.test, f"p = {tested.p_value:.3g}: {outcome}"
 
 
 def verdict_rows(doc: QualifyDocument) -> list[tuple[str, int, int | None]]:

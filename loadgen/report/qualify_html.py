@@ -32,6 +32,7 @@ text-align:left;vertical-align:top} th{background:#f3f3f3}
 {% if d.reasons %}<ul>{% for r in d.reasons %}<li>{{ r }}</li>{% endfor %}</ul>{% endif %}
 {% if d.statements %}<ul id="statements">{% for r in d.statements %}<li>{{ r }}</li>
 {% endfor %}</ul>{% endif %}
+{% if d.difference_line %}<p id="difference">{{ d.difference_line }}</p>{% endif %}
 <table id="sides"><tr><th></th><th>control (must reproduce)</th><th>candidate</th></tr>
 {% for label, a, b in rows %}<tr><th>{{ label }}</th><td>{{ a }}</td><td>{{ b }}</td></tr>
 {% endfor %}</table>

@@ -48,6 +48,12 @@ def render_qualify_junit(q: Qualification, doc: QualifyDocument) -> bytes:
                    if candidate.measured else "no measured requests")
         case("candidate stays within its gate", outcome,
              message + ("" if outcome == "passed" else ": " + "; ".join(candidate.reasons)))
+    if candidate is not None:
+        tested = doc.difference
+        case("candidate fails less often than the control (" + (tested.test if tested else
+                                                                   "no test") + ")",
+             "passed" if tested is not None and tested.proven else "error",
+             tested.sentence() if tested is not None else "a side has no failure rate")
     for side, report in (("control", q.control), ("candidate", q.candidate)):
         if report is None:
             continue

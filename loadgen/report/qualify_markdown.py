@@ -9,6 +9,8 @@ def render_qualify_markdown(doc: QualifyDocument) -> str:
     lines = [f"# dsv4-qual {doc.command}: {doc.scenario}", "", f"**{doc.headline}**", ""]
     lines += [f"- {r}" for r in doc.reasons]
     lines += [f"- {r}" for r in doc.statements]
+    if doc.difference_line:
+        lines.append(f"- {doc.difference_line}")
     lines += ["", "| | control | candidate |", "|---|---|---|"]
     lines += [f"| {a} | {b} | {c} |" for a, b, c in comparison_rows(doc)]
     lines += ["", "| verdict (measured) | control | candidate |", "|---|---:|---:|"]

@@ -109,6 +109,22 @@ def test_the_candidates_gate_decides_once_the_control_reproduced(code: int, word
     assert q.passed is (code == 0)
 
 
+def test_a_clean_candidate_beside_a_rare_reproduction_is_not_proven() -> None:
+    # 2 of 256 reproduced, 0 of 256 failed: a candidate as broken as the control would
+    # score that about one time in eight, so the sides are not shown to differ.
+    control = side("control", 0, failures=2, measured=256)
+    candidate = side("candidate", 0, failures=0, measured=256)
+    q = decide(OUT, "s", control, candidate)
+    assert (q.exit_code, q.verdict) == (2, "NOT PROVEN")
+    assert q.difference is not None and q.difference.per_side_needed == 577
+    assert q.reasons == [q.difference.sentence()]
+    assert "Fisher's exact test, one-sided" in q.reasons[0]
+    # Enough reproductions make the same clean candidate QUALIFIED, by the same test.
+    q = decide(OUT, "s", side("control", 0, failures=13, measured=64),
+               side("candidate", 0, measured=64))
+    assert (q.exit_code, q.verdict) == (0, "QUALIFIED") and q.difference.proven
+
+
 def test_a_candidate_code_without_a_word_reads_invalid() -> None:
     q = decide(OUT, "s", reproduced(), side("candidate", 3))
     assert (q.exit_code, q.verdict) == (3, "INVALID")

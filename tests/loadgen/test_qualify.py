@@ -102,6 +102,34 @@ base_urls = ["{k.url}"]
     assert suite.get("failures") == "0" and suite.get("errors") == "0"
 
 
+def test_a_clean_candidate_beside_a_rare_reproduction_is_not_proven(fake_server,
+                                                                    tmp_path: Path) -> None:
+    # One stuck reply of 8 on the control, none on the candidate: a candidate as broken
+    # as the control scores 0 of 8 more often than not. The qualification says which
+    # test decided, and how many requests would settle it.
+    _, c = fake_server(("ok",) * 7 + ("stuck",))
+    _, k = fake_server(("ok",))
+    proc, out, doc = qualify(tmp_path, scenario(tmp_path), "--control", c.url,
+                             "--candidate", k.url)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert doc["verdict"] == "NOT PROVEN" and doc["control"]["failures"] == 1
+    assert doc["candidate"]["failures"] == 0 and doc["candidate"]["exit_code"] == 0
+    tested = doc["difference"]
+    assert tested["test"] == "Fisher's exact test, one-sided" and not tested["proven"]
+    assert tested["p_value"] == 0.5 and tested["per_side_needed"] > 8
+    assert doc["reasons"] == [tested["sentence"]]
+    md = (out / "report.md").read_text()
+    assert "| difference (candidate below control) | Fisher's exact test, one-sided | " \
+           "p = 0.5: NOT PROVEN" in md
+    assert 'id="difference"' in (out / "report.html").read_text()
+    suite = ET.parse(out / "junit.xml").getroot().find("testsuite")
+    cases = {c.get("name"): c for c in suite.iter("testcase")}
+    case = cases["candidate fails less often than the control (Fisher's exact test, "
+                 "one-sided)"]
+    assert case.find("error") is not None
+    assert cases["candidate stays within its gate"].find("failure") is None
+
+
 def test_candidate_that_fails_its_gate_fails_the_qualification(fake_server,
                                                                tmp_path: Path) -> None:
     _, c = fake_server(("ok", "stuck"))
