@@ -4,13 +4,15 @@ Where the workload knows the answer (the record's `expected`, `loadgen.expectati
 a verifiable field is checked against the request's own facts:
 
 - a tool turn: every argument the expectation names (the account acted on, the plan,
-  in any call that passes that key) must equal the request's fact; and the reply must
-  call the function the request asks for, or only the lookups a correct reply may make
-  first (`steps`). A call to a function that was not offered is `bad_tool_call`'s, not
-  counted here;
+  in any call that passes that key) must equal the request's fact; the reply must call
+  the function the request asks for, or only the lookups a correct reply may make first
+  (`steps`); and it must call nothing else: another offered function beside the right
+  one (a cancellation nobody asked for yet) or the asked one twice is a wrong answer.
+  A call to a function that was not offered is `bad_tool_call`'s, not counted here;
 - an answer in prose that finished (`stop`): it must state each fact the expectation
-  names (a code is matched as a whole token, case-insensitively; a cut answer may not
-  have got there yet and is not held to it).
+  names (a code in any of its written forms: another case, separators, look-alike
+  letters, `judge.code_forms`; a cut answer may not have got there yet and is not held
+  to it).
 
 A wrong value that belongs to *another* request of the run is the stronger finding,
 `cross_talk`: the run-level rule (`judge.run_level.cross_talk`) replaces this verdict
@@ -27,7 +29,8 @@ from typing import Any
 import orjson
 
 from loadgen import fields
-from loadgen.expectations import Expectation
+from loadgen.expectations import Expectation, is_code
+from loadgen.judge.code_forms import states
 from loadgen.records import RequestRecord
 
 
@@ -46,7 +49,10 @@ def _norm(value: Any) -> str:
 
 
 def _states(text: str, value: str) -> bool:
-    """`value` appears in `text` as a whole token (a code inside a longer code does not)."""
+    """`value` appears in `text` as a whole token (a code inside a longer code does not):
+    a code in any of its written forms, other facts case-insensitively."""
+    if is_code(value):
+        return states(text, value)
     return re.search(rf"(?<![0-9A-Za-z]){re.escape(value)}(?![0-9A-Za-z])", text,
                      re.IGNORECASE) is not None
 
@@ -78,10 +84,13 @@ def _call_problems(exp: Expectation, record: RequestRecord) -> list[WrongField]:
                                         got if isinstance(got, str) else got.decode()))
     offered = record.params.get("tools")
     considered = [n for n in names if n and (not isinstance(offered, dict) or n in offered)]
-    if considered and exp.call.name not in considered \
-            and not set(considered) <= set(exp.call.steps):
-        others = sorted(set(considered) - set(exp.call.steps))
-        wrong.append(WrongField("calls", "function", exp.call.name, ", ".join(others)))
+    asked, steps = exp.call.name, set(exp.call.steps)
+    others = sorted({n for n in considered if n != asked and n not in steps})
+    if others:  # instead of the asked call, or beside it: an action nobody asked for
+        wrong.append(WrongField("calls", "function", asked, ", ".join(others)))
+    elif considered.count(asked) > 1:  # the asked action, done more than once
+        wrong.append(WrongField("calls", "function", f"{asked} once",
+                                f"{asked} x{considered.count(asked)}"))
     return wrong
 
 

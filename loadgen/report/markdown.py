@@ -40,7 +40,11 @@ def findings_lines(findings: dict[str, Any]) -> list[str]:
     cross = findings.get("cross_talk")
     if isinstance(cross, dict):
         for src in cross.get("sources") or []:
-            lines.append(f"cross-talk: {src.get('code')} (in {', '.join(src.get('where') or [])})"
+            written = src.get("written")
+            how = (f" written {written!r}" if written and written != src.get("code") else "") \
+                + (" (a part of it)" if src.get("part") else "")
+            lines.append(f"cross-talk: {src.get('code')}{how} "
+                         f"(in {', '.join(src.get('where') or [])})"
                          f" belongs to seq {src.get('source_seq')} ({src.get('source_item')}), "
                          + ("in flight at the same time" if src.get("in_flight_together")
                             else "not in flight at the same time"))

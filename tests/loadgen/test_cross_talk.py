@@ -6,7 +6,7 @@ from typing import Any
 
 from loadgen.expectations import Expectation, ExpectedCall
 from loadgen.judge.run_level import Revision, combine, own_verdicts
-from loadgen.judge.run_level.cross_talk import CrossTalk, reply_codes
+from loadgen.judge.run_level.cross_talk import CrossTalk, reply_forms
 from loadgen.taxonomy import Verdict
 
 
@@ -54,7 +54,8 @@ def test_a_reply_on_another_requests_account_names_the_source_in_flight_with_it(
     revision = revisions[0]
     assert revision.add == {Verdict.CROSS_TALK} and revision.remove == {Verdict.WRONG_ANSWER}
     (source,) = revision.findings["cross_talk"]["sources"]
-    assert source == {"code": "BBBB22", "where": ["call 0 change_plan"],
+    assert source == {"code": "BBBB22", "written": "BBBB22", "part": False,
+                      "where": ["call 0 change_plan"],
                       "source_item": "item/BBBB22", "source_seq": 1,
                       "in_flight_together": True}
     assert revision.apply(["wrong_answer"]) == ["cross_talk"]
@@ -110,5 +111,6 @@ def test_codes_are_found_in_every_part_of_a_reply() -> None:
     d = {"reasoning": "about QQQQ11", "content": "done for RRRR22",
          "tool_calls": [{"function": {"name": "get_account",
                                       "arguments": '{"account_id": "SSSS33"}'}}]}
-    assert reply_codes(d) == {"QQQQ11": ["reasoning"], "RRRR22": ["content"],
-                              "SSSS33": ["call 0 get_account"]}
+    found = {form: where for form, (_, where) in reply_forms(d, set()).items()}
+    assert (found["qqqq11"], found["rrrr22"], found["ssss33"]) == (
+        ["reasoning"], ["content"], ["call 0 get_account"])

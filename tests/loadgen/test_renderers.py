@@ -95,16 +95,23 @@ def test_every_run_report_is_written(tmp_path: Path) -> None:
 
 
 def test_qualification_pages(tmp_path: Path) -> None:
-    control = mixed_run(tmp_path / "q", "control", role="control")
+    # 2 of 10 reproduced beside 0 of 10: the sides are not shown to differ.
+    weak = mixed_run(tmp_path / "w", "control", role="control")
     candidate = judged(tmp_path / "q" / "candidate", [record(i) for i in range(10)],
                        scenario=Scenario(name="mixed", gate=GateConfig(prove_below=0.5)))
+    assert decide(tmp_path / "w", "mixed", weak, candidate).verdict == "NOT PROVEN"
+    control = judged(tmp_path / "q" / "control",
+                     [record(i) for i in range(4)] + [stuck(i) for i in range(4, 10)],
+                     scenario=Scenario(name="mixed", gate=GateConfig(role="control")))
     q = decide(tmp_path / "q", "mixed", control, candidate)
     assert (q.exit_code, q.verdict) == (0, "QUALIFIED")
     doc = qualify_document(q)
     assert doc.control.results_dir == "control"
     assert doc.to_dict()["candidate_upper_bound_95"] is not None
     text = render_qualify_markdown(doc)
-    assert "QUALIFIED (exit 0)" in text and "| gated failures | 2 | 0 |" in text
+    assert "QUALIFIED (exit 0)" in text and "| gated failures | 6 | 0 |" in text
+    assert "- Difference: Fisher's exact test, one-sided on gated failures, control 6/10 " \
+           "vs candidate 0/10: p = 0.00542 < 0.05" in text
     suite = ET.fromstring(render_qualify_junit(q, doc)).find("testsuite")
     assert suite is not None and suite.get("failures") == "0" and suite.get("errors") == "0"
     written = write_qualify_reports(q)

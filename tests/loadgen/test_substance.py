@@ -47,11 +47,23 @@ def test_the_right_call_is_ok_whatever_the_case_of_an_enum() -> None:
     assert classify(r, VerdictConfig()) == ["ok"]
 
 
-def test_a_lookup_first_and_parallel_calls_on_the_right_account_are_ok() -> None:
+def test_a_lookup_first_on_the_right_account_is_ok() -> None:
     assert find_wrong(turn(call("get_account", account_id="K7Q2ZD"))) == []
-    assert find_wrong(turn(call("change_plan", account_id="K7Q2ZD", plan="enterprise"),
-                           call("cancel_subscription", account_id="K7Q2ZD",
-                                effective="end_of_term"))) == []
+    assert find_wrong(turn(call("get_account", account_id="K7Q2ZD"),
+                           call("change_plan", account_id="K7Q2ZD", plan="enterprise"))) == []
+
+
+def test_a_call_nobody_asked_for_beside_the_right_one_is_a_wrong_answer() -> None:
+    # The turn asks for the plan change now (the system prompt: the first change only);
+    # a cancellation beside it acts on the customer's account unasked.
+    (wrong,) = find_wrong(turn(call("change_plan", account_id="K7Q2ZD", plan="enterprise"),
+                               call("cancel_subscription", account_id="K7Q2ZD",
+                                    effective="end_of_term")))
+    assert (wrong.field, wrong.expected, wrong.got) == ("calls", "change_plan",
+                                                        "cancel_subscription")
+    (twice,) = find_wrong(turn(call("change_plan", account_id="K7Q2ZD", plan="enterprise"),
+                               call("change_plan", account_id="K7Q2ZD", plan="enterprise")))
+    assert (twice.expected, twice.got) == ("change_plan once", "change_plan x2")
 
 
 @pytest.mark.parametrize("args,field,got", [
@@ -71,7 +83,8 @@ def test_a_wrong_verifiable_field_is_a_wrong_answer(args: dict, field: str, got:
 def test_the_account_is_checked_in_every_call_that_passes_it() -> None:
     r = turn(call("change_plan", account_id="K7Q2ZD", plan="enterprise"),
              call("cancel_subscription", account_id="Z9Z9Z9", effective="immediately"))
-    assert [w.field for w in find_wrong(r)] == ["call 1 cancel_subscription.account_id"]
+    assert [w.field for w in find_wrong(r)] == ["call 1 cancel_subscription.account_id",
+                                                "calls"]
 
 
 def test_acting_with_another_offered_function_is_a_wrong_answer() -> None:

@@ -4,9 +4,12 @@ Every request of a workload that knows its answers carries codes only it has (it
 account id, its document's contract number: `loadgen.expectations`). No model makes up
 another request's random code, so a reply (reasoning, content or tool-call arguments)
 that carries one read that request's context (its KV, through a misplaced metadata row
-or a stale block id) or got that request's reply. The record names the request the
-facts came from, preferring one that was in flight at the same time, and says whether
-it was.
+or a stale block id) or got that request's reply. A code counts however it is written:
+in another case, with separators between its characters, with look-alike letters of
+another script, or a long enough part of it (`judge.code_forms`). The codes are those of
+every request the run sent, in any phase, in flight with the reply or long finished (a
+stale slot). The record names the request the facts came from, preferring one that was
+in flight at the same time, and says whether it was, and what the reply wrote.
 
 A reply whose wrong fields (`wrong_answer`, `judge.substance`) are all another
 request's facts is `cross_talk` only: that is what its wrong answer was.
@@ -17,7 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from loadgen.expectations import Expectation, find_codes
+from loadgen.expectations import Expectation
+from loadgen.judge.code_forms import MIN_FRAGMENT, fold_code, forms, fragments, index_of
 from loadgen.judge.run_level import Revision, completed
 from loadgen.taxonomy import Verdict
 
@@ -31,13 +35,13 @@ class _Sent:
 
 @dataclass(frozen=True, slots=True)
 class _Suspect:
-    """A completed reply that carries codes it was not given."""
+    """A completed reply that writes code-like forms its own facts do not explain."""
 
     seq: int
     item_id: str
     start: float
     end: float
-    codes: dict[str, list[str]]  # code -> where in the reply
+    forms: dict[str, tuple[str, list[str]]]  # folded form -> (as written, where)
     wrong: list[dict[str, Any]]  # its wrong_answer findings
 
 
@@ -48,18 +52,28 @@ def _window(record: dict[str, Any]) -> tuple[float, float]:
     return start, start + (float(end) if isinstance(end, int | float) else 0.0)
 
 
-def reply_codes(record: dict[str, Any]) -> dict[str, list[str]]:
-    """Every code in a reply, with where it appears."""
-    found: dict[str, list[str]] = {}
+def _fields(record: dict[str, Any]) -> list[tuple[str, str]]:
+    """Every text of a reply, named as a finding names it."""
     fields = [("reasoning", record.get("reasoning") or ""),
               ("content", record.get("content") or "")]
     for i, call in enumerate(record.get("tool_calls") or []):
         fn = call.get("function") if isinstance(call, dict) else None
         if isinstance(fn, dict):
             fields.append((f"call {i} {fn.get('name') or '?'}", str(fn.get("arguments") or "")))
-    for where, text in fields:
-        for code in find_codes(text):
-            found.setdefault(code, []).append(where)
+    return fields
+
+
+def reply_forms(record: dict[str, Any], own: set[str]) -> dict[str, tuple[str, list[str]]]:
+    """Every form in a reply that may write a code, long enough to name one, that is not
+    one of the reply's own codes or a part of one (folded form -> as written, where)."""
+    found: dict[str, tuple[str, list[str]]] = {}
+    for where, text in _fields(record):
+        for form in forms(text):
+            if len(form.folded) < MIN_FRAGMENT or form.folded in own:
+                continue
+            places = found.setdefault(form.folded, (text[form.start:form.end], []))[1]
+            if where not in places:
+                places.append(where)
     return found
 
 
@@ -86,13 +100,13 @@ class CrossTalk:
         self._sent.setdefault(item, []).append(_Sent(seq, start, end))
         if not completed(own):
             return
-        codes = reply_codes(record)
-        given = set(exp.facts.values()) if exp is not None else set()
-        foreign = {c: where for c, where in codes.items() if c not in given}
-        if foreign:
+        given = {part for value in (exp.facts.values() if exp is not None else ())
+                 for part in fragments(value)}
+        found = reply_forms(record, given)
+        if found:
             findings = record.get("findings") or {}
             wrong = findings.get("wrong_answer") if isinstance(findings, dict) else None
-            self._suspects.append(_Suspect(seq, item, start, end, foreign,
+            self._suspects.append(_Suspect(seq, item, start, end, found,
                                            wrong if isinstance(wrong, list) else []))
 
     def _source(self, suspect: _Suspect, item: str) -> tuple[int, bool]:
@@ -106,16 +120,24 @@ class CrossTalk:
         return (closest.seq if closest else -1), False
 
     def revisions(self) -> dict[int, Revision]:
+        index = index_of(self._owners)
         out: dict[int, Revision] = {}
         for suspect in self._suspects:
+            # The longest written form of each foreign code the reply carries.
+            best: dict[str, tuple[str, str, list[str]]] = {}
+            for folded, (written, where) in suspect.forms.items():
+                for code in index.codes_of(folded):
+                    owners = self._owners[code] - {suspect.item_id}
+                    if owners and len(folded) > len(best.get(code, ("",))[0]):
+                        best[code] = (folded, written, where)
             sources = []
-            for code, where in sorted(suspect.codes.items()):
-                owners = sorted(self._owners.get(code, set()) - {suspect.item_id})
-                if not owners:
-                    continue
-                seq, together = self._source(suspect, owners[0])
-                sources.append({"code": code, "where": sorted(set(where)),
-                                "source_item": owners[0], "source_seq": seq,
+            for code, (folded, written, where) in sorted(best.items()):
+                owner = sorted(self._owners[code] - {suspect.item_id})[0]
+                seq, together = self._source(suspect, owner)
+                sources.append({"code": code, "written": written,
+                                "part": folded != fold_code(code),
+                                "where": sorted(set(where)),
+                                "source_item": owner, "source_seq": seq,
                                 "in_flight_together": together})
             if not sources:
                 continue
@@ -131,12 +153,12 @@ class CrossTalk:
         reply carries, or it is missing where the reply states that request's own value
         of the same fact instead (a summary of another document)."""
         facts = [self._facts.get(s["source_item"]) or {} for s in sources]
-        values = {str(v).casefold() for f in facts for v in f.values()}
+        values = {fold_code(str(v).strip()) for f in facts for v in f.values()}
         carried = {s["code"] for s in sources}
 
         def explained(w: dict[str, Any]) -> bool:
             if w.get("got") is not None:
-                return str(w["got"]).strip().casefold() in values
+                return fold_code(str(w["got"]).strip()) in values
             return any(f.get(str(w.get("fact"))) in carried for f in facts)
 
         return all(explained(w) for w in wrong if isinstance(w, dict))
