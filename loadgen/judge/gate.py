@@ -71,12 +71,17 @@ class GateContext:
     priming: PhaseStats | None = None
     priming_planned: int = 0
     reference: ReferenceConfig = field(default_factory=ReferenceConfig)
-    #: Speculative decoding per phase (`telemetry_summary.phase_acceptance`).
+    #: Speculative decoding per phase (`telemetry_summary.phase_acceptance`), pooled...
     acceptance: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: ...and per server (`telemetry_summary.acceptance_by_server`).
+    acceptance_by_server: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     #: Requests sent in every phase, and how many of them the model answered (None:
     #: only the measurement is known).
     sent: int | None = None
     answered: int | None = None
+    #: The reference phase's statistics and the reference rule's summary (its oracles).
+    reference_stats: PhaseStats | None = None
+    reference_summary: dict[str, Any] | None = None
 
 
 #: What a run without a rate to bound says instead (`no_rate`).
@@ -133,20 +138,85 @@ def priming_check(cfg: GateConfig, context: GateContext) -> Check:
 
 def acceptance_check(context: GateContext) -> Check | None:
     """Speculative decoding must not collapse under load (#51009: acceptance length 1.46
-    of 5): its acceptance rate in the measurement against the reference phase's."""
+    of 5): its acceptance rate in the measurement against the reference phase's, on every
+    server (one collapsing replica must not hide in a pooled ratio; a server whose own
+    reference replies drafted nothing is held to the pooled rate alone). A counter that
+    went down mid-phase (a restart) is counted across and said."""
     if context.reference.requests <= 0:
         return None
     ratio = context.reference.min_acceptance_ratio
     name = f"spec-decode acceptance under load >= {ratio:g} x alone"
-    alone = context.acceptance.get("reference")
-    loaded = context.acceptance.get("measurement")
-    if alone is None or loaded is None:
-        return Check(name, True, "no speculative-decoding metrics in both the reference "
-                     "phase and the measurement: nothing to compare")
-    alone_rate, loaded_rate = alone["acceptance"], loaded["acceptance"]
-    ok = loaded_rate >= ratio * alone_rate
-    return Check(name, ok, f"acceptance {loaded_rate:.3f} under load, {alone_rate:.3f} alone "
-                 f"(ratio {loaded_rate / alone_rate if alone_rate else 0:.2f}, needs {ratio:g})")
+    pooled_alone = (context.acceptance.get("reference") or {}).get("acceptance")
+    resets = [f"{url}'s spec-decode counters went down {c['resets']} time(s) during the "
+              f"{phase} (a restart): counted across, as Prometheus's increase() does"
+              for url, phases in sorted(context.acceptance_by_server.items())
+              for phase, c in sorted(phases.items()) if c.get("resets")]
+    compared = []
+    for url, phases in sorted(context.acceptance_by_server.items()):
+        loaded = (phases.get("measurement") or {}).get("acceptance")
+        alone = (phases.get("reference") or {}).get("acceptance")
+        alone = pooled_alone if alone is None else alone
+        if loaded is not None and alone is not None:
+            compared.append((url, loaded, alone))
+    if not compared:
+        alone, loaded = context.acceptance.get("reference"), context.acceptance.get("measurement")
+        if alone is None or loaded is None:
+            return Check(name, True, "; ".join([
+                "no speculative-decoding metrics in both the reference phase and the "
+                "measurement: nothing to compare", *resets]))
+        compared = [("", loaded["acceptance"], alone["acceptance"])]
+
+    def said(url: str, loaded: float, alone: float) -> str:
+        named = url and len(compared) > 1  # one server needs no name
+        return (f"{url + ': ' if named else ''}acceptance {loaded:.3f} under load, "
+                f"{alone:.3f} alone (ratio {loaded / alone if alone else 0:.2f}, "
+                f"needs {ratio:g})")
+
+    failing = [c for c in compared if c[1] < ratio * c[2]]
+    shown = failing or compared
+    message = "; ".join([*(said(*c) for c in shown), *resets])
+    if failing and len(compared) > 1:
+        message = (f"{len(failing)} of {len(compared)} servers collapse under load: "
+                   + message)
+    return Check(name, not failing, message)
+
+
+def reference_checks(cfg: GateConfig, context: GateContext) -> list[Check]:
+    """The same server alone (the reference phase): its replies are judged as any other
+    (a server that fails alone fails), and the phase must have left an oracle; a
+    reference phase with none compared nothing and proves nothing (invalid)."""
+    if context.reference.requests <= 0:
+        return []
+    st = context.reference_stats or PhaseStats()
+    failed = len(st.failing_seqs)
+    answered = replies(st)
+    summary = context.reference_summary or {}
+    oracles = int(summary.get("oracles") or 0)
+    unusable = summary.get("unusable") or {}
+    why = "; ".join(sorted({str(v) for v in unusable.values()})) or "no solo reply came"
+    return [
+        Check(f"reference phase: the server alone fails <= {cfg.allowed}",
+              failed <= cfg.allowed,
+              f"{failed} of {answered} solo replies failed"
+              + (f" ({_counts(st, cfg)})" if failed else "")),
+        Check(f"reference phase: infrastructure errors <= {cfg.max_infra_errors}",
+              st.infra_errors <= cfg.max_infra_errors,
+              f"{st.infra_errors} http_error/timeout/stream_error among {st.requests} solo "
+              "requests", kind=CheckKind.ERROR),
+        # No oracle because the server failed alone is that failure (the check above);
+        # no oracle because no solo reply came leaves the run unable to say: invalid.
+        Check("reference phase: a usable oracle", oracles > 0,
+              f"{oracles} of {st.requests} solo replies can be held to"
+              + ("" if oracles else f": none is usable ({why}), so no loaded reply was "
+                 "compared with the server alone"),
+              kind=CheckKind.FAILURE if failed else CheckKind.ERROR),
+    ]
+
+
+def _counts(st: PhaseStats, cfg: GateConfig) -> str:
+    gated = {str(v) for v in cfg.gated()}
+    return ", ".join(f"{name} {count}" for name, count in sorted(st.verdicts.items())
+                     if name in gated)
 
 
 def evaluate(cfg: GateConfig, stats: PhaseStats | None, run: RunFacts,
@@ -191,6 +261,8 @@ def evaluate(cfg: GateConfig, stats: PhaseStats | None, run: RunFacts,
     acceptance = acceptance_check(context) if candidate else None
     if acceptance is not None:
         checks.append(acceptance)
+    if candidate:
+        checks += reference_checks(cfg, context)
     if candidate:
         checks.append(Check(f"failures <= {cfg.allowed}", failures <= cfg.allowed,
                             f"{failures} of {measured} failed (allowed {cfg.allowed})"))

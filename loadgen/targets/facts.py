@@ -19,7 +19,7 @@ from loadgen.targets.epochs import (
     select_receipts,
 )
 from loadgen.targets.receipts import ReceiptFacts
-from loadgen.targets.telemetry_summary import phase_acceptance, summarize
+from loadgen.targets.telemetry_summary import acceptance_by_server, phase_acceptance, summarize
 
 
 def server_versions(document: dict[str, Any]) -> list[str]:
@@ -56,8 +56,10 @@ class ServerFacts:
     versions: list[str] = field(default_factory=list)  # from /version
     telemetry: dict[str, Any] = field(default_factory=dict)  # rates per server and total
     looks: dict[str, EndpointLooks] = field(default_factory=dict)  # each endpoint's start
-    #: Speculative decoding per phase (`telemetry_summary.phase_acceptance`).
+    #: Speculative decoding per phase (`telemetry_summary.phase_acceptance`), pooled...
     acceptance: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: ...and per server (`telemetry_summary.acceptance_by_server`).
+    acceptance_by_server: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     samples: list[dict[str, Any]] = field(default_factory=list)  # /metrics over time
     model_roots: dict[str, list[str]] = field(default_factory=dict)  # model id -> roots
 
@@ -73,6 +75,7 @@ class ServerFacts:
             telemetry=summarize(selected),
             looks=endpoint_looks(selected),
             acceptance=phase_acceptance(selected),
+            acceptance_by_server=acceptance_by_server(selected),
             samples=list(selected.get("samples") or []),
             model_roots=model_roots(selected),
         )

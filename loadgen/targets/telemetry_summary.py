@@ -121,22 +121,57 @@ def summarize(server_doc: dict[str, Any]) -> dict[str, Any]:
     return {"servers": servers, "total": total}
 
 
-def phase_acceptance(document: dict[str, Any]) -> dict[str, dict[str, float]]:
-    """Speculative decoding per phase, summed over the servers: drafted and accepted
-    tokens between the phase's start and end marks, and their ratio (phases whose
-    servers drafted nothing, or restarted in between, are left out)."""
-    totals: dict[str, dict[str, float]] = {}
-    for info in (document.get("servers") or {}).values():
+def _increase(points: list[dict[str, Any]], key: str) -> tuple[float, int] | None:
+    """How much a counter grew over the points, and how often it went down (a restart
+    resets it: the increase then counts from zero, as Prometheus's `increase()` does).
+    None where a point lacks it."""
+    values = [p.get(key) for p in points]
+    if any(not isinstance(v, int | float) for v in values) or len(values) < 2:
+        return None
+    grown, resets = 0.0, 0
+    for a, b in itertools.pairwise(float(v) for v in values):  # type: ignore[arg-type]
+        if b >= a:
+            grown += b - a
+        else:
+            grown += b
+            resets += 1
+    return grown, resets
+
+
+def acceptance_by_server(document: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Speculative decoding per server and phase: drafted and accepted tokens between
+    the phase's start and end marks, through every /metrics sample in between (so a
+    counter reset mid-phase is counted across and stated: `resets`), and their ratio
+    where anything was drafted (`acceptance`, else None)."""
+    samples = by_server(list(document.get("samples") or []))
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for url, info in (document.get("servers") or {}).items():
         for phase, marks in (info.get("phase_marks") or {}).items():
             start, end = marks.get("start"), marks.get("end")
             if not isinstance(start, dict) or not isinstance(end, dict):
                 continue
-            drafted = _delta(start, end, "spec_draft_tokens")
-            accepted = _delta(start, end, "spec_accepted_tokens")
+            lo, hi = float(start.get("t", 0.0)), float(end.get("t", 0.0))
+            inside = [p for p in samples.get(url, []) if lo < float(p.get("t", 0.0)) < hi]
+            points = [start, *inside, end]
+            drafted = _increase(points, "spec_draft_tokens")
+            accepted = _increase(points, "spec_accepted_tokens")
             if drafted is None or accepted is None:
                 continue
+            out.setdefault(url, {})[phase] = {
+                "drafted": drafted[0], "accepted": accepted[0],
+                "acceptance": accepted[0] / drafted[0] if drafted[0] > 0 else None,
+                "resets": max(drafted[1], accepted[1])}
+    return out
+
+
+def phase_acceptance(document: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Speculative decoding per phase, summed over the servers (`acceptance_by_server`;
+    phases whose servers drafted nothing are left out)."""
+    totals: dict[str, dict[str, float]] = {}
+    for phases in acceptance_by_server(document).values():
+        for phase, counted in phases.items():
             t = totals.setdefault(phase, {"drafted": 0.0, "accepted": 0.0})
-            t["drafted"] += drafted
-            t["accepted"] += accepted
+            t["drafted"] += counted["drafted"]
+            t["accepted"] += counted["accepted"]
     return {phase: {**t, "acceptance": t["accepted"] / t["drafted"]}
             for phase, t in totals.items() if t["drafted"] > 0}

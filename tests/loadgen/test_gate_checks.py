@@ -58,3 +58,66 @@ def test_no_reference_phase_no_acceptance_check_and_no_metrics_nothing_to_compar
     assert acceptance_check(GateContext(acceptance=rates(0.1, 0.7))) is None
     check = acceptance_check(GateContext(reference=ReferenceConfig(requests=4)))
     assert check is not None and check.passed and "nothing to compare" in check.message
+
+
+# ----------------------------------------------------- spec decode, server by server
+
+def _server(t0: float, counters: list[tuple[float, float, float]]
+            ) -> tuple[dict[str, object], list[dict[str, float]]]:
+    """A server's phase marks and samples: (t, drafted, accepted) for the reference phase
+    (the first two points) and the measurement (the rest: start, samples, end)."""
+    ref, meas = counters[:2], counters[2:]
+
+    def point(t: float, drafted: float, accepted: float) -> dict[str, float]:
+        return {"t": t0 + t, "spec_draft_tokens": drafted, "spec_accepted_tokens": accepted}
+
+    marks = {"reference": {"start": point(*ref[0]), "end": point(*ref[1])},
+             "measurement": {"start": point(*meas[0]), "end": point(*meas[-1])}}
+    return {"phase_marks": marks}, [point(*c) for c in meas[1:-1]]
+
+
+def _document(**servers: list[tuple[float, float, float]]) -> dict[str, object]:
+    info, samples = {}, []
+    for url, counters in servers.items():
+        info[url], inside = _server(0.0, counters)
+        samples += [{"server": url, **s} for s in inside]
+    return {"servers": info, "samples": samples}
+
+
+def test_one_collapsing_replica_does_not_hide_in_the_pooled_ratio() -> None:
+    from loadgen.targets.telemetry_summary import acceptance_by_server, phase_acceptance
+
+    # Alone both accept 5 of 7; under load a accepts 5 of 7, b 1 of 7: pooled 3 of 7 is
+    # 0.6 of alone (a pass at 0.5), b alone is 0.2.
+    document = _document(
+        a=[(0, 0, 0), (1, 70, 50), (2, 70, 50), (3, 770, 550), (4, 1470, 1050)],
+        b=[(0, 0, 0), (1, 70, 50), (2, 70, 50), (3, 770, 150), (4, 1470, 250)])
+    pooled = phase_acceptance(document)
+    assert pooled["measurement"]["acceptance"] == pytest.approx(1200 / 2800)
+    context = GateContext(reference=ReferenceConfig(requests=4), acceptance=pooled,
+                          acceptance_by_server=acceptance_by_server(document))
+    check = acceptance_check(context)
+    assert check is not None and not check.passed
+    assert check.message.startswith("1 of 2 servers collapse under load: b: acceptance "
+                                    "0.143 under load, 0.714 alone (ratio 0.20")
+    # Without the per-server view, the pooled ratio would have passed.
+    assert acceptance_check(GateContext(reference=ReferenceConfig(requests=4),
+                                        acceptance=pooled)).passed
+
+
+def test_a_counter_reset_mid_phase_is_counted_across_and_stated() -> None:
+    from loadgen.targets.telemetry_summary import acceptance_by_server, phase_acceptance
+
+    # The measurement: 700 drafted, 500 accepted, then a restart: counters from zero to
+    # 700 and 100; the increase is 1400 drafted, 600 accepted, not "nothing".
+    document = _document(a=[(0, 0, 0), (1, 70, 50), (2, 70, 50), (3, 770, 550),
+                            (4, 0, 0), (5, 700, 100)])
+    by_server = acceptance_by_server(document)
+    assert by_server["a"]["measurement"] == {"drafted": 1400, "accepted": 600,
+                                             "acceptance": 600 / 1400, "resets": 1}
+    context = GateContext(reference=ReferenceConfig(requests=4),
+                          acceptance=phase_acceptance(document), acceptance_by_server=by_server)
+    check = acceptance_check(context)
+    assert check is not None and check.passed  # 0.43 of 0.71 alone: 0.6 >= 0.5
+    assert "a's spec-decode counters went down 1 time(s) during the measurement (a " \
+           "restart): counted across" in check.message

@@ -296,11 +296,17 @@ def test_one_priming_request_asked_is_checked_and_its_loss_makes_the_run_invalid
     assert skipped.name == "priming reached the model" and skipped.passed
 
 
+def oracle(solo: int) -> dict[str, Any]:
+    """A reference phase of `solo` clean solo replies, each an oracle."""
+    return {"reference_stats": stats(solo), "reference_summary": {"oracles": solo}}
+
+
 def test_one_reference_request_is_enough_for_the_acceptance_check() -> None:
     from loadgen.scenario import ReferenceConfig
 
     rates = {"measurement": {"acceptance": 0.2}, "reference": {"acceptance": 0.7}}
-    context = GateContext(reference=ReferenceConfig(requests=1), acceptance=rates)
+    context = GateContext(reference=ReferenceConfig(requests=1), acceptance=rates,
+                          **oracle(1))
     result = gate(GateConfig(), stats(100), context=context)
     assert result.exit_code == 1
     (check,) = [c for c in result.checks if c.name.startswith("spec-decode")]
@@ -317,7 +323,7 @@ def test_acceptance_known_in_one_phase_only_is_nothing_to_compare(phase: str) ->
     from loadgen.scenario import ReferenceConfig
 
     context = GateContext(reference=ReferenceConfig(requests=4),
-                          acceptance={phase: {"acceptance": 0.7}})
+                          acceptance={phase: {"acceptance": 0.7}}, **oracle(4))
     result = gate(GateConfig(), stats(100), context=context)
     assert result.exit_code == 0
     (check,) = [c for c in result.checks if c.name.startswith("spec-decode")]
@@ -390,7 +396,8 @@ def test_acceptance_against_a_reference_that_accepted_nothing() -> None:
     from loadgen.scenario import ReferenceConfig
 
     rates = {"measurement": {"acceptance": 0.2}, "reference": {"acceptance": 0.0}}
-    context = GateContext(reference=ReferenceConfig(requests=4), acceptance=rates)
+    context = GateContext(reference=ReferenceConfig(requests=4), acceptance=rates,
+                          **oracle(4))
     result = gate(GateConfig(), stats(100), context=context)
     assert result.exit_code == 0
     (check,) = [c for c in result.checks if c.name.startswith("spec-decode")]

@@ -140,8 +140,8 @@ def test_a_call_without_a_name_is_shown_with_an_empty_name() -> None:
 
 def test_a_prose_answer_is_held_to_the_codes_it_states() -> None:
     assert verifiable({"content": "Q1RST1 moved; AB12CD too."}) == \
-        ("answer", ("AB12CD", "Q1RST1"))
-    assert verifiable({}) == ("answer", ())
+        ("answer", ("AB12CD", "Q1RST1"), ())
+    assert verifiable({}) == ("answer", (), ())
     found = mismatch([rec(0, calls=[], content="Done for Q1RST1."),
                       rec(1, calls=[], content="Done for Q9RST9."),
                       rec(2, "reference", calls=[], content="Q1RST1 is done.")])
@@ -351,3 +351,49 @@ def test_a_call_whose_function_is_no_object_does_not_stop_the_report(tmp_path: P
     stats = counted(tmp_path, [rec(0, calls=junk, greedy=True), rec(1, calls=junk, greedy=True),
                                rec(2, "reference", calls=junk)], scenario=scenario)
     assert stats.changed == [] and stats.rule_summaries["reference"]["texts_compared"] == 2
+
+
+# ------------------------------------------- what must agree, and not the path taken
+
+EXPECTED = {"facts": {"account_id": "Q1RST1", "plan": "pro"}, "distinctive": ["account_id"],
+            "call": {"name": "change_plan", "arguments": {"account_id": "account_id",
+                                                          "plan": "plan"},
+                     "steps": ["get_account"]}}
+LOOKUP = call("get_account", '{"account_id": "Q1RST1"}')
+
+
+def test_a_lookup_first_agrees_with_acting_at_once_on_the_same_account() -> None:
+    # Alone it acts at once; under load it looks the account up first (or the reverse),
+    # or looks it up and acts in one reply: the path differs, what it does does not.
+    for loaded, solo in (([LOOKUP], [call()]), ([call()], [LOOKUP]),
+                         ([LOOKUP, call()], [call()])):
+        assert mismatch([rec(0, calls=loaded, expected=EXPECTED),
+                         rec(1, "reference", calls=solo, expected=EXPECTED)]) == {}
+    # Looking up another account, or acting otherwise, is still unlike.
+    other = call("get_account", '{"account_id": "Q9RST9"}')
+    free = call(arguments='{"account_id": "Q1RST1", "plan": "free"}')
+    found = mismatch([rec(0, calls=[other], expected=EXPECTED),
+                      rec(1, calls=[LOOKUP, free], expected=EXPECTED),
+                      rec(2, "reference", calls=[call()], expected=EXPECTED)])
+    assert set(found) == {0, 1}
+    # Without an expectation naming the lookups, the calls are held to as they are.
+    assert set(mismatch([rec(0, calls=[LOOKUP]), rec(1, "reference")])) == {0}
+
+
+def test_codes_in_an_answer_are_read_in_any_case_and_look_alike() -> None:
+    assert mismatch([rec(0, calls=[], content="Done for q1rst1."),
+                     rec(1, calls=[], content="Done for Q1RSТ1."),  # a Cyrillic Т
+                     rec(2, "reference", calls=[], content="Q1RST1 is done.")]) == {}
+
+
+def test_numbers_in_a_prose_answer_are_compared_under_their_labels() -> None:
+    solo = "Account Q1RST1 has 12 seats; the total is 1,234.50 EUR, due 2026-12-01."
+    found = mismatch([
+        rec(0, calls=[], content="Account Q1RST1 has 21 seats; the total is 1,234.50 EUR."),
+        rec(1, calls=[], content="Account Q1RST1 has 12 seats; the total is 1,243.50 EUR."),
+        # Worded otherwise (sampling): the same figures, or figures under other labels.
+        rec(2, calls=[], content="Q1RST1: 12 seats. The total is 1234.5 EUR, due 2026-12-01."),
+        rec(3, calls=[], content="Account Q1RST1 has 12 seats, renewing in 3 weeks."),
+        rec(4, "reference", calls=[], content=solo)])
+    assert set(found) == {0, 1}
+    assert '"has _ seats","21"' in found[0]["loaded"]

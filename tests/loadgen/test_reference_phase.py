@@ -130,3 +130,30 @@ def test_without_a_reference_phase_there_is_no_acceptance_check(fake_server,
     assert proc.returncode == 0
     assert not any(c["name"].startswith("spec-decode") for c in summary["gate"]["checks"])
     assert summary["reference"] is None
+
+
+def test_a_server_that_fails_alone_fails_the_gate(fake_server, tmp_path: Path) -> None:
+    # Fine under load, stuck alone: its solo replies are no oracle, and they are failures
+    # of this server all the same.
+    _, srv = fake_server(("stuck_alone",))
+    code, summary, records, output = run(tmp_path, srv.url, reference='when = "after"')
+    assert code == 1, output
+    solo = [r for r in records if r["phase"] == "reference"]
+    assert solo and all("stuck_in_reasoning" in r["verdicts"] for r in solo)
+    checks = {c["name"]: c for c in summary["gate"]["checks"]}
+    alone = checks["reference phase: the server alone fails <= 0"]
+    assert not alone["passed"] and alone["message"].startswith(f"{len(solo)} of {len(solo)} "
+                                                               "solo replies failed")
+    assert not checks["reference phase: a usable oracle"]["passed"]
+
+
+def test_a_reference_phase_without_any_oracle_is_invalid(fake_server, tmp_path: Path) -> None:
+    # Every solo request gets HTTP 500 (under load all is well): nothing was compared
+    # with the server alone, so the run proves nothing of what the phase promised.
+    _, srv = fake_server(("error_alone",))
+    code, summary, _, output = run(tmp_path, srv.url, reference='when = "after"')
+    assert code == 2, output
+    checks = {c["name"]: c for c in summary["gate"]["checks"]}
+    oracle = checks["reference phase: a usable oracle"]
+    assert not oracle["passed"] and oracle["kind"] == "error"
+    assert "none is usable" in oracle["message"]

@@ -30,7 +30,7 @@ def test_short_scalars_are_verifiable_and_free_text_is_not() -> None:
     fields = verifiable(rec(0, "measurement"))
     assert fields == ("tool_calls", (("change_plan", (("account_id", "q1rst1"),
                                                       ("plan", "pro"))),))
-    assert verifiable({"content": "Account Q1RST1 is on pro."}) == ("answer", ("Q1RST1",))
+    assert verifiable({"content": "Account Q1RST1 is on pro."}) == ("answer", ("Q1RST1",), ())
 
 
 def test_a_loaded_reply_is_held_to_its_solo_reply() -> None:

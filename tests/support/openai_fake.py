@@ -735,6 +735,28 @@ class FakeOpenAI:
         return self._not_alone(body, lambda busy: self._answer_for(body, other if busy
                                                                    else ask))
 
+    async def mode_stuck_alone(self, body: dict[str, Any], max_tokens: int) -> Response:
+        """The right call under load; alone, stuck in its reasoning until the cap (a server
+        that fails alone too: its reference replies are no oracle, and count)."""
+        c = Chunks(self.model)
+
+        def reply(busy: bool) -> list[bytes]:
+            if busy:
+                return self._healthy_tool(body)
+            tokens = [c.reasoning(LOOP_SENTENCE) for _ in range(max(1, max_tokens // 12))]
+            return [c.role(), *tokens, c.finish("length"),
+                    c.usage(300, max_tokens, max_tokens), DONE]
+
+        return self._not_alone(body, reply)
+
+    async def mode_error_alone(self, body: dict[str, Any], max_tokens: int) -> Response:
+        """The right call under load; alone, HTTP 500."""
+        if self.open_requests <= 1:
+            await asyncio.sleep(float(body.get("fake_overlap_s", 0.05)))
+            if self.open_requests <= 1:
+                return await self._error(500)
+        return self._stream(self._healthy_tool(body))
+
     async def mode_reword_under_load(self, body: dict[str, Any], max_tokens: int) -> Response:
         """The same call always; the reasoning worded differently when not alone (a server
         that is not batch-invariant)."""

@@ -7,9 +7,16 @@ sampled body is compared with it:
 
 - its **verifiable fields** exactly: whether it answered with a tool call or in prose,
   the functions called and their short scalar arguments (ids, enums, numbers: values
-  without spaces), and the codes an answer states. A difference is `reference_mismatch`,
-  gated by default: greedy decoding of one body may word things differently under load,
-  but it does not act on another account or call another function;
+  without spaces), the codes an answer states (in any case or look-alike letters) and
+  the numbers it states, each under its label (the words beside it: "12 seats", "total
+  is 1,234.50"; a number under a label only one of the two replies uses is not
+  compared). A difference is `reference_mismatch`, gated by default: greedy decoding of
+  one body may word things differently under load, but it does not act on another
+  account, call another function or state another figure. What must agree is compared,
+  not the path taken: where the workload names the lookups a correct reply may make
+  first (`expected.call.steps`), a reply that looks the account up before acting, or
+  acts at once, agrees with one that did the other on the accounts both touch; the
+  actions are compared where both replies took one (at temperature above 0 too);
 - its **free text** by how far the two agree: the first character where the visible
   answers (and, apart, the reasonings) part, and their similarity (rapidfuzz's Indel
   ratio over the first `SIMILARITY_CHARS` characters), reported per request and as a
@@ -19,7 +26,9 @@ sampled body is compared with it:
 
 A solo reply that is itself broken (stuck, garbled, ...) is no oracle: its body's loaded
 replies are not held to it (the report says so), though how far they agree with it is
-still reported; a solo request that got no reply at all is left out.
+still reported; a solo request that got no reply at all is left out. The server failing
+alone is a failure of its own: the gate counts the reference phase's gated verdicts, and
+a reference phase that left no oracle at all makes the run invalid (`judge.gate`).
 """
 
 from __future__ import annotations
@@ -29,9 +38,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
+import regex
 from rapidfuzz.distance import Indel, Prefix
 
-from loadgen.expectations import find_codes
+from loadgen.expectations import Expectation, is_code
+from loadgen.judge.code_forms import fold_code, forms
 from loadgen.judge.run_level import Revision, completed
 from loadgen.scenario import ReferenceConfig
 from loadgen.taxonomy import DEFAULT_FAIL_ON, Verdict
@@ -52,8 +63,39 @@ def _scalar(value: Any) -> bool:
         c.isspace() for c in value)
 
 
+def _code_of(value: str) -> str | None:
+    """A value that is a code (in any case or look-alike letters), as the code."""
+    folded = fold_code(value).upper()
+    return folded if is_code(folded) else None
+
+
+#: A number as prose writes it (thousands separators, decimals, a date), not inside a
+#: code; the words around it are its label.
+_NUMBER = regex.compile(r"(?<![\p{L}\p{N}_])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\p{L}\p{N}_])"
+                        r"|(?<![\p{L}\p{N}_])\d+(?:[.\-/:]\d+)*(?![\p{L}\p{N}_])")
+_WORD = regex.compile(r"\p{L}+")
+_CLAUSE_END = regex.compile(r"[.!?;:\n](?:\s|$)|\n")
+
+
+def labelled_numbers(text: str) -> tuple[tuple[str, str], ...]:
+    """(label, value) of every number a prose answer states: the label is the word before
+    it and the word after it in the same clause, lower-cased; the value without thousands
+    separators or trailing zeros of a decimal."""
+    found = set()
+    for m in _NUMBER.finditer(text):
+        value = m.group().replace(",", "")
+        if "." in value and value.replace(".", "").isdigit() and value.count(".") == 1:
+            value = value.rstrip("0").rstrip(".")
+        before = _WORD.findall(_CLAUSE_END.split(text[max(0, m.start() - 80):m.start()])[-1])
+        after = _WORD.findall(_CLAUSE_END.split(text[m.end():m.end() + 80])[0])
+        label = f"{before[-1].lower() if before else ''} _ {after[0].lower() if after else ''}"
+        found.add((label, value))
+    return tuple(sorted(found))
+
+
 def verifiable(record: dict[str, Any]) -> tuple[Any, ...]:
-    """What a loaded reply must share with its solo reply, exactly."""
+    """What a loaded reply must share with its solo reply: the calls and their short
+    scalar arguments, or an answer's codes and labelled numbers."""
     calls = []
     for call in record.get("tool_calls") or []:
         fn = call.get("function") if isinstance(call, dict) else None
@@ -69,7 +111,41 @@ def verifiable(record: dict[str, Any]) -> tuple[Any, ...]:
         calls.append((str(fn.get("name") or ""), fields))
     if calls:
         return ("tool_calls", tuple(calls))
-    return ("answer", tuple(sorted(find_codes(record.get("content") or ""))))
+    content = record.get("content") or ""
+    codes = {code for form in forms(content) if (code := _code_of(form.folded))
+             and content[form.start:form.end].isalnum()}
+    return ("answer", tuple(sorted(codes)), labelled_numbers(content))
+
+
+def _accounts(calls: tuple[Any, ...]) -> set[str]:
+    """The codes the calls pass (the accounts they look up or act on)."""
+    return {code for _, fields in calls for field in fields if isinstance(field, tuple)
+            and (code := _code_of(str(field[1])))}
+
+
+def difference(loaded: tuple[Any, ...], solo: tuple[Any, ...],
+               steps: frozenset[str]) -> bool:
+    """Whether a loaded reply disagrees with its solo reply on what must agree."""
+    if loaded[0] != solo[0]:
+        return True
+    if loaded[0] == "answer":
+        if loaded[1] != solo[1]:
+            return True
+        mine, theirs = dict_of(loaded[2]), dict_of(solo[2])
+        return any(mine[label] != theirs[label] for label in mine.keys() & theirs.keys())
+    if not steps:
+        return loaded != solo
+    acts = [tuple(c for c in side[1] if c[0] not in steps) for side in (loaded, solo)]
+    if acts[0] and acts[1] and acts[0] != acts[1]:
+        return True
+    return _accounts(loaded[1]) != _accounts(solo[1])
+
+
+def dict_of(pairs: tuple[tuple[str, str], ...]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for label, value in pairs:
+        out.setdefault(label, set()).add(value)
+    return out
 
 
 def answer_text(record: dict[str, Any]) -> str:
@@ -96,13 +172,20 @@ class _Reply:
     key: bytes
     answer: str | None  # kept for the agreement distribution (a bounded sample)
     reasoning: str | None
+    steps: frozenset[str]  # lookups a correct reply may make first (the expectation's)
+
+
+def _steps(record: dict[str, Any]) -> frozenset[str]:
+    exp = Expectation.from_dict(record.get("expected"))
+    return frozenset(exp.call.steps) if exp is not None and exp.call is not None \
+        else frozenset()
 
 
 def _reply(record: dict[str, Any], keep_text: bool) -> _Reply:
     return _Reply(int(record.get("seq", -1)), str(record.get("item_id") or ""),
                   verifiable(record), _text_key(record),
                   answer_text(record) if keep_text else None,
-                  (record.get("reasoning") or "") if keep_text else None)
+                  (record.get("reasoning") or "") if keep_text else None, _steps(record))
 
 
 def agreement(loaded: str, solo: str) -> dict[str, Any]:
@@ -154,7 +237,7 @@ class ReferenceAgreement:
         return out
 
     def _difference(self, reply: _Reply, solo: _Reply) -> dict[str, Any] | None:
-        if reply.verifiable != solo.verifiable:
+        if difference(reply.verifiable, solo.verifiable, reply.steps | solo.steps):
             return {"field": "verifiable", "loaded": _shown(reply.verifiable),
                     "reference": _shown(solo.verifiable)}
         if self.cfg.batch_invariant and reply.key != solo.key:
@@ -174,7 +257,8 @@ class ReferenceAgreement:
         for body, solo in self._solo.items():
             oracle = body not in self._unusable
             for reply in self._loaded.get(body, []):
-                same = reply.verifiable == solo.verifiable
+                same = not difference(reply.verifiable, solo.verifiable,
+                                      reply.steps | solo.steps)
                 if oracle:
                     compared += 1
                     mismatched += not same
