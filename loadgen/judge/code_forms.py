@@ -27,6 +27,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
 
+import numpy as np
 import regex
 
 #: The longest code (loadgen.expectations.is_code).
@@ -38,6 +39,9 @@ FRAGMENT_SHARE = 0.75
 #: Characters that may stand between the pieces of one written code.
 _SEPARATOR = regex.compile(r"[ \t\u00a0\u2007\u202f\-\u2010-\u2015\u2212_.\u00b7/\\:|]{1,3}")
 _GROUP = regex.compile(r"[a-z0-9]+")
+_ANY_DIGIT = regex.compile(r"[0-9]")
+#: The widest stretch of text (separators included) a written code may take.
+_SPAN = MAX_CODE * 4
 _HIDDEN = regex.compile(r"[\p{Default_Ignorable_Code_Point}\p{Cf}]+")
 
 
@@ -62,29 +66,60 @@ def _table() -> dict[int, str]:
     return table
 
 
-def fold(text: str) -> tuple[str, list[int] | None]:
-    """The text folded (NFKC, look-alikes as ASCII, lower case, invisible characters
-    out), and where each folded character came from (None: position for position)."""
-    if text.isascii():
-        return text.lower(), None
-    table = _table()
-    whole = unicodedata.normalize("NFKC", text)
-    if len(whole) == len(text) and not _HIDDEN.search(text):
-        return whole.translate(table), None
-    pieces: list[str] = []
-    where: list[int] = []
-    for i, char in enumerate(text):
-        if _HIDDEN.fullmatch(char):
-            continue
-        piece = unicodedata.normalize("NFKC", char).translate(table)
-        pieces.append(piece)
-        where += [i] * len(piece)
-    return "".join(pieces), where
+class Folded:
+    """A text folded (NFKC, look-alikes as ASCII, lower case, invisible characters out),
+    and where each folded character came from (`origin`).
+
+    Each distinct character is folded once (a reply has a few hundred); the folded text
+    is written out only when asked for, and the map of positions only when a position is
+    asked for and a character folded to more or fewer than one."""
+
+    __slots__ = ("_folds", "_sizes", "_source", "_text", "_where", "has_digit")
+
+    def __init__(self, text: str) -> None:
+        self._source = text
+        self._folds: dict[str, str] | None = None
+        self._text: str | None = None
+        self._sizes: np.ndarray | None = None
+        self._where: list[int] | None = None
+        if text.isascii():
+            self._text = text.lower()
+            self.has_digit = _ANY_DIGIT.search(text) is not None
+            return
+        table = _table()
+        self._folds = {c: "" if _HIDDEN.fullmatch(c) else
+                       unicodedata.normalize("NFKC", c).translate(table) for c in set(text)}
+        self.has_digit = any(_ANY_DIGIT.search(f) for f in self._folds.values())
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            folds, source = self._folds or {}, self._source
+            if all(len(f) == 1 for f in folds.values()):
+                self._text = source.translate({ord(c): f for c, f in folds.items()})
+            else:
+                self._text = "".join(folds[c] for c in source)
+                self._sizes = np.fromiter((len(folds[c]) for c in source), dtype=np.int64,
+                                          count=len(source))
+        return self._text
+
+    def origin(self, i: int) -> int:
+        """The position in the original text of folded character i."""
+        if self._sizes is None:
+            return i
+        if self._where is None:
+            self._where = np.repeat(np.arange(len(self._sizes)), self._sizes).tolist()
+        return self._where[i]
+
+
+def fold(text: str) -> str:
+    """The text as `Folded` writes it."""
+    return Folded(text).text
 
 
 def fold_code(code: str) -> str:
     """A code as `fold` writes it."""
-    return fold(code)[0]
+    return fold(code)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,35 +132,48 @@ class Form:
     end: int
 
 
-def forms(text: str) -> Iterator[Form]:
-    """Every run of groups a code may be written as (see the module's word)."""
+def forms(text: str, shortest: int = 1) -> Iterator[Form]:
+    """Every run of groups a code may be written as (see the module's word).
+
+    A form holds a digit, so only the groups that may join a group with a digit are
+    read: one pass finds the groups, and each form grows from its first group while it
+    stays short enough to be a code. Forms shorter than `shortest` are not given."""
     if not text:
         return
-    folded, where = fold(text)
-    groups = list(_GROUP.finditer(folded))
-    for i, first in enumerate(groups):
-        joined = first.group()
+    source = Folded(text)
+    if not source.has_digit:
+        return
+    folded = source.text
+    groups = [(m.start(), m.end(), m.group()) for m in _GROUP.finditer(folded)]
+    n = len(groups)
+
+    def joins(k: int) -> bool:  # group k and group k + 1 may be one written code
+        return _SEPARATOR.fullmatch(folded, groups[k][1], groups[k + 1][0]) is not None
+
+    starts: set[int] = set()
+    for k in range(n):
+        if groups[k][2].isalpha():
+            continue
+        first = k
+        while first > 0 and groups[k][1] - groups[first - 1][0] <= _SPAN and joins(first - 1):
+            first -= 1
+        starts.update(range(first, k + 1))
+    for i in sorted(starts):
+        start, end, joined = groups[i]
         if len(joined) > MAX_CODE:
             continue
-        end = first.end()
-        j = i
+        j, digit = i, not joined.isalpha()
         while True:
-            if any(c.isdigit() for c in joined):
-                yield Form(joined, _at(where, first.start()), _at(where, end - 1) + 1)
+            if digit and len(joined) >= shortest:
+                yield Form(joined, source.origin(start), source.origin(end - 1) + 1)
+            if j + 1 >= n or not joins(j):
+                break
             j += 1
-            if j >= len(groups):
-                break
-            gap = folded[end:groups[j].start()]
-            if not _SEPARATOR.fullmatch(gap):
-                break
-            joined += groups[j].group()
-            end = groups[j].end()
+            end, piece = groups[j][1], groups[j][2]
+            joined += piece
             if len(joined) > MAX_CODE:
                 break
-
-
-def _at(where: list[int] | None, i: int) -> int:
-    return i if where is None else where[i]
+            digit = digit or not piece.isalpha()
 
 
 def fragments(code: str) -> Iterator[str]:

@@ -68,8 +68,8 @@ def reply_forms(record: dict[str, Any], own: set[str]) -> dict[str, tuple[str, l
     one of the reply's own codes or a part of one (folded form -> as written, where)."""
     found: dict[str, tuple[str, list[str]]] = {}
     for where, text in _fields(record):
-        for form in forms(text):
-            if len(form.folded) < MIN_FRAGMENT or form.folded in own:
+        for form in forms(text, shortest=MIN_FRAGMENT):
+            if form.folded in own:
                 continue
             places = found.setdefault(form.folded, (text[form.start:form.end], []))[1]
             if where not in places:
