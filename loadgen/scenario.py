@@ -379,6 +379,11 @@ class _MarkerKnobs(_Knobs):
         default=4, ge=2, le=10_000,
         description="Unexplained switches between scripts that make salad.")
     garbled_script_window_chars: int = Field(default=120, ge=8, le=1_000_000)
+    garbled_evidence_span_chars: int = Field(
+        default=240, ge=0, le=1_000_000,
+        description="Two kinds of half a finding (a detector's rule at half its threshold) "
+        "this close together are one finding (loadgen.judge.garbled.evidence); 0 turns "
+        "adding evidence off.")
 
 
 class _FragmentKnobs(_Knobs):
@@ -416,7 +421,32 @@ class _StatisticsKnobs(_Knobs):
     )
 
 
-class VerdictConfig(_LoopKnobs, _MarkerKnobs, _FragmentKnobs, _StatisticsKnobs):
+class _WordKnobs(_Knobs):
+    """`garbled`'s word detectors (loadgen.judge.garbled.words): running text made of no
+    language's words, of languages in turn, or without a language's function words."""
+
+    garbled_lexicon_window_words: int = Field(default=20, ge=10, le=100_000)
+    garbled_lexicon_unknown_share: float = Field(
+        default=0.4, gt=0, le=1,
+        description="Share of a window's lower-case words that are no word of the text's "
+        "languages (wordfreq) that makes sub-word soup.")
+    garbled_alternation_switches: int = Field(
+        default=9, ge=2, le=15,
+        description="Changes of script between neighbouring common words, within 16 "
+        "words, that make words of several languages in turn.")
+    garbled_order_window_words: int = Field(default=24, ge=8, le=100_000)
+    garbled_order_llr: float = Field(
+        default=12.0, gt=0, le=1000,
+        description="English running text whose word order speaks this many nats (or "
+        "more) against English, over a window, is real words in random order.")
+    garbled_function_window_words: int = Field(default=24, ge=8, le=100_000)
+    garbled_function_share: float = Field(
+        default=0.25, ge=0, le=1,
+        description="A window of running text with fewer function words than this share "
+        "of what its language's statistics predict is words picked from a vocabulary.")
+
+
+class VerdictConfig(_LoopKnobs, _MarkerKnobs, _FragmentKnobs, _StatisticsKnobs, _WordKnobs):
     """Thresholds of the verdict rules; the defaults do not flag healthy reasoning.
 
     One flat section of the scenario (`[verdicts]`); its knobs are declared by the rule

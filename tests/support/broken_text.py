@@ -67,7 +67,7 @@ def _code(rng: random.Random) -> str:
 
 def honest_answer(rng: random.Random, sentences: int) -> str:
     """A fluent billing answer of `sentences` sentences."""
-    picked = [rng.choice(ANSWER_SENTENCES) for _ in range(sentences)]
+    picked = rng.sample(ANSWER_SENTENCES, min(sentences, len(ANSWER_SENTENCES)))
     return " ".join(s.format(acc=_code(rng), plan=rng.choice(PLANS), seats=rng.randint(2, 90),
                              date=f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}",
                              amount=f"{rng.randint(10, 9000)}.{rng.randint(0, 99):02d}",
@@ -158,28 +158,25 @@ def latin_subword_soup(seed: int, words: int) -> str:
 
 
 def under_thresholds(seed: int, words: int) -> str:
-    """Each stretch holds a little of every kind of salad: three special tokens, three
-    script switches, a glued run of 20 to 28 letters, 10 to 16 spaced letters."""
+    """Salad spread so that no detector alone sees its threshold: each stretch holds two or
+    three markers (replacement characters, mojibake: four make a burst), two or three script switches (four do), a
+    glued run of 20 to 28 letters (32 make one) and 10 to 16 spaced letters (24 make a
+    chain), the stretches far enough apart that no window holds two of one kind."""
     rng = _rng("under", seed)
     english = vocabulary("en", 3000)
     out = []
     while sum(len(p.split()) for p in out) < words:
-        kind = rng.randrange(4)
-        if kind == 0:
-            out.append("".join(rng.choice((BOS, "<|im_end|>", "<|EOT|>"))
-                               for _ in range(rng.randint(1, 3))))
-        elif kind == 1:
-            scripts = rng.sample(FOREIGN_LANGUAGES, 3)
-            out.append("".join(rng.choice(vocabulary(s, 500))[:3] for s in scripts))
-        elif kind == 2:
-            glued = ""
-            while len(glued) < rng.randint(20, 28):
-                glued += rng.choice(english)
-            out.append(glued[:28])
-        else:
-            letters = "".join(rng.choice(english) for _ in range(4))[:rng.randint(10, 16)]
-            out.append(" ".join(letters))
-        out.append(" ".join(rng.choice(english) for _ in range(rng.randint(1, 3))))
+        pieces = [
+            # markers a leak rule does not see: replacement characters, mojibake
+            "".join(rng.choice(("\ufffd", "Ã©", "â€™", "Ã¼")) for _ in range(rng.randint(2, 3))),
+            "".join(rng.choice(vocabulary(s, 500))[:3]
+                    for s in rng.sample(FOREIGN_LANGUAGES, rng.randint(2, 3))),
+            "".join(rng.choice(english) for _ in range(8))[:rng.randint(20, 28)],
+            " ".join("".join(rng.choice(english) for _ in range(4))[:rng.randint(10, 16)]),
+        ]
+        rng.shuffle(pieces)
+        out.append(" ".join(pieces))
+        out.append(honest_answer(rng, 2))  # about 200 characters apart
     return " ".join(out)
 
 

@@ -72,15 +72,22 @@ import numpy as np
 import orjson
 
 from loadgen import fields
+from loadgen.judge.garbled.english_screen import could_fire
+from loadgen.judge.garbled.evidence import adds_up
 from loadgen.judge.garbled.fragments import ASCII_LETTER, CASED, glued, runs, spaced_letters
 from loadgen.judge.garbled.markers import markers
 from loadgen.judge.garbled.script_mix import script_switches
 from loadgen.judge.garbled.statistics import noise, shuffled
+from loadgen.judge.garbled.word_order import word_order
+from loadgen.judge.garbled.words import alternating_scripts, no_function_words, unknown_words, words
+from loadgen.judge.language import has_lexicon, language_of
 from loadgen.judge.scripts import INHERITED, code_points, scripts_of
 from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig
 
 EXCERPT_CHARS = 120
+#: Fewer words than this: too short for the word detectors' windows.
+_MIN_WORDS = 12
 
 
 def _shortest_ascii(cfg: VerdictConfig) -> int:
@@ -140,7 +147,8 @@ def _may_be_noise(raw: bytes, cfg: VerdictConfig) -> bool:
     return bool(sums.max() >= need)
 
 
-def _ascii_garble(text: str, cfg: VerdictConfig) -> tuple[str, str, str] | None:
+def _ascii_garble(text: str, cfg: VerdictConfig, languages: tuple[str, ...] = ()
+                  ) -> tuple[str, str, str] | None:
     """The detectors an ASCII text can trip, each only past its screen: one script, so
     no script switches; its letters are the cased ones."""
     raw = text.encode("ascii")
@@ -169,16 +177,26 @@ def _ascii_garble(text: str, cfg: VerdictConfig) -> tuple[str, str, str] | None:
     found = shuffled(points, None, (starts, ends), cfg)
     if found:
         return _report("shuffled_words", text, found)
+    # Two kinds of half a finding (ASCII has one script, so markers, spaced letters and
+    # glued runs): each screened first, the rule run only where two may be there.
+    maybe = (("<|" in text or "<0x" in text or _count(raw, _ASCII_CONTROL) > 0)
+             + _may_chain(raw, cfg.garbled_spaced_letters // 2)
+             + bool(len(starts) and int((ends - starts).max()) >= 16))
+    if maybe >= 2 and cfg.garbled_evidence_span_chars:
+        found = adds_up(text, points, None, cased, (starts, ends), languages, frozenset(), cfg)
+        if found:
+            return _report("evidence", text, found)
     return None
 
 
-def garble_in_text(text: str, explained: frozenset[str], cfg: VerdictConfig
-                   ) -> tuple[str, str, str] | None:
-    """(kind, detail, excerpt) of the first salad found in one text, or None."""
+def garble_in_text(text: str, explained: frozenset[str], cfg: VerdictConfig,
+                   languages: tuple[str, ...] = ()) -> tuple[str, str, str] | None:
+    """(kind, detail, excerpt) of the first salad found in one text, or None; `languages`
+    are the request's (ISO codes)."""
     if not text:
         return None
     if text.isascii():
-        return _ascii_garble(text, cfg)
+        return _ascii_garble(text, cfg, languages) or _word_garble(text, languages, cfg)
     points = code_points(text)
     found = markers(text, points, cfg)
     if found:
@@ -205,6 +223,38 @@ def garble_in_text(text: str, explained: frozenset[str], cfg: VerdictConfig
     found = shuffled(points, scr, None, cfg)
     if found:
         return _report("shuffled_words", text, found)
+    if cfg.garbled_evidence_span_chars:
+        found = adds_up(text, points, scr, cased, (starts, ends), languages, explained, cfg)
+        if found:
+            return _report("evidence", text, found)
+    return _word_garble(text, languages, cfg)
+
+
+def _word_garble(text: str, languages: tuple[str, ...], cfg: VerdictConfig
+                 ) -> tuple[str, str, str] | None:
+    """The word detectors (`garbled.words`, `garbled.word_order`), in the text's
+    languages and the request's; plain English is screened first (`english_screen`)."""
+    possible = could_fire(text, cfg) if text.isascii() else None
+    if possible is not None and not possible:
+        return None
+    found = words(text)
+    if len(found) < _MIN_WORDS:
+        return None
+    own = "en" if possible is not None else language_of(text, found.keys)
+    langs = tuple(dict.fromkeys((*((own,) if own else ()), *languages)))
+    detectors = [("alternating_scripts", alternating_scripts)]
+    if own is None or has_lexicon(own):  # Latin (lorem ipsum), Thai: no word statistics
+        detectors = [("unknown_words", unknown_words), *detectors,
+                     ("no_function_words", no_function_words)]
+    for kind, detect in detectors:
+        if possible is None or kind in possible:
+            hit = detect(text, found, langs, cfg)
+            if hit:
+                return _report(kind, text, hit)
+    if own == "en" and (possible is None or "word_order" in possible):
+        hit = word_order(text, found, cfg)
+        if hit:
+            return _report("word_order", text, hit)
     return None
 
 
@@ -252,8 +302,10 @@ def find_garble(record: RequestRecord, cfg: VerdictConfig) -> Garble | None:
         return None
     scripts = record.params.get("scripts") or ()
     explained = frozenset(s for s in scripts if isinstance(s, str))
+    languages = tuple(lang for lang in record.params.get("languages") or ()
+                      if isinstance(lang, str))
     for field, text in _texts(record):
-        found = garble_in_text(text, explained, cfg)
+        found = garble_in_text(text, explained, cfg, languages)
         if found:
             return Garble(field, *found)
     return None
