@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from loadgen.judge.reply_language import request_languages
 from loadgen.judge.scripts import request_scripts
 from loadgen.records import RequestRecord
 from loadgen.scenario import Scenario
@@ -26,8 +27,9 @@ class Prepared(NamedTuple):
     raw: bytes
     body_hash: str
     #: What the request offered (params: tools as name -> required keys, tool_choice,
-    #: expects_tool_call, and `scripts`: its texts' scripts beyond Latin, when it has
-    #: any), so the verdicts know what a healthy reply is.
+    #: expects_tool_call, `scripts`: its texts' scripts beyond Latin, when it has any,
+    #: and `languages`: those its texts are written in or name), so the verdicts know
+    #: what a healthy reply is.
     offered: dict[str, Any]
     #: What a correct reply contains (the item's expectation as records keep it).
     expected: dict[str, Any] | None
@@ -76,6 +78,9 @@ class RequestMaker:
         scripts = request_scripts(item.messages)
         if scripts:  # a reply in these scripts is explained by the request
             offered["scripts"] = scripts
+        languages = request_languages(item.messages)
+        if languages:  # what a reply may be written in: written or named by the request
+            offered["languages"] = languages
         entry = Prepared(raw, hashlib.blake2b(raw, digest_size=8).hexdigest(), offered,
                          item.expected.to_dict() if item.expected is not None else None)
         if len(self._bodies) < BODY_CACHE_ITEMS:

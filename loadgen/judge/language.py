@@ -151,7 +151,7 @@ def languages_of_request(texts: Iterable[str]) -> list[str]:
     prompt in English, the user's question in Russian)."""
     found = set()
     for text in texts:
-        letters = sum(1 for _ in WORD.finditer(text[:SAMPLE_CHARS]))
+        letters = sum(len(w) for w in WORD.findall(text[:SAMPLE_CHARS]))
         if letters >= 3:
             lang = language_of(text[-SAMPLE_CHARS:] if len(text) > SAMPLE_CHARS else text)
             if lang:

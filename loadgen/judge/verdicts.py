@@ -19,6 +19,10 @@ Rules (a record can carry several; `classify` orders them most severe first):
   error, repetition, anything unknown, or none at all).
 - wrong_answer: a verifiable field disagrees with the request's own facts, where the
   workload knows them (`judge.substance`).
+- wrong_language: the answer is fluent prose in a language the request neither wrote in
+  nor named (`judge.reply_language`).
+- unfinished: an answer in prose that finished with `stop` in the middle of a sentence
+  (`judge.reply_language`); `truncated` is the same cut by `length`.
 - http_error / timeout / stream_error: the path to the model failed; no output rule
   is applied to such a record.
 - divergent, cross_talk, reference_mismatch: run level (`judge.run_level`), never set
@@ -33,6 +37,7 @@ from typing import Any
 from loadgen.judge.garbled import find_garble
 from loadgen.judge.leaks import find_leak
 from loadgen.judge.loops import find_loop
+from loadgen.judge.reply_language import find_unfinished, find_wrong_language
 from loadgen.judge.substance import find_wrong
 from loadgen.judge.tool_calls import tool_call_problems
 from loadgen.judge.visible import is_blank
@@ -110,6 +115,14 @@ def classify(record: RequestRecord, cfg: VerdictConfig) -> list[str]:
     if wrong:
         found.add(Verdict.WRONG_ANSWER)
         findings["wrong_answer"] = [asdict(w) for w in wrong]
+    other = find_wrong_language(record)
+    if other:
+        found.add(Verdict.WRONG_LANGUAGE)
+        findings["wrong_language"] = other
+    cut = find_unfinished(record)
+    if cut:
+        found.add(Verdict.UNFINISHED)
+        findings["unfinished"] = cut
     record.findings = findings
     if not found:
         return [Verdict.OK.value]

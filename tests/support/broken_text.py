@@ -158,10 +158,11 @@ def latin_subword_soup(seed: int, words: int) -> str:
 
 
 def under_thresholds(seed: int, words: int) -> str:
-    """Salad spread so that no detector alone sees its threshold: each stretch holds two or
-    three markers (replacement characters, mojibake: four make a burst), two or three script switches (four do), a
-    glued run of 20 to 28 letters (32 make one) and 10 to 16 spaced letters (24 make a
-    chain), the stretches far enough apart that no window holds two of one kind."""
+    """Salad spread so that no detector alone sees its threshold: each stretch holds two
+    or three markers (replacement characters, mojibake: four make a burst), two or three
+    script switches (four do), a glued run of 20 to 28 letters (32 make one) and 10 to 16
+    spaced letters (24 make a chain), the stretches far enough apart that no window holds
+    two of one kind."""
     rng = _rng("under", seed)
     english = vocabulary("en", 3000)
     out = []

@@ -14,7 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import langcodes
+
 from loadgen.bench.prose import LONG_ANSWER, LONG_REASONING
+from loadgen.judge.language import language_of
 from loadgen.judge.verdicts import classify
 from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig
@@ -173,6 +176,11 @@ def replay_line(reply: LegitReply, tag: str, mode: str = "replay_verbatim") -> b
     user = f"{tag}: {reply.name}"
     if reply.params.get("scripts"):
         user += " " + RUSSIAN_REQUEST
+    # An honest reply answers in the request's language: a request answered in French
+    # asks for French.
+    answer = language_of(reply.content) if len(reply.content.split()) >= 12 else None
+    if answer and answer != "en":
+        user += f" Please answer in {langcodes.Language.get(answer).display_name()}."
     body: dict[str, Any] = {
         "messages": [{"role": "user", "content": user}], "fake_mode": mode,
         "fake_reply": {"reasoning": reply.reasoning, "content": reply.content,
