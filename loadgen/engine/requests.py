@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from loadgen.judge.asked import asked_repetition
 from loadgen.judge.reply_language import request_languages
 from loadgen.judge.scripts import request_scripts
 from loadgen.records import RequestRecord
@@ -81,6 +82,9 @@ class RequestMaker:
         languages = request_languages(item.messages)
         if languages:  # what a reply may be written in: written or named by the request
             offered["languages"] = languages
+        asked = asked_repetition(item.messages, languages)
+        if asked:  # "write this sentence ten times": repetition that is no loop
+            offered["asked_repetition"] = asked
         entry = Prepared(raw, hashlib.blake2b(raw, digest_size=8).hexdigest(), offered,
                          item.expected.to_dict() if item.expected is not None else None)
         if len(self._bodies) < BODY_CACHE_ITEMS:

@@ -136,12 +136,12 @@ def identify(text: str) -> tuple[str | None, float]:
 
 def language_of(text: str, words: list[str] | None = None) -> str | None:
     """The language of a text: English where its words (lower case, `words` if the caller
-    has them) are almost all English, else what lingua says."""
-    if text.isascii():
-        if words is None:
-            words = [w.lower() for w in WORD.findall(text[:SAMPLE_CHARS])]
-        if mostly_english(words[:400]):
-            return "en"
+    has them) are almost all English, else what lingua says. Words are counted, not
+    letters: an English answer that names three long German compounds is English."""
+    if words is None:
+        words = [w.lower() for w in WORD.findall(text[:SAMPLE_CHARS])]
+    if mostly_english(words[:400]):
+        return "en"
     return identify(text[:SAMPLE_CHARS])[0]
 
 
@@ -157,3 +157,56 @@ def languages_of_request(texts: Iterable[str]) -> list[str]:
             if lang:
                 found.add(lang)
     return sorted(found)
+
+
+@cache
+def common_words(lang: str, n: int = 30_000) -> frozenset[str]:
+    """A language's `n` most frequent words (English's is `english_common`)."""
+    import wordfreq
+
+    if lang == "en" and n == _ENGLISH_WORDS:
+        return english_common()
+    if not has_lexicon(lang):
+        return frozenset()
+    try:
+        return frozenset(wordfreq.top_n_list(lang, n))
+    except (LookupError, ImportError):
+        return frozenset()
+
+
+#: The longest word a split of glued letters tries.
+_LONGEST_WORD = 18
+#: What a letter no word covers costs, in log10 probability (a word seen once in 10^9).
+_UNCOVERED = -9.0
+#: A language's everyday words: its most frequent ones.
+_EVERYDAY = 10_000
+
+
+def split_into_words(run: str, langs: Iterable[str]) -> float:
+    """How much of a run of letters with no spaces reads as the languages' everyday words
+    glued together: the share of its letters that the best split (each word's
+    frequency, wordfreq) gives to one of a language's 10,000 most frequent words. Words
+    a detokeniser glued together read almost whole ("the", "user", "wants", "account":
+    about 1.0 in English, 0.4 and more in Russian, whose word forms are many); a long
+    real word (a compound, a chemical, a place name) splits into rarer pieces (0.33 at
+    most in docs/testing.md's families)."""
+    langs = tuple(lang for lang in langs if has_lexicon(lang))
+    tables = [lexicon(lang) for lang in langs]
+    everyday = [common_words(lang, _EVERYDAY) for lang in langs]
+    low = run.casefold()
+    n = len(low)
+    # prefix -> (log10 probability of its best split, letters in everyday words)
+    best: list[tuple[float, int]] = [(0.0, 0)] + [(-math.inf, 0)] * n
+    for i in range(n):
+        score, plain = best[i]
+        if score == -math.inf:
+            continue
+        if score + _UNCOVERED > best[i + 1][0]:
+            best[i + 1] = (score + _UNCOVERED, plain)
+        for j in range(i + 1, min(n, i + _LONGEST_WORD) + 1):
+            piece = low[i:j]
+            freq = max((t.get(piece, 0.0) for t in tables), default=0.0)
+            if freq > 0 and score + math.log10(freq) > best[j][0]:
+                known = j - i > 1 and any(piece in e for e in everyday)
+                best[j] = (score + math.log10(freq), plain + (j - i if known else 0))
+    return best[n][1] / max(n, 1)

@@ -120,7 +120,7 @@ def find_wrong_language(record: RequestRecord) -> dict[str, Any] | None:
         return None
     lang: str | None = "en"
     confidence = 1.0
-    if not (prose.isascii() and language.mostly_english(found.keys[:400])):
+    if not language.mostly_english(found.keys[:400]):
         lang, confidence = language.identify(prose)
     if lang is None or confidence < CONFIDENCE or lang in allowed \
             or not language.has_lexicon(lang):

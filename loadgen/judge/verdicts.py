@@ -10,7 +10,8 @@ Rules (a record can carry several; `classify` orders them most severe first):
   with no content and no tool calls. Tool calls count as content.
 - truncated: finish_reason `length` with some content or tool calls (the answer
   started but the cap cut it).
-- reasoning_loop: reasoning or content ends in a loop (`judge.loops`).
+- reasoning_loop: reasoning or content ends in a loop (`judge.loops`), unless the content
+  repeats a sentence the request quoted as often as it asked (`judge.asked`).
 - token_leak: special tokens or markup in the visible text (`judge.leaks`).
 - garbled: token salad in the reasoning, the content or a tool call's argument values,
   however cleanly the reply finished (`judge.garbled`).
@@ -34,6 +35,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from loadgen.judge.asked import loop_was_asked
 from loadgen.judge.garbled import find_garble
 from loadgen.judge.leaks import find_leak
 from loadgen.judge.loops import find_loop
@@ -91,6 +93,9 @@ def classify(record: RequestRecord, cfg: VerdictConfig) -> list[str]:
         found.add(Verdict.ABNORMAL_FINISH)
         findings["finish"] = record.finish_reason or "none"
     loop = find_loop(record, cfg)
+    if loop is not None and loop_was_asked(loop, record.params.get("asked_repetition")):
+        findings["asked_repetition"] = asdict(loop)  # "write it ten times", done as asked
+        loop = None
     if loop is not None:
         found.add(Verdict.REASONING_LOOP)
         findings["loop"] = asdict(loop)

@@ -4,10 +4,13 @@ glued together, or letters it spaced apart."""
 from __future__ import annotations
 
 import itertools
+import re
 
 import numpy as np
 
+from loadgen.judge import language
 from loadgen.judge.garbled.points import TABLE_SIZE, lookup
+from loadgen.judge.garbled.words import candidates, script_of
 from loadgen.judge.scripts import (
     LATIN,
     SCRIPT_ID,
@@ -21,7 +24,13 @@ CASED[[LATIN, SCRIPT_ID["Cyrillic"], SCRIPT_ID["Greek"]]] = True
 _GLUED_MIN_DISTINCT = 10
 _GLUED_MIN_RUNS = 3
 _GLUED_LETTERS_PER_HUMP = 16  # camelCase has a capital every word, glued prose rarely
+#: The share of a glued run's letters its everyday words must read (`_reads_as_words`).
+_GLUED_EVERYDAY = 0.4
 _SPACED_MIN_DISTINCT = 8
+#: Letters this distinct (nearly each once) are an alphabet in some order: a keyboard row,
+#: a cipher's key, the alphabet backwards; spelled words repeat their letters.
+_KEY_ROW = 0.9
+_KEY_ROW_LETTERS = 20  # under this, distinct letters are no sign of an alphabet
 _WHITESPACE = np.zeros(0x3002, dtype=bool)  # the last entry: any code point past U+3000
 _WHITESPACE[[0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x20, 0x85, 0xA0, 0x2028, 0x2029, 0x3000]] = True
 
@@ -43,7 +52,7 @@ def glued(text: str, cased: np.ndarray, starts: np.ndarray, ends: np.ndarray,
         run = text[starts[i]:ends[i]]
         humps = sum(1 for a, b in itertools.pairwise(run) if a.islower() and b.isupper())
         if humps * _GLUED_LETTERS_PER_HUMP <= len(run) and run[1:2].islower() \
-                and len(set(run.lower())) >= _GLUED_MIN_DISTINCT:
+                and len(set(run.lower())) >= _GLUED_MIN_DISTINCT and _reads_as_words(run):
             flat.append((int(starts[i]), int(ends[i])))
     if not flat:
         return None
@@ -69,6 +78,25 @@ def glued(text: str, cased: np.ndarray, starts: np.ndarray, ends: np.ndarray,
     return None
 
 
+def _reads_as_words(run: str) -> bool:
+    """Everyday words glued together, not one long real word: the run's best split into
+    words of its script's languages (English too) gives at least `_GLUED_EVERYDAY` of its
+    letters to their most frequent words (`language.split_into_words`)."""
+    return language.split_into_words(run, candidates(script_of(run), ())) >= _GLUED_EVERYDAY
+
+
+_EDGE_LETTER = re.compile(r"\s([^\W\d_])(?!\w)")
+
+
+def _spells_a_word(text: str, start: int, end: int, letters: list[str]) -> bool:
+    """The chain spells one English word, its last letter perhaps glued to a full stop
+    outside the chain ("S P E L L E D.")."""
+    word = "".join(letters)
+    after = _EDGE_LETTER.match(text, end)
+    candidates = [word] + ([word + after.group(1)] if after else [])
+    return any(language.is_known(w.casefold(), ("en",)) for w in candidates)
+
+
 def spaced_letters(text: str, points: np.ndarray, cfg: VerdictConfig
                     ) -> tuple[str, int, int] | None:
     """Characters one space apart ("T h e _ u s e r"): a chain of one-character tokens."""
@@ -90,9 +118,12 @@ def spaced_letters(text: str, points: np.ndarray, cfg: VerdictConfig
         start, end = int(at[first]), int(at[last]) + 1
         chars = text[start:end:2]
         letters = [c for c in chars if c.isalpha()]
-        if len(letters) < need or len({c.lower() for c in letters}) < _SPACED_MIN_DISTINCT \
-                or letters == sorted(letters):
-            continue
+        distinct = len({c.lower() for c in letters})
+        if len(letters) < need or distinct < _SPACED_MIN_DISTINCT \
+                or letters == sorted(letters) \
+                or (len(letters) >= _KEY_ROW_LETTERS and distinct >= _KEY_ROW * len(letters)) \
+                or _spells_a_word(text, start, end, letters):
+            continue  # an alphabet, a keyboard row, a cipher's key, one word spelled out
         return (f"{len(letters)} letters in a row one space apart (threshold {need})",
                 start, end)
     return None

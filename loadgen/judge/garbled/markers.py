@@ -32,6 +32,23 @@ _SCREEN[[*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), *range(0x7F, 0xA0),
 _SCREEN[-1] = False  # where code points past the table land
 
 
+#: How near a mojibake sequence the character it garbles must stand to explain it.
+_EXPLAINED_WITHIN = 80
+
+
+def _shown_beside(text: str, m: re.Match[str]) -> bool:
+    """Mojibake an answer explains: the character it garbles ("é" read as "Ã©") stands
+    close by, as an example does."""
+    for codec in ("cp1252", "latin-1"):
+        try:
+            meant = m.group().encode(codec).decode("utf-8")
+        except UnicodeError:
+            continue
+        near = text[max(0, m.start() - _EXPLAINED_WITHIN):m.end() + _EXPLAINED_WITHIN]
+        return meant in near
+    return False
+
+
 def _may_have_markers(text: str, points: np.ndarray) -> bool:
     """Cheap screen before the marker regex: most replies have none of its characters."""
     if "<|" in text or "<0x" in text or "\x1b" in text:
@@ -55,6 +72,8 @@ def markers(text: str, points: np.ndarray, cfg: VerdictConfig) -> tuple[str, int
             code = code_spans(text) if code is None else code
             if talked_about(text, m.start(), m.end(), code):
                 continue
+        if m.lastgroup == "mojibake" and _shown_beside(text, m):
+            continue
         hits.append((m.start(), m.group() if m.lastgroup == "special" else str(m.lastgroup)))
         hi = len(hits) - 1
         while hits[hi][0] - hits[lo][0] >= width:

@@ -11,12 +11,14 @@ from loadgen.judge.garbled.points import SPACES, TABLE_SIZE, lookup
 from loadgen.judge.scripts import (
     FIRST_SCRIPT,
     LATIN,
+    NOT_A_LETTER,
     SCRIPT_ID,
     SCRIPTS,
 )
 from loadgen.scenario import VerdictConfig
 
 _CJK = ("Han", "Hiragana", "Katakana", "Bopomofo")
+_GREEK = SCRIPT_ID["Greek"]
 _EXPLAINED_PAIRS = [
     *((a, b) for a in _CJK for b in _CJK),  # Japanese, and Chinese with zhuyin
     ("Han", "Hangul"),  # Korean with hanja
@@ -39,8 +41,43 @@ def _explained(scripts: frozenset[str]) -> tuple[np.ndarray, np.ndarray]:
     return alone, pairs
 
 
+def _symbols(points: np.ndarray, scr: np.ndarray) -> np.ndarray:
+    """The script ids with every lone Greek letter that a word does not end with (α, Σ,
+    Ω: a symbol of mathematics or a unit, in any language) taken as no letter: one that
+    begins a word, perhaps with a particle after it (θ는), or follows a clitic of one or
+    two letters (Arabic وα, "and α"). A Greek letter glued after a word of another
+    script (жλ) is not a symbol."""
+    greek = scr == _GREEK
+    if not greek.any():
+        return scr
+    lone = greek.copy()
+    lone[1:] &= ~greek[:-1]
+    lone[:-1] &= ~greek[1:]
+    out = scr.copy()
+    for i in np.flatnonzero(lone).tolist():
+        start = i
+        while start > 0 and scr[start - 1] >= FIRST_SCRIPT:
+            start -= 1
+        if start == i or (i - start <= 2 and _clitic(points[start:i], int(scr[start]))):
+            out[i] = NOT_A_LETTER
+    return out
+
+
+def _clitic(points: np.ndarray, script: int) -> bool:
+    """One or two letters a language that writes its function words onto the next word
+    has as a function word (Arabic و, ب; Hebrew ו, ה: the languages whose function words
+    take little of running text as words of their own, by wordfreq's statistics)."""
+    from loadgen.judge import language
+    from loadgen.judge.garbled.words import affixing, candidates
+
+    word = "".join(map(chr, points.tolist())).casefold()
+    return any(word in language.function_words(lang)
+               for lang in candidates(SCRIPTS[script - FIRST_SCRIPT], ()) if affixing(lang))
+
+
 def script_switches(points: np.ndarray, scr: np.ndarray, explained: frozenset[str],
                      cfg: VerdictConfig) -> tuple[str, int, int] | None:
+    scr = _symbols(points, scr)
     alone, pairs = _explained(explained)
     letter = scr >= FIRST_SCRIPT
     if not (letter & ~alone[scr]).any():

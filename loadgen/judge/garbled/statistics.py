@@ -3,6 +3,7 @@ handful of words in random order; printable noise that is no known format)."""
 
 from __future__ import annotations
 
+import re
 from itertools import compress
 
 import numpy as np
@@ -210,8 +211,8 @@ def _outside_lists(text: str, size: int) -> np.ndarray:
     """Which characters lie outside the text's lists of strings of one length: runs of
     items each as long as the one before, give or take a character (generated passwords
     or keys: a format wherever it lies, next to a sentence too; blank lines between them
-    allowed). Noise broken into lines has lengths as random as the rest; a lone line
-    between sentences is no list."""
+    allowed), and outside its runs of setting lines (`NAME=value`). Noise broken into
+    lines has lengths as random as the rest; a lone line between sentences is no list."""
     keep = np.full(len(text), True)
     run: list[tuple[int, int, int]] = []  # the current run's items: start, end, length
     at = 0
@@ -226,7 +227,27 @@ def _outside_lists(text: str, size: int) -> np.ndarray:
                 run.append((at, at + len(line), len(item)))
         at += len(line) + 1
     _drop(keep, run)
+    _drop_settings(text, keep)
     return keep
+
+
+#: A line of settings: a name, `=` or `:`, a value (.env, INI, YAML, shell exports).
+_SETTING = re.compile(r"\s*(?:export\s+)?[A-Za-z_][A-Za-z0-9_.-]*\s*[=:]\s*\S")
+
+
+def _drop_settings(text: str, keep: np.ndarray) -> None:
+    """Take runs of two setting lines or more out of the text: a secret is the value of
+    a named setting, random by design (a sample .env file, a config)."""
+    run: list[tuple[int, int, int]] = []
+    at = 0
+    for line in text.split("\n"):
+        if _SETTING.match(line):
+            run.append((at, at + len(line), 0))
+        elif line.strip():
+            _drop(keep, run)
+            run = []
+        at += len(line) + 1
+    _drop(keep, run)
 
 
 def _drop(keep: np.ndarray, run: list[tuple[int, int, int]]) -> None:

@@ -148,7 +148,8 @@ def _languages_of_script() -> dict[str, tuple[str, ...]]:
     return {script: tuple(langs) for script, langs in out.items()}
 
 
-def _script(text: str) -> str:
+def script_of(text: str) -> str:
+    """The script of a word (of its first letters)."""
     if text.isascii():
         return "Latin"
     ids = [i for i in scripts_of(code_points(text[:8])).tolist() if i >= FIRST_SCRIPT]
@@ -185,7 +186,7 @@ def words(text: str) -> Words:
         scripts = ["Latin"] * len(raws)
         keys = [raw.lower() for raw in raws]
     else:
-        scripts = [_script(raw) for raw in raws]
+        scripts = [script_of(raw) for raw in raws]
         keys = [_key(raw, script) for raw, script in zip(raws, scripts, strict=True)]
     before = [gaps_around[i] for i in index]
     prose = _PROSE_GAP.fullmatch
@@ -327,12 +328,18 @@ def alternating_scripts(text: str, found: Words, text_languages: tuple[str, ...]
     return None
 
 
+def affixing(lang: str) -> bool:
+    """A language with word statistics whose function words are mostly affixes."""
+    return language.has_lexicon(lang) and not _has_function_words(lang)
+
+
 @cache
 def _has_function_words(lang: str) -> bool:
     """The language writes its function words as words of their own (wordfreq says a
-    fifth of running text or more is its 50 most frequent words)."""
+    quarter of running text or more is its 50 most frequent words; Arabic, Hebrew and
+    Turkish write most of theirs as affixes, below that)."""
     try:
-        return language.expected_function_share(lang) >= 0.2
+        return language.expected_function_share(lang) >= 0.25
     except (LookupError, ImportError):
         return False
 
