@@ -215,6 +215,10 @@ class FakeOpenAI:
         # modes answer one request with another's facts.
         self.live: dict[object, Asked] = {}
         self.recent: list[Asked] = []
+        # `scripted` mode: a function of the request (and this server) that writes the
+        # reply, and what every request asked, in arrival order.
+        self.script: Callable[[dict[str, Any], FakeOpenAI], dict[str, Any]] | None = None
+        self.seen: list[Asked] = []
         # Speculative decoding as /metrics reports it (#51009: acceptance collapses under
         # load when `accepted_under_load` is set below 5).
         self.drafted = 0
@@ -808,6 +812,15 @@ class FakeOpenAI:
         soup = getattr(salad, kind)(self.counts["garble_when_busy"], 80)
         return self._not_alone(body, lambda busy: self._healthy_tool(
             body, reasoning_text=soup if busy else None))
+
+    async def mode_scripted(self, body: dict[str, Any], max_tokens: int) -> Response:
+        """The reply `self.script(body, self)` writes (reasoning, content, tool_calls,
+        finish_reason): a server built for one test, what it saw of earlier requests in
+        `self.seen` (every request's `Asked`, in arrival order)."""
+        ask = asked(body)
+        reply = self.script(body, self) if self.script is not None else {}
+        self.seen.append(ask)
+        return await self.mode_replay_verbatim({**body, "fake_reply": reply}, max_tokens)
 
     async def mode_replay_verbatim(self, body: dict[str, Any], max_tokens: int) -> Response:
         """`replay_reply` with the reasoning streamed as it is (its newlines and spaces

@@ -251,6 +251,14 @@ def _sums(flags: list[bool] | np.ndarray) -> np.ndarray:
     return np.concatenate(([0], np.cumsum(np.asarray(flags, dtype=np.int64))))
 
 
+@lru_cache(maxsize=64)
+def _known_in_any(langs: tuple[str, ...]) -> frozenset[str]:
+    """The words of any of the languages (one set: one lookup a word)."""
+    if len(langs) == 1:
+        return language.known_words(langs[0])
+    return frozenset().union(*(language.known_words(lang) for lang in langs))
+
+
 def distinct_enough(found: Words, lo: int, hi: int) -> bool:
     """At least half the window's words distinct: words picked from a vocabulary, not a
     few values repeated (an answer) or a handful shuffled (`shuffled`'s)."""
@@ -275,8 +283,7 @@ def unknown_words(text: str, found: Words, text_languages: tuple[str, ...],
         langs = candidates(script, text_languages)
         if not langs or not _COMPLETE.issuperset(langs):
             continue
-        known = frozenset().union(*(language.known_words(lang) for lang in langs)) \
-            if len(langs) > 1 else language.known_words(langs[0])
+        known = _known_in_any(langs)
         short = frozenset().union(*(language.function_words(lang) for lang in langs))
         keys, names = found.keys, found.names
         mine = _of_script(found, script) & np.array(
