@@ -189,20 +189,52 @@ def fragments(code: str) -> Iterator[str]:
 
 
 class CodeIndex:
-    """Which codes each written form may be: built once from a run's codes."""
+    """Which codes each written form may be: built once from a run's codes.
+
+    `scan` reads a text for them at the cost of one lookup a group of letters and
+    digits: a form grows only while it is the beginning of some code's form, so a reply
+    of prose, or a hex dump of three megabytes, is passed over at C speed but for one
+    set lookup a group."""
 
     def __init__(self) -> None:
         self._by_form: dict[str, set[str]] = {}
+        self._prefixes: set[str] = set()
 
     def add(self, code: str) -> None:
         for part in fragments(code):
             self._by_form.setdefault(part, set()).add(code)
+            self._prefixes.update(part[:k] for k in range(1, len(part) + 1))
 
     def codes_of(self, folded_form: str) -> set[str]:
         return self._by_form.get(folded_form, set())
 
     def __contains__(self, folded_form: str) -> bool:
         return folded_form in self._by_form
+
+    def scan(self, text: str) -> Iterator[Form]:
+        """Every form in the text that is some code's (whole or a part of it)."""
+        if not self._by_form or not text:
+            return
+        source = Folded(text)
+        if not source.has_digit:
+            return
+        folded, prefixes, by_form = source.text, self._prefixes, self._by_form
+        groups = [(m.start(), m.end(), m.group()) for m in _GROUP.finditer(folded)]
+        n = len(groups)
+        for i, (start, end, joined) in enumerate(groups):
+            if joined not in prefixes:
+                continue
+            j = i
+            while True:
+                if joined in by_form:
+                    yield Form(joined, source.origin(start), source.origin(end - 1) + 1)
+                if j + 1 >= n or _SEPARATOR.fullmatch(folded, end, groups[j + 1][0]) is None:
+                    break
+                j += 1
+                end, longer = groups[j][1], joined + groups[j][2]
+                if longer not in prefixes:
+                    break
+                joined = longer
 
 
 def index_of(codes: Iterable[str]) -> CodeIndex:

@@ -60,7 +60,8 @@ class Revision:
 
 
 class Rule(Protocol):
-    """One run-level verdict's rule."""
+    """One run-level verdict's rule. A rule may also have `prepare(record)`: then the
+    counting pass first shows it every record (`judge.aggregate`), before any observe."""
 
     name: str
 

@@ -21,7 +21,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from loadgen.expectations import Expectation
-from loadgen.judge.code_forms import MIN_FRAGMENT, fold_code, forms, fragments, index_of
+from loadgen.judge.code_forms import (
+    MIN_FRAGMENT,
+    CodeIndex,
+    fold_code,
+    forms,
+    fragments,
+    index_of,
+)
 from loadgen.judge.run_level import Revision, completed
 from loadgen.taxonomy import Verdict
 
@@ -77,32 +84,68 @@ def reply_forms(record: dict[str, Any], own: set[str]) -> dict[str, tuple[str, l
     return found
 
 
+def scanned_forms(record: dict[str, Any], index: CodeIndex, own: set[str]
+                  ) -> dict[str, tuple[str, list[str]]]:
+    """The forms of the run's codes a reply writes, not its own (folded form -> as
+    written, where)."""
+    found: dict[str, tuple[str, list[str]]] = {}
+    for where, text in _fields(record):
+        for form in index.scan(text):
+            if form.folded in own:
+                continue
+            places = found.setdefault(form.folded, (text[form.start:form.end], []))[1]
+            if where not in places:
+                places.append(where)
+    return found
+
+
 class CrossTalk:
     """The rule: who owns each code, and which replies carry someone else's."""
 
     name = "cross_talk"
 
     def __init__(self) -> None:
+        self._prepared = False  # every owner known before the first observe (`prepare`)
+        self._index: CodeIndex | None = None
         self._owners: dict[str, set[str]] = {}  # distinctive code -> item ids
         self._facts: dict[str, dict[str, str]] = {}  # item id -> its facts
         self._sent: dict[str, list[_Sent]] = {}  # item id -> its requests
         self._suspects: list[_Suspect] = []
 
-    def observe(self, record: dict[str, Any], own: list[str]) -> None:
+    def prepare(self, record: dict[str, Any]) -> None:
+        """A first look at every record before any is observed: who owns which code. A
+        rule prepared so reads each reply for the run's codes alone (`CodeIndex.scan`),
+        at the cost of a lookup a group; unprepared, it keeps each reply's code-like
+        forms and matches them at the end."""
+        self._own(record)
+        self._prepared = True
+        self._index = None  # built once every owner is known
+
+    def _own(self, record: dict[str, Any]) -> Expectation | None:
         item = str(record.get("item_id") or "")
-        seq = int(record.get("seq", -1))
-        start, end = _window(record)
         exp = Expectation.from_dict(record.get("expected"))
         if exp is not None and item not in self._facts:
             self._facts[item] = dict(exp.facts)
             for code in exp.distinctive_values():
                 self._owners.setdefault(code, set()).add(item)
+        return exp
+
+    def observe(self, record: dict[str, Any], own: list[str]) -> None:
+        item = str(record.get("item_id") or "")
+        seq = int(record.get("seq", -1))
+        start, end = _window(record)
+        exp = self._own(record)
         self._sent.setdefault(item, []).append(_Sent(seq, start, end))
         if not completed(own):
             return
         given = {part for value in (exp.facts.values() if exp is not None else ())
                  for part in fragments(value)}
-        found = reply_forms(record, given)
+        if self._prepared:
+            if self._index is None:
+                self._index = index_of(self._owners)
+            found = scanned_forms(record, self._index, given)
+        else:
+            found = reply_forms(record, given)
         if found:
             findings = record.get("findings") or {}
             wrong = findings.get("wrong_answer") if isinstance(findings, dict) else None
