@@ -16,7 +16,7 @@ lookup a word); only the others cost an identification.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from functools import cache, lru_cache
 from typing import Any
 
@@ -57,10 +57,9 @@ def lexicon(lang: str) -> dict[str, float]:
 
     if lang not in _wordfreq_languages():
         return {}
-    try:
-        return wordfreq.get_frequency_dict(lang, "large")
-    except LookupError:
-        return wordfreq.get_frequency_dict(lang, "small")
+    # "best" (the large list where there is one): the list wordfreq's own lookups read,
+    # loaded once for both.
+    return wordfreq.get_frequency_dict(lang, "best")
 
 
 def has_lexicon(lang: str) -> bool:
@@ -99,12 +98,11 @@ def zipf(word: str, lang: str) -> float:
     return math.log10(freq) + 9 if freq > 0 else 0.0
 
 
-@cache
-def known_words(lang: str) -> frozenset[str]:
-    """The words of a language wordfreq has seen at least KNOWN_ZIPF often (a set: one
-    lookup a word)."""
-    floor = 10 ** (KNOWN_ZIPF - 9)
-    return frozenset(w for w, f in lexicon(lang).items() if f >= floor)
+def known_words(lang: str) -> Container[str]:
+    """The words of a language wordfreq has seen at least KNOWN_ZIPF often: its word list
+    itself (wordfreq lists no word seen less than once in 10^8 words, Zipf 1), one lookup
+    a word."""
+    return lexicon(lang)
 
 
 def is_known(word: str, langs: Iterable[str]) -> bool:

@@ -76,12 +76,20 @@ def _lingua_languages() -> list[Any]:
 
 
 @cache
+def _stems() -> dict[str, set[str]]:
+    """Each language name's stem (inflected endings allowed: all but its last two
+    letters, four at least; a name of several words whole) -> the languages it names."""
+    out: dict[str, set[str]] = {}
+    for code, name in _names():
+        stem = name[:max(4, len(name) - 2)] if " " not in name else name
+        out.setdefault(stem, set()).add(code)
+    return out
+
+
+@cache
 def _name_pattern() -> regex.Pattern[str]:
-    """One pass over a request for every language name (inflected endings allowed:
-    the name's stem, all but its last two letters, four at least)."""
-    stems = sorted({name[:max(4, len(name) - 2)] if name.isascii() or " " not in name
-                    else name for _, name in _names()}, key=len, reverse=True)
-    alternatives = "|".join(regex.escape(s) for s in stems)
+    """One pass over a request for every language name."""
+    alternatives = "|".join(regex.escape(s) for s in sorted(_stems(), key=len, reverse=True))
     # A Latin, Cyrillic or Greek name begins a word; a name in Han or kana may sit
     # anywhere (no spaces around words there).
     return regex.compile(rf"(?<![\p{{Latin}}\p{{Cyrillic}}\p{{Greek}}])(?:{alternatives})",
@@ -90,9 +98,9 @@ def _name_pattern() -> regex.Pattern[str]:
 
 def named_languages(text: str) -> set[str]:
     """The languages a request names ("in French", "по-французски", "用法语")."""
-    found = {m.group().casefold() for m in _name_pattern().finditer(text)}
-    return {code for code, name in _names()
-            if any(name.startswith(stem) for stem in found)}
+    stems = _stems()
+    return {code for m in _name_pattern().finditer(text)
+            for code in stems.get(m.group().casefold(), ())}
 
 
 def request_languages(messages: list[dict[str, Any]]) -> list[str]:

@@ -144,14 +144,61 @@ CORPUS: list[LegitReply] = [
 ]
 
 
+@dataclass(frozen=True)
+class AnsweredRequest(LegitReply):
+    """A reply with the request it answers: what the request is written in and names,
+    and what it asks to be repeated, are worked out from it as a run does."""
+
+    request: str = ""
+
+    @property
+    def params(self) -> dict[str, Any]:
+        from loadgen.judge.asked import asked_repetition
+        from loadgen.judge.reply_language import request_languages
+        from loadgen.judge.scripts import request_scripts
+
+        params = dict(super().params)
+        messages = [{"role": "user", "content": self.request}]
+        if scripts := request_scripts(messages):
+            params["scripts"] = scripts
+        if languages := request_languages(messages):
+            params["languages"] = languages
+        if asked := asked_repetition(messages, languages):
+            params["asked_repetition"] = asked
+        return params
+
+
+def answered_requests(members: int = 12) -> list[LegitReply]:
+    """The honest shapes a reviewer built to trip the judge (`honest_requests`) and the
+    translated passages of tests/fixtures/honest_text (18 languages, 10 scripts), each with
+    its own request."""
+    from tests.support.broken_text import HONEST_TEXT
+    from tests.support.honest_requests import FAMILIES
+
+    out: list[LegitReply] = []
+    for family, make in FAMILIES.items():
+        for seed in range(members):
+            case = make(seed)
+            out.append(AnsweredRequest(f"{family} ({case.name})", case.content, case.reasoning,
+                                       case.tool_calls, case.finish_reason,
+                                       request=case.request))
+    for lang, entry in json.loads(HONEST_TEXT.read_text()).items():
+        for i, passage in enumerate(p["text"] for p in entry["passages"][:members]):
+            out.append(AnsweredRequest(f"honest_text_{entry['script'].lower()} ({lang} {i})",
+                                       passage, request=passage))
+    return out
+
+
 def grown_corpus(members: int = 20) -> list[LegitReply]:
     """Every honest reply the rules are held to: the fixed examples above, the language and
-    format families (`legit_families`) and the shapes that repeat themselves
-    (`honest_shapes`), each family generated with varied values."""
+    format families (`legit_families`), the shapes that repeat themselves
+    (`honest_shapes`), and the answered requests (`answered_requests`), each family
+    generated with varied values."""
     from tests.support.honest_shapes import honest_replies
     from tests.support.legit_families import family_replies
 
-    return [*CORPUS, *family_replies(members), *honest_replies()]
+    return [*CORPUS, *family_replies(members), *honest_replies(),
+            *answered_requests(min(members, 12))]
 
 
 def sample_by_family(replies: list[LegitReply], per_family: int) -> list[LegitReply]:
@@ -174,12 +221,14 @@ def replay_line(reply: LegitReply, tag: str, mode: str = "replay_verbatim") -> b
     """One replay body that makes the fake server stream `reply` (layout kept), offering
     what the reply needs (the billing tools; a request in the reply's scripts)."""
     user = f"{tag}: {reply.name}"
-    if reply.params.get("scripts"):
+    if isinstance(reply, AnsweredRequest):
+        user = reply.request
+    elif reply.params.get("scripts"):
         user += " " + RUSSIAN_REQUEST
     # An honest reply answers in the request's language: a request answered in French
     # asks for French.
     answer = language_of(reply.content) if len(reply.content.split()) >= 12 else None
-    if answer and answer != "en":
+    if answer and answer != "en" and not isinstance(reply, AnsweredRequest):
         user += f" Please answer in {langcodes.Language.get(answer).display_name()}."
     body: dict[str, Any] = {
         "messages": [{"role": "user", "content": user}], "fake_mode": mode,

@@ -37,7 +37,7 @@ import itertools
 import math
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from dataclasses import dataclass
 from functools import cache, cached_property, lru_cache
 
@@ -251,12 +251,24 @@ def _sums(flags: list[bool] | np.ndarray) -> np.ndarray:
     return np.concatenate(([0], np.cumsum(np.asarray(flags, dtype=np.int64))))
 
 
+class _AnyOf:
+    """The words of any of several languages (a lookup in each list in turn)."""
+
+    __slots__ = ("_lists",)
+
+    def __init__(self, lists: list[Container[str]]) -> None:
+        self._lists = lists
+
+    def __contains__(self, word: object) -> bool:
+        return any(word in words for words in self._lists)
+
+
 @lru_cache(maxsize=64)
-def _known_in_any(langs: tuple[str, ...]) -> frozenset[str]:
-    """The words of any of the languages (one set: one lookup a word)."""
+def _known_in_any(langs: tuple[str, ...]) -> Container[str]:
+    """The words of any of the languages."""
     if len(langs) == 1:
         return language.known_words(langs[0])
-    return frozenset().union(*(language.known_words(lang) for lang in langs))
+    return _AnyOf([language.known_words(lang) for lang in langs])
 
 
 def distinct_enough(found: Words, lo: int, hi: int) -> bool:
