@@ -389,11 +389,21 @@ def test_codes_in_an_answer_are_read_in_any_case_and_look_alike() -> None:
 def test_numbers_in_a_prose_answer_are_compared_under_their_labels() -> None:
     solo = "Account Q1RST1 has 12 seats; the total is 1,234.50 EUR, due 2026-12-01."
     found = mismatch([
-        rec(0, calls=[], content="Account Q1RST1 has 21 seats; the total is 1,234.50 EUR."),
-        rec(1, calls=[], content="Account Q1RST1 has 12 seats; the total is 1,243.50 EUR."),
-        # Worded otherwise (sampling): the same figures, or figures under other labels.
-        rec(2, calls=[], content="Q1RST1: 12 seats. The total is 1234.5 EUR, due 2026-12-01."),
-        rec(3, calls=[], content="Account Q1RST1 has 12 seats, renewing in 3 weeks."),
-        rec(4, "reference", calls=[], content=solo)])
+        rec(0, calls=[], greedy=True,
+            content="Account Q1RST1 has 21 seats; the total is 1,234.50 EUR."),
+        rec(1, calls=[], greedy=True,
+            content="Account Q1RST1 has 12 seats; the total is 1,243.50 EUR."),
+        # Worded otherwise: the same figures, or figures under other labels.
+        rec(2, calls=[], greedy=True,
+            content="Q1RST1: 12 seats. The total is 1234.5 EUR, due 2026-12-01."),
+        rec(3, calls=[], greedy=True,
+            content="Account Q1RST1 has 12 seats, renewing in 3 weeks."),
+        rec(4, "reference", calls=[], content=solo, greedy=True)])
     assert set(found) == {0, 1}
     assert '"has _ seats","21"' in found[0]["loaded"]
+    # Sampling (temperature above 0) may word an incidental figure otherwise: only the
+    # codes are held to.
+    sampled = mismatch([rec(0, calls=[], content="Account Q1RST1 has 21 seats."),
+                        rec(1, calls=[], content="Account Q9RST9 has 12 seats."),
+                        rec(2, "reference", calls=[], content=solo)])
+    assert set(sampled) == {1}

@@ -10,7 +10,8 @@ sampled body is compared with it:
   without spaces), the codes an answer states (in any case or look-alike letters) and
   the numbers it states, each under its label (the words beside it: "12 seats", "total
   is 1,234.50"; a number under a label only one of the two replies uses is not
-  compared). A difference is `reference_mismatch`, gated by default: greedy decoding of
+  compared; numbers only where decoding is greedy). A difference is
+  `reference_mismatch`, gated by default: greedy decoding of
   one body may word things differently under load, but it does not act on another
   account, call another function or state another figure. What must agree is compared,
   not the path taken: where the workload names the lookups a correct reply may make
@@ -114,7 +115,10 @@ def verifiable(record: dict[str, Any]) -> tuple[Any, ...]:
     content = record.get("content") or ""
     codes = {code for form in forms(content) if (code := _code_of(form.folded))
              and content[form.start:form.end].isalnum()}
-    return ("answer", tuple(sorted(codes)), labelled_numbers(content))
+    # Numbers only where decoding was greedy: sampling may honestly word a figure that
+    # is no fact of the request ("in 2 steps", "in 3 steps"); codes are facts either way.
+    numbers = labelled_numbers(content) if record.get("greedy") else ()
+    return ("answer", tuple(sorted(codes)), numbers)
 
 
 def _accounts(calls: tuple[Any, ...]) -> set[str]:
