@@ -13,9 +13,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from loadgen.judge.asked import asked_repetition
-from loadgen.judge.reply_language import request_languages
-from loadgen.judge.scripts import request_scripts
+from loadgen.judge.request_profile import request_profile
 from loadgen.records import RequestRecord
 from loadgen.scenario import Scenario
 from loadgen.workload import WorkItem
@@ -76,15 +74,7 @@ class RequestMaker:
             "expects_tool_call": bool(item.tools) and tool_choice != "none" and (
                 item.expects_tool_call or forces_a_call(tool_choice)),
         }
-        scripts = request_scripts(item.messages)
-        if scripts:  # a reply in these scripts is explained by the request
-            offered["scripts"] = scripts
-        languages = request_languages(item.messages)
-        if languages:  # what a reply may be written in: written or named by the request
-            offered["languages"] = languages
-        asked = asked_repetition(item.messages, languages)
-        if asked:  # "write this sentence ten times": repetition that is no loop
-            offered["asked_repetition"] = asked
+        offered.update(request_profile(item.messages))
         entry = Prepared(raw, hashlib.blake2b(raw, digest_size=8).hexdigest(), offered,
                          item.expected.to_dict() if item.expected is not None else None)
         if len(self._bodies) < BODY_CACHE_ITEMS:

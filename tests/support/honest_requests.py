@@ -31,9 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from loadgen.judge.asked import asked_repetition
-from loadgen.judge.reply_language import request_languages
-from loadgen.judge.scripts import request_scripts
+from loadgen.judge.request_profile import request_profile
 from loadgen.judge.verdicts import classify
 from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig
@@ -55,15 +53,7 @@ class Case:
 
     @property
     def params(self) -> dict[str, Any]:
-        messages = [{"role": "user", "content": self.request}]
-        params: dict[str, Any] = {}
-        if scripts := request_scripts(messages):
-            params["scripts"] = scripts
-        if languages := request_languages(messages):
-            params["languages"] = languages
-        if asked := asked_repetition(messages, languages):
-            params["asked_repetition"] = asked
-        return params
+        return request_profile([{"role": "user", "content": self.request}])
 
 
 def judged(case: Case) -> RequestRecord:

@@ -153,19 +153,10 @@ class AnsweredRequest(LegitReply):
 
     @property
     def params(self) -> dict[str, Any]:
-        from loadgen.judge.asked import asked_repetition
-        from loadgen.judge.reply_language import request_languages
-        from loadgen.judge.scripts import request_scripts
+        from loadgen.judge.request_profile import request_profile
 
-        params = dict(super().params)
-        messages = [{"role": "user", "content": self.request}]
-        if scripts := request_scripts(messages):
-            params["scripts"] = scripts
-        if languages := request_languages(messages):
-            params["languages"] = languages
-        if asked := asked_repetition(messages, languages):
-            params["asked_repetition"] = asked
-        return params
+        return {**super().params,
+                **request_profile([{"role": "user", "content": self.request}])}
 
 
 def answered_requests(members: int = 12) -> list[LegitReply]:

@@ -17,6 +17,7 @@ request's facts is `cross_talk` only: that is what its wrong answer was.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +25,7 @@ from loadgen.expectations import Expectation
 from loadgen.judge.code_forms import (
     MIN_FRAGMENT,
     CodeIndex,
+    Form,
     fold_code,
     forms,
     fragments,
@@ -70,27 +72,16 @@ def _fields(record: dict[str, Any]) -> list[tuple[str, str]]:
     return fields
 
 
-def reply_forms(record: dict[str, Any], own: set[str]) -> dict[str, tuple[str, list[str]]]:
-    """Every form in a reply that may write a code, long enough to name one, that is not
-    one of the reply's own codes or a part of one (folded form -> as written, where)."""
+def reply_forms(record: dict[str, Any], own: set[str],
+                finder: Callable[[str], Iterable[Form]] | None = None
+                ) -> dict[str, tuple[str, list[str]]]:
+    """The forms in a reply that may write a code (`finder`: by default every code-like
+    form long enough to name one; a run's `CodeIndex.scan`: only its codes' forms), not
+    the reply's own codes or parts of them (folded form -> as written, where)."""
+    find = finder or (lambda text: forms(text, shortest=MIN_FRAGMENT))
     found: dict[str, tuple[str, list[str]]] = {}
     for where, text in _fields(record):
-        for form in forms(text, shortest=MIN_FRAGMENT):
-            if form.folded in own:
-                continue
-            places = found.setdefault(form.folded, (text[form.start:form.end], []))[1]
-            if where not in places:
-                places.append(where)
-    return found
-
-
-def scanned_forms(record: dict[str, Any], index: CodeIndex, own: set[str]
-                  ) -> dict[str, tuple[str, list[str]]]:
-    """The forms of the run's codes a reply writes, not its own (folded form -> as
-    written, where)."""
-    found: dict[str, tuple[str, list[str]]] = {}
-    for where, text in _fields(record):
-        for form in index.scan(text):
+        for form in find(text):
             if form.folded in own:
                 continue
             places = found.setdefault(form.folded, (text[form.start:form.end], []))[1]
@@ -143,7 +134,7 @@ class CrossTalk:
         if self._prepared:
             if self._index is None:
                 self._index = index_of(self._owners)
-            found = scanned_forms(record, self._index, given)
+            found = reply_forms(record, given, self._index.scan)
         else:
             found = reply_forms(record, given)
         if found:

@@ -1,0 +1,28 @@
+"""What a request says that a reply is judged against: worked out once per body.
+
+A run builds each body once (`engine.requests.RequestMaker`) and records with every reply
+what its request gives reason for (`params`): the scripts its texts use beyond Latin
+(`scripts`), the languages they are written in or name (`languages`), and the sentences
+it asks to be repeated and how often (`asked_repetition`). The judge reads these, never
+the request itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loadgen.judge.asked import asked_repetition
+from loadgen.judge.reply_language import request_languages
+from loadgen.judge.scripts import request_scripts
+
+
+def request_profile(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """The `params` entries a request's messages give (only those it has)."""
+    profile: dict[str, Any] = {}
+    if scripts := request_scripts(messages):  # a reply in these scripts is explained
+        profile["scripts"] = scripts
+    if languages := request_languages(messages):  # what a reply may be written in
+        profile["languages"] = languages
+    if asked := asked_repetition(messages, languages):  # repetition that is no loop
+        profile["asked_repetition"] = asked
+    return profile
