@@ -25,7 +25,7 @@ from compose_project import (
     results_dirs,
     volume_path,
 )
-from tier_scenarios import CLEAN, STUCK, TierScenario
+from tier_scenarios import CLEAN, IGNORED, STUCK, TierScenario
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(2400)]
 
@@ -56,6 +56,12 @@ def test_a_clean_candidate_passes_and_compose_returns_0(compose: ComposeProject)
     gate = summary["gate"]
     assert (gate["role"], gate["passed"], gate["exit_code"]) == ("candidate", True, 0)
     assert summary["phases"]["measurement"]["requests"] == CLEAN.measurement
+    # The random weights' noise is detected and said, not gated: the scenario names it.
+    assert sorted(gate["ignored"]) == sorted(IGNORED)
+    detected = {v for v in summary["phases"]["measurement"]["verdicts"] if v != "ok"}
+    assert set(gate["not_gated"]) == detected <= set(IGNORED)
+    if detected:
+        assert "ignored by gate.ignore" in gate["statement"]
     for name in ("records.jsonl", "report.md", "junit.xml", "report.html", "server.json"):
         assert (results / name).is_file(), name
     # The receipts the gate required came through the volume, from this server.
