@@ -425,6 +425,60 @@ def history(db: str, soak_id: str | None, scenario_name: str | None, last: int |
         click.echo(f"trend plot: {target}", err=True)
 
 
+@cli.command()
+@click.argument("db")
+@click.option("--scenario", "scenario_name", default=None,
+              help="Only this scenario's rounds (e.g. nightly-soak).")
+@click.option("--since", default="24h", show_default=True, metavar="WHEN",
+              help="The window: rounds started this long ago (12h) or since this moment "
+                   "(2026-12-04T00:00:00Z).")
+@click.option("--nodes", "node_names", multiple=True, metavar="NODE[,NODE...]",
+              help="The nodes that must answer (repeat it or comma-separate). Default: "
+                   "every node that reported over --lookback before the window.")
+@click.option("--nodes-file", type=click.Path(path_type=Path), default=None,
+              help="The nodes that must answer, one a line (e.g. scontrol show hostnames).")
+@click.option("--lookback", default="7d", show_default=True, metavar="DURATION",
+              help="Without --nodes: how far before the window a node's report makes it "
+                   "expected in the window.")
+@_history_filters
+@click.option("--json-out", type=click.Path(path_type=Path), default=None,
+              help="Write the verdict as JSON here.")
+@click.option("--markdown", "markdown_out", type=click.Path(path_type=Path), default=None,
+              help="Write the verdict as Markdown here.")
+@click.option("--junit", "junit_out", type=click.Path(path_type=Path), default=None,
+              help="Write one JUnit testcase per node here.")
+@click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON instead.")
+def fleet(db: str, scenario_name: str | None, since: str, node_names: tuple[str, ...],
+          nodes_file: Path | None, lookback: str, json_out: Path | None,
+          markdown_out: Path | None, junit_out: Path | None, as_json: bool,
+          **filters: str | None) -> None:
+    """Did this release pass on every node? One verdict from the fleet's history.
+
+    Each node is judged on its last finished round in the window: it passes only when
+    that round was valid and within its gate. A failed gate, an invalid or partial
+    round, or no round at all is that node's failure (exit 1); a node still in its
+    first round, or no node known at all, leaves the answer open (exit 2).
+
+    \b
+    Examples:
+      dsv4-qual fleet postgresql://dsv4@history-db/dsv4 --scenario nightly-soak \\
+          --since 12h --nodes-file nodes.txt --junit fleet.xml --markdown fleet.md
+      dsv4-qual fleet results/soak-history.sqlite --since 2026-12-04T00:00:00Z \\
+          --vllm 0.27.1 --nodes gpu-a,gpu-b
+    """
+    from loadgen.commands.fleet import fleet_verdict, read_nodes, show, write_documents
+
+    chosen = {key.removeprefix("filter_").replace("_", "-"): value
+              for key, value in filters.items() if value is not None}
+    verdict = fleet_verdict(db, scenario=scenario_name, since=since, lookback=lookback,
+                            nodes=read_nodes(node_names, nodes_file), filters=chosen)
+    code = show(verdict, as_json)
+    write_documents(verdict, json_path=json_out, markdown_path=markdown_out,
+                    junit_path=junit_out)
+    click.echo(f"fleet: {verdict.statement()} (exit {int(code)})", err=True)
+    sys.exit(int(code))
+
+
 def _load_command_plugins() -> None:
     """Commands contributed by other packages of the distribution (e.g. `sim`)."""
     for ep in entry_points(group=COMMAND_PLUGINS_GROUP):
