@@ -127,8 +127,12 @@ def drawn_layers(package: str, doc: str | None = None) -> list[set[str]]:
     """The layers docs/architecture.md draws for `package`, top to bottom: each a set of
     units (a sub-package's or a module's name, the package itself by its own name)."""
     text = ARCHITECTURE_DOC.read_text() if doc is None else doc
+    drawings = re.findall(rf"<!-- layers: {package} -->\n(.*?)<!-- /layers -->", text, re.S)
+    # One drawing, read whole: a second copy could drift from the one the test reads.
+    assert len(drawings) == 1, \
+        f"docs/architecture.md draws the layers of {package} {len(drawings)} times, not once"
     match = re.search(rf"<!-- layers: {package} -->\n(.*?)<!-- /layers -->", text, re.S)
-    assert match, f"docs/architecture.md draws no layers for {package}"
+    assert match is not None
     layers = []
     for row in match.group(1).splitlines()[2:]:  # past the header and its rule
         cells = row.strip().strip("|").split("|")
