@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 #: Tiers whose tools want short socket paths under the machine's own temp dir.
-_OWN_TEMP_TIERS = ("docker", "vllm")
+_OWN_TEMP_TIERS = ("docker", "vllm", "slurm")
 
 
 @pytest.fixture(autouse=True)

@@ -340,7 +340,8 @@ class SoakSession:
         self.history.finish_round(
             self.soak.soak_id, number,
             status=RoundStatus.PARTIAL if interrupted else RoundStatus.COMPLETE,
-            note=report.run.interrupted if interrupted else None,
+            # An invalid round says why (the fleet's verdict and `history` show it).
+            note=report.run.interrupted if interrupted else report.run.invalid,
             ended=time.time(), results=results, verdicts=verdicts)
         self.starts.after_round(report.server.looks, bool(report.run.server_restarts),
                                 observations)

@@ -49,11 +49,17 @@ def scenario_hash(scenario: Scenario) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def node_name() -> str | None:
+    """The node this load generator runs for: what the history's rounds, the fleet's
+    verdict and the metrics' `node` label all call it."""
+    return (os.environ.get(HOST_ENV) or "").strip() or socket.gethostname() or None
+
+
 def node_identity(scenario: Scenario) -> dict[str, Any]:
     """The round columns known before a round starts (history.START_COLUMNS)."""
     digest = (os.environ.get(IMAGE_DIGEST_ENV) or "").strip().lstrip("@") or None
     return {
-        "host": (os.environ.get(HOST_ENV) or "").strip() or socket.gethostname() or None,
+        "host": node_name(),
         "image": (os.environ.get(IMAGE_ENV) or "").strip() or None,
         "image_digest": digest,
         "scenario_hash": scenario_hash(scenario),

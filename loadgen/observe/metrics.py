@@ -22,7 +22,7 @@ on `/metrics` for Prometheus to scrape and alert on (docker/monitoring/alerts.ym
   recorded, or a phase or round began or ended), so a soak that died or hangs can be
   told from one that finished.
 
-Labels are bounded (phase, verdict, outcome, layout; the scenario and command only in
+Labels are bounded (phase, verdict, outcome, layout; the scenario, command and node only in
 `dsv4_qual_info`). Each instance has its own registry: a test process runs many runs.
 
 A process that exits right after its last gate would take that gate with it before
@@ -57,6 +57,7 @@ from prometheus_client.exposition import ThreadingWSGIServer
 from loadgen import __version__
 from loadgen.bounds import upper_bound
 from loadgen.exit_codes import BadInputError, ExitCode
+from loadgen.history.identity import node_name
 from loadgen.judge.run_report import RunReport
 from loadgen.scenario import Scenario
 from loadgen.taxonomy import counts_as_infra_error
@@ -194,8 +195,11 @@ class LiveMetrics:
         r = self.registry
         r.register(self._watch.begin)
         self._info = Info("dsv4_qual", "The command serving these metrics.", registry=r)
+        # `node`: the alerts join it onto every alert (a central Prometheus scrapes many
+        # nodes, and an instance such as soak:9464 names none).
         self._info.info({"command": command, "scenario": scenario.name or "",
-                         "role": scenario.gate.role, "version": __version__})
+                         "role": scenario.gate.role, "version": __version__,
+                         "node": node_name() or ""})
         self._running = Gauge("dsv4_qual_running",
                               "1 while the run or soak is in progress, 0 once it has ended.",
                               registry=r)

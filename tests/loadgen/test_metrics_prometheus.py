@@ -73,8 +73,8 @@ def test_prometheus_fires_the_breach_alert_on_a_soak_that_starts_failing(
             cli_command("soak", str(tmp_path / "soak.toml"), "--base-url", srv.url,
                         "--rounds", "2", "--out", str(out), "--quiet",
                         "--metrics-port", str(port), "--metrics-host", "127.0.0.1"),
-            env=cli_env(), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True)
+            env={**cli_env(), "DSV4_QUAL_HOST": "gpu-node-7"}, cwd=tmp_path,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:
             wait_for("the breach alert firing",
                      lambda: prom.firing("Dsv4QualGateBreach"), timeout_s=120)
@@ -88,6 +88,9 @@ def test_prometheus_fires_the_breach_alert_on_a_soak_that_starts_failing(
         (alert,) = prom.firing("Dsv4QualGateBreach")
         assert alert["labels"]["instance"] == instance
         assert alert["labels"]["severity"] == "critical"
+        # The node, not only the scrape address: one Prometheus watches the fleet.
+        assert alert["labels"]["node"] == "gpu-node-7"
+        assert "on node gpu-node-7" in alert["annotations"]["summary"]
 
         # Not while the server was clean: Prometheus saw the clean round judged before
         # the alert first fired.
