@@ -269,9 +269,11 @@ def bench_client(concurrencies: tuple[int, ...], modes: tuple[str, ...],
               help="Qualification directory (default: results/qualify-<scenario>-<id>); "
                    "the runs go to its control/ and candidate/.")
 @load_options
+@metrics_options
 def qualify(scenario_ref: str, control_urls: tuple[str, ...], candidate_urls: tuple[str, ...],
             control_receipts_dir: str | None, candidate_receipts_dir: str | None,
-            out: Path | None, transport: str, quiet: bool, **options: Any) -> None:
+            out: Path | None, transport: str, quiet: bool, metrics_port: int,
+            metrics_host: str, **options: Any) -> None:
     """The positive control first, then the candidate; one verdict.
 
     Exit 0 only when the control reproduced the bug AND the candidate stayed within
@@ -292,15 +294,20 @@ def qualify(scenario_ref: str, control_urls: tuple[str, ...], candidate_urls: tu
       dsv4-qual qualify pr-51318 --control http://a:8000 --candidate http://b:8000 \\
           --candidate-receipts-dir /receipts --out results/qualify-0.28.0
       dsv4-qual qualify sim-smoke        # the embedded sim on both sides, as the demo
+      dsv4-qual qualify pr-51318 --control http://a:8000 --candidate http://b:8000 \\
+          --metrics-port 9464              # each side's run on /metrics in turn
     """
     from loadgen.commands.qualify import qualify as run_qualify
     from loadgen.commands.qualify import with_sides
+    from loadgen.commands.run import live_metrics
 
     scenario = _scenario_from(scenario_ref, options)
     cfg = with_sides(scenario, control_urls=list(control_urls), candidate_urls=list(candidate_urls),
                      control_receipts=control_receipts_dir,
                      candidate_receipts=candidate_receipts_dir)
-    outcome = run_qualify(scenario, cfg, out, quiet=quiet, transport=transport)
+    with live_metrics("qualify", scenario, metrics_port, metrics_host) as metrics:
+        outcome = run_qualify(scenario, cfg, out, quiet=quiet, transport=transport,
+                              observer=metrics)
     click.echo(f"qualify {scenario.name}: {outcome.document.headline}; reports in "
                f"{outcome.out_dir}")
     for reason in outcome.document.reasons:

@@ -30,6 +30,7 @@ from loadgen.commands.run import run_scenario
 from loadgen.exit_codes import BadInputError, ExitCode
 from loadgen.judge.qualification import Qualification, decide
 from loadgen.judge.run_report import RunReport
+from loadgen.observe.metrics import LiveMetrics
 from loadgen.report import write_qualify_reports
 from loadgen.report.qualify_doc import QualifyDocument
 from loadgen.results import (
@@ -132,12 +133,13 @@ def side_scenario(scenario: Scenario, cfg: QualifyConfig, role: Role) -> Scenari
 
 def qualify(scenario: Scenario, cfg: QualifyConfig, out: Path | None, *, quiet: bool = False,
             transport: str = "auto", command: str = "qualify",
-            echo: bool = True) -> QualifyOutcome:
+            echo: bool = True, observer: LiveMetrics | None = None) -> QualifyOutcome:
     """Control, then (only if it reproduced) candidate; side-by-side reports; the verdict.
 
     `command` names what the user ran (`qualify`, `demo`): the default results
     directory and every side-by-side page carry it. `echo`: each side's result line
-    (a quiet demo prints only its table)."""
+    (a quiet demo prints only its table). `observer`: the metrics of `--metrics-port`,
+    told of each side's run in turn (round 1 the control, round 2 the candidate)."""
     for name, side in (("control", cfg.control), ("candidate", cfg.candidate)):
         if not side.base_urls and side.sim is None:
             raise BadInputError(
@@ -153,13 +155,14 @@ def qualify(scenario: Scenario, cfg: QualifyConfig, out: Path | None, *, quiet: 
                                 "(results are never overwritten)")
     interrupts.resume()
     control = run_scenario(control_sc, out_dir / CONTROL_DIR, quiet=quiet,
-                           transport=transport, echo=echo).report
+                           transport=transport, echo=echo, observer=observer).report
     candidate: RunReport | None = None
     if control.gate.exit_code == ExitCode.PASSED:
         try:
             interrupts.resume()  # raises at once for a signal held since the control ended
             candidate = run_scenario(candidate_sc, out_dir / CANDIDATE_DIR, quiet=quiet,
-                                     transport=transport, echo=echo).report
+                                     transport=transport, echo=echo,
+                                     observer=observer).report
         except KeyboardInterrupt:  # between the two runs: report what the control showed
             candidate = None
     interrupts.hold()  # the side-by-side reports are written whole, whatever comes

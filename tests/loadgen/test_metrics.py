@@ -1,4 +1,4 @@
-"""`--metrics-port`: what `run` and `soak` serve to Prometheus while they run, and that it
+"""`--metrics-port`: what `run`, `soak` and `qualify` serve to Prometheus while they run, and that it
 agrees with what the run wrote (summary.json, the history)."""
 
 from __future__ import annotations
@@ -139,6 +139,29 @@ def test_a_soak_counts_its_rounds_and_requests(fake_server, tmp_path: Path) -> N
     assert info["command"] == "soak"
     # Between the rounds the last gate passed and nothing of round 2 had failed yet.
     assert any(value(s, "dsv4_qual_last_gate_exit_code") == 0 for s in scraper.seen)
+
+
+def test_qualify_serves_each_sides_run_in_turn_with_its_node(
+        fake_server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Round 1 the control (it reproduces: its gate passes), round 2 the candidate; the
+    node the alerts name is in dsv4_qual_info."""
+    monkeypatch.setenv("DSV4_QUAL_HOST", "gb300-rack2-n07")
+    _, control = fake_server(["stuck"] * 16)
+    _, candidate = fake_server(["ok"] * 16)
+    port = free_port()
+    with scraping(port) as scraper:
+        proc = run_cli("qualify", str(scenario(tmp_path)), "--control", control.url,
+                       "--candidate", candidate.url, "--out", str(tmp_path / "q"), "--quiet",
+                       "--metrics-port", str(port), "--metrics-host", "127.0.0.1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    final = scraper.last
+    assert value(final, "dsv4_qual_round") == 2
+    assert by_label(final, "dsv4_qual_rounds_total", "outcome") == {("passed",): 2}
+    assert value(final, "dsv4_qual_round_failures") == 0  # the candidate's, last
+    assert any(value(s, "dsv4_qual_round") == 1 and value(s, "dsv4_qual_round_failures")
+               for s in scraper.seen)  # the control's, first
+    info = dict(next(labels for (name, labels) in final if name == "dsv4_qual_info"))
+    assert (info["command"], info["node"]) == ("qualify", "gb300-rack2-n07")
 
 
 @pytest.mark.slow  # worker processes
