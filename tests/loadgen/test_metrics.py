@@ -1,5 +1,5 @@
-"""`--metrics-port`: what `run`, `soak` and `qualify` serve to Prometheus while they run, and that it
-agrees with what the run wrote (summary.json, the history)."""
+"""`--metrics-port`: what `run`, `soak` and `qualify` serve to Prometheus while they run,
+and that it agrees with what the run wrote (summary.json, the history)."""
 
 from __future__ import annotations
 
