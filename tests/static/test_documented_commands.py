@@ -17,7 +17,7 @@ import pytest
 from static_support import COMPOSE, MULTINODE, REPO
 
 DOCS = [REPO / "README.md", REPO / "docker" / "README.md", *sorted((REPO / "docs").glob("*.md")),
-        COMPOSE, MULTINODE]
+        COMPOSE, MULTINODE, *sorted((REPO / "fleet" / "ci").glob("*.yml"))]
 
 
 def command_lines(path: Path) -> list[str]:
