@@ -461,8 +461,10 @@ def fleet(db: str, scenario_name: str | None, since: str, node_names: tuple[str,
           **filters: str | None) -> None:
     """Did this release pass on every node? One verdict from the fleet's history.
 
-    Each node is judged on its last finished round in the window: it passes only when
-    that round was valid and within its gate. A failed gate, an invalid or partial
+    DB: the fleet's postgresql:// URL or a SQLite history (soak rounds), or a folder of
+    qualifications (every qualify.json below it, one a node and run). Each node is
+    judged on its last finished round in the window: it passes only when that round was
+    valid and within its gate (a qualification: QUALIFIED). A failed gate, an invalid or partial
     round, or no round at all is that node's failure (exit 1); a node still in its
     first round, or no node known at all, leaves the answer open (exit 2).
 
@@ -472,6 +474,7 @@ def fleet(db: str, scenario_name: str | None, since: str, node_names: tuple[str,
           --since 12h --nodes-file nodes.txt --junit fleet.xml --markdown fleet.md
       dsv4-qual fleet results/soak-history.sqlite --since 2026-12-04T00:00:00Z \\
           --vllm 0.27.1 --nodes gpu-a,gpu-b
+      dsv4-qual fleet /shared/qualify-0.28.0 --scenario pr-51318 --nodes-file nodes.txt
     """
     from loadgen.commands.fleet import fleet_verdict, read_nodes, show, write_documents
 

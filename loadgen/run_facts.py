@@ -7,9 +7,21 @@ writer added or left out.
 
 from __future__ import annotations
 
+import os
+import socket
 import time
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
+
+#: The node a load generator runs for (compose and the fleet recipes set it: in a
+#: container the hostname is the container's id).
+HOST_ENV = "DSV4_QUAL_HOST"
+
+
+def node_name() -> str | None:
+    """The node this load generator runs for: what run.json, the history's rounds, the
+    fleet's verdict and the metrics' `node` label all call it."""
+    return (os.environ.get(HOST_ENV) or "").strip() or socket.gethostname() or None
 
 
 @dataclass
@@ -33,6 +45,8 @@ class RunFacts:
     #: The load as shipped and as run (`load_claim.LoadClaim.to_dict`).
     load: dict[str, Any] = field(default_factory=dict)
     client: dict[str, Any] = field(default_factory=dict)
+    #: The node it ran for (None in a run.json written before it was recorded).
+    node: str | None = field(default_factory=node_name)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -45,6 +59,7 @@ class RunFacts:
         values.setdefault("run_id", "")
         values.setdefault("scenario", "")
         values.setdefault("base_urls", [])
+        values.setdefault("node", None)  # not recorded then: unknown, not this machine
         return cls(**values)
 
     @property

@@ -1,8 +1,9 @@
 """`dsv4-qual fleet DB`: did this release pass on every node in the window?
 
 Reads the fleet's history (the PostgreSQL URL every node writes to, or a SQLite file),
-judges each node on its last finished round (`loadgen.fleet.verdict`), prints the table
-and the statement, and writes the JSON, Markdown and JUnit a scheduler's CI shows.
+or a folder of qualifications (each node's qualify.json), judges each node on its last
+finished round (`loadgen.fleet.verdict`), prints the table and the statement, and
+writes the JSON, Markdown and JUnit a scheduler's CI shows.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from loadgen.durations import parse_duration
 from loadgen.exit_codes import BadInputError, ExitCode
 from loadgen.files import write_atomic
 from loadgen.fleet.documents import fleet_json, fleet_junit, fleet_markdown, fleet_table
+from loadgen.fleet.qualifications import qualification_rows
 from loadgen.fleet.verdict import FleetVerdict, judge_fleet
 from loadgen.history import History
 from loadgen.history.pooling import filter_rounds
@@ -63,11 +65,16 @@ def fleet_verdict(db: str, *, scenario: str | None, since: str, lookback: str,
         back = parse_duration(lookback)
     except ValueError as exc:
         raise BadInputError(f"--lookback: {exc}") from None
-    store = History(db, create=False)
-    try:
-        rows = filter_rounds(store.all_rounds(scenario=scenario), filters)
-    finally:
-        store.close()
+    if Path(db).is_dir():
+        rows = [r for r in qualification_rows(Path(db))
+                if scenario is None or r.get("scenario") in (scenario, None)]
+        rows = filter_rounds(rows, filters)
+    else:
+        store = History(db, create=False)
+        try:
+            rows = filter_rounds(store.all_rounds(scenario=scenario), filters)
+        finally:
+            store.close()
     seen = {str(r.get("host") or "unknown") for r in rows
             if start - back <= (r.get("started") or 0.0) < start}
     return judge_fleet(rows, since=start, until=now, expected=nodes, seen_before=seen,

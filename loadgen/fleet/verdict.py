@@ -113,6 +113,8 @@ def _node(row: dict[str, Any]) -> str:
 
 
 def _why(row: dict[str, Any], state: NodeState) -> str:
+    if row.get("verdict_line"):  # a qualification says it in one line
+        return str(row["verdict_line"])
     measured, failures = row.get("measured"), row.get("gated_failures")
     note = (row.get("note") or "").strip()
     if state == NodeState.PASSED:

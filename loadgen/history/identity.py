@@ -24,13 +24,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import socket
 from typing import Any
 
+from loadgen.run_facts import node_name
 from loadgen.scenario import Scenario
 from loadgen.targets.facts import ServerFacts, model_identity
 
-HOST_ENV = "DSV4_QUAL_HOST"
 IMAGE_ENV = "DSV4_QUAL_SERVER_IMAGE"
 IMAGE_DIGEST_ENV = "DSV4_QUAL_SERVER_IMAGE_DIGEST"
 #: Target settings that say where and how to reach the server, not what is run.
@@ -47,12 +46,6 @@ def scenario_hash(scenario: Scenario) -> str:
         data.get("target", {}).pop(key, None)
     text = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def node_name() -> str | None:
-    """The node this load generator runs for: what the history's rounds, the fleet's
-    verdict and the metrics' `node` label all call it."""
-    return (os.environ.get(HOST_ENV) or "").strip() or socket.gethostname() or None
 
 
 def node_identity(scenario: Scenario) -> dict[str, Any]:

@@ -103,6 +103,11 @@ class QualifyDocument:
     candidate: SideFacts | None
     #: The two-sample test that decided whether the candidate fails less than the control.
     difference: Difference | None = None
+    #: The node the load generator ran for, and when the qualification started and
+    #: ended (the control's start, the last side's end): what `fleet DIR` reads.
+    node: str | None = None
+    started: float | None = None
+    finished: float | None = None
 
     @property
     def candidate_bound(self) -> str | None:
@@ -161,6 +166,7 @@ class QualifyDocument:
             "candidate_bound": self.candidate_bound,
             "difference": self.difference.to_dict() if self.difference else None,
             "headline": self.headline,
+            "node": self.node, "started": self.started, "finished": self.finished,
         }
 
 
@@ -170,7 +176,8 @@ def qualify_document(q: Qualification) -> QualifyDocument:
         passed=q.passed, reasons=list(q.reasons), statements=list(q.statements),
         models=q.models, control=side_facts(q.control, q.out_dir),
         candidate=side_facts(q.candidate, q.out_dir) if q.candidate is not None else None,
-        difference=q.difference)
+        difference=q.difference, node=q.control.run.node, started=q.control.run.started,
+        finished=(q.candidate or q.control).run.finished)
 
 
 def _pct(value: float | None, digits: int = 2) -> str:

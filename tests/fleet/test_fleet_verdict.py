@@ -207,3 +207,62 @@ def test_random_fleets_fail_exactly_when_a_node_did_not_pass() -> None:
         assert (v.exit_code == ExitCode.GATE_FAILED) == (not all_passed)
         assert {n.node for n in v.failed_nodes} == {
             n for n in nodes if last_state.get(n) != (RoundStatus.COMPLETE, 0)}
+
+
+QUALIFY_SC = """
+[load]
+concurrency = 4
+priming = 0
+measurement = 12
+[request]
+max_tokens = 64
+[workload]
+kind = "tool-turn"
+accounts = 64
+[gate]
+prove_below = 0.9
+min_measured = 1
+"""
+
+
+def test_a_qualification_across_nodes_names_the_node_that_did_not_qualify(
+        fake_server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each node runs `qualify` into one shared folder; `fleet FOLDER` reads every
+    qualify.json: QUALIFIED passes, a candidate that failed its gate fails that node,
+    a node that never qualified fails too."""
+    scenario = tmp_path / "q.toml"
+    scenario.write_text(QUALIFY_SC)
+    shared = tmp_path / "shared"
+    for node, candidate_plan in (("gpu-1", ["ok"]), ("gpu-2", ["ok"]), ("gpu-3", ["stuck"])):
+        _, control = fake_server(["stuck"] * 12)
+        _, candidate = fake_server(candidate_plan * 12)
+        monkeypatch.setenv("DSV4_QUAL_HOST", node)
+        done = run_cli("qualify", str(scenario), "--control", control.url, "--candidate",
+                       candidate.url, "--out", str(shared / node), "--quiet")
+        assert done.returncode == (1 if node == "gpu-3" else 0), done.stderr
+    verdict = run_cli("fleet", str(shared), "--nodes", "gpu-1,gpu-2,gpu-3,gpu-4",
+                      "--since", "1h", "--junit", str(tmp_path / "q.xml"), "--json")
+    assert verdict.returncode == ExitCode.GATE_FAILED, verdict.stderr
+    nodes = {n["node"]: n for n in json.loads(verdict.stdout)["nodes"]}
+    assert {k: v["state"] for k, v in nodes.items()} == {
+        "gpu-1": "passed", "gpu-2": "passed", "gpu-3": "gate_failed", "gpu-4": "no_report"}
+    assert nodes["gpu-1"]["why"].startswith("QUALIFIED")
+    assert nodes["gpu-3"]["why"].startswith("NOT QUALIFIED")
+    # Without gpu-4, and with gpu-3 qualified again later, the fleet qualifies.
+    _, control = fake_server(["stuck"] * 12)
+    _, candidate = fake_server(["ok"] * 12)
+    monkeypatch.setenv("DSV4_QUAL_HOST", "gpu-3")
+    assert run_cli("qualify", str(scenario), "--control", control.url, "--candidate",
+                   candidate.url, "--out", str(shared / "gpu-3-again"),
+                   "--quiet").returncode == 0
+    again = run_cli("fleet", str(shared), "--nodes", "gpu-1,gpu-2,gpu-3", "--since", "1h")
+    assert again.returncode == ExitCode.PASSED, again.stderr
+
+
+def test_an_unreadable_qualification_is_a_failure_never_skipped(tmp_path: Path) -> None:
+    (tmp_path / "gpu-9").mkdir()
+    (tmp_path / "gpu-9" / "qualify.json").write_text("{ cut")
+    done = run_cli("fleet", str(tmp_path), "--since", "1h", "--json")
+    assert done.returncode == ExitCode.GATE_FAILED
+    (node,) = json.loads(done.stdout)["nodes"]
+    assert node["node"] == "gpu-9" and "unreadable" in node["why"]
