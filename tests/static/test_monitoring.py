@@ -11,12 +11,22 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
-from static_support import COMPOSE, MONITORING, env_example, flags, is_loadgen, is_server, model
+from static_support import (
+    COMPOSE,
+    MONITORING,
+    REPO,
+    env_example,
+    flags,
+    is_loadgen,
+    is_server,
+    model,
+)
 
 from loadgen.observe.metrics import GateFacts, LiveMetrics
 from loadgen.scenario import load_scenario
@@ -37,6 +47,15 @@ def promtool(*args: str, cwd: Path = MONITORING) -> subprocess.CompletedProcess[
 
 def test_promtool_accepts_the_config_and_its_rules() -> None:
     done = promtool("check", "config", CONFIG.name)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 rule files found" in done.stdout + done.stderr
+
+
+def test_promtool_accepts_the_fleets_central_config(tmp_path: Path) -> None:
+    """fleet/prometheus-central.yml, beside the same alerts.yml (as it is deployed)."""
+    shutil.copy(REPO / "fleet" / "prometheus-central.yml", tmp_path / "prometheus.yml")
+    shutil.copy(ALERTS, tmp_path / "alerts.yml")
+    done = promtool("check", "config", "prometheus.yml", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 rule files found" in done.stdout + done.stderr
 
