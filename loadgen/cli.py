@@ -66,6 +66,23 @@ metrics_options = _options(
                  help="The address the metrics endpoint listens on."),
 )
 
+#: Where finished reports are copied (a shared folder or an object store), by node.
+ship_option = click.option(
+    "--ship-to", "ship_to", default=None, metavar="DEST",
+    help="Copy each finished results directory to DEST/<node>/...: a folder every node "
+         "sees, or an object store URL (s3://bucket/prefix with s3fs installed). The "
+         "local results stay; a failed copy is a warning, not a changed exit code.")
+
+
+def _shipper(dest: str | None) -> Any:
+    """The shipper of --ship-to, made (and checked) before anything is sent."""
+    if not dest:
+        return None
+    from loadgen.shipping import Shipper
+
+    return Shipper(dest)
+
+
 #: The options above that are scenario overrides (Scenario.with_overrides keys).
 OVERRIDE_KEYS = ("base_urls", "receipts_dir", "model", "concurrency", "priming",
                  "measurement", "max_tokens", "rate_limit", "ready_timeout")
@@ -150,8 +167,9 @@ def _scenario_from(ref: str, options: dict[str, Any]) -> Scenario:
 @click.option("--workers", type=click.IntRange(1, 512), default=1, show_default=True,
               help="Processes sharing each phase (one event loop each).")
 @metrics_options
+@ship_option
 def run(scenario_ref: str, out: Path | None, workers: int, transport: str, quiet: bool,
-        metrics_port: int, metrics_host: str, **options: Any) -> None:
+        metrics_port: int, metrics_host: str, ship_to: str | None, **options: Any) -> None:
     """One run: wait until ready, priming, measurement, reports; exits with the gate's code.
 
     \b
@@ -164,9 +182,12 @@ def run(scenario_ref: str, out: Path | None, workers: int, transport: str, quiet
     from loadgen.commands.run import live_metrics, run_scenario
 
     scenario = _scenario_from(scenario_ref, options)
+    shipper = _shipper(ship_to)
     with live_metrics("run", scenario, metrics_port, metrics_host) as metrics:
         outcome = run_scenario(scenario, out, quiet=quiet, transport=transport,
                                workers=workers, observer=metrics)
+    if shipper is not None:
+        click.echo(shipper.ship(outcome.out_dir, outcome.out_dir.name), err=True)
     sys.exit(outcome.exit_code)
 
 
@@ -270,10 +291,11 @@ def bench_client(concurrencies: tuple[int, ...], modes: tuple[str, ...],
                    "the runs go to its control/ and candidate/.")
 @load_options
 @metrics_options
+@ship_option
 def qualify(scenario_ref: str, control_urls: tuple[str, ...], candidate_urls: tuple[str, ...],
             control_receipts_dir: str | None, candidate_receipts_dir: str | None,
             out: Path | None, transport: str, quiet: bool, metrics_port: int,
-            metrics_host: str, **options: Any) -> None:
+            metrics_host: str, ship_to: str | None, **options: Any) -> None:
     """The positive control first, then the candidate; one verdict.
 
     Exit 0 only when the control reproduced the bug AND the candidate stayed within
@@ -305,9 +327,12 @@ def qualify(scenario_ref: str, control_urls: tuple[str, ...], candidate_urls: tu
     cfg = with_sides(scenario, control_urls=list(control_urls), candidate_urls=list(candidate_urls),
                      control_receipts=control_receipts_dir,
                      candidate_receipts=candidate_receipts_dir)
+    shipper = _shipper(ship_to)
     with live_metrics("qualify", scenario, metrics_port, metrics_host) as metrics:
         outcome = run_qualify(scenario, cfg, out, quiet=quiet, transport=transport,
                               observer=metrics)
+    if shipper is not None:
+        click.echo(shipper.ship(outcome.out_dir, outcome.out_dir.name), err=True)
     click.echo(f"qualify {scenario.name}: {outcome.document.headline}; reports in "
                f"{outcome.out_dir}")
     for reason in outcome.document.reasons:
@@ -335,9 +360,11 @@ def qualify(scenario_ref: str, control_urls: tuple[str, ...], candidate_urls: tu
               help="Start a new soak even if an unfinished one is in --out (it is abandoned).")
 @load_options
 @metrics_options
+@ship_option
 def soak(scenario_ref: str, duration: str | None, rounds: int | None, history_db: str | None,
          stop_on_breach: bool | None, out: Path | None, new: bool, transport: str,
-         quiet: bool, metrics_port: int, metrics_host: str, **options: Any) -> None:
+         quiet: bool, metrics_port: int, metrics_host: str, ship_to: str | None,
+         **options: Any) -> None:
     """Nightly rounds against one server, each appended to the history (SQLite or PostgreSQL).
 
     Primes once per server start (seen in /metrics' process_start_time_seconds, else
@@ -360,9 +387,11 @@ def soak(scenario_ref: str, duration: str | None, rounds: int | None, history_db
 
     scenario = _scenario_from(scenario_ref, options)
     plan = make_plan(scenario, duration, rounds, stop_on_breach)
+    shipper = _shipper(ship_to)
     with live_metrics("soak", scenario, metrics_port, metrics_host) as metrics:
         outcome = run_soak(scenario, plan, out, history_db or history_default(out, scenario),
-                           quiet=quiet, transport=transport, new=new, observer=metrics)
+                           quiet=quiet, transport=transport, new=new, observer=metrics,
+                           shipper=shipper)
     show_rounds(outcome)
     sys.exit(outcome.exit_code)
 

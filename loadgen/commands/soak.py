@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import secrets
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -60,6 +61,7 @@ from loadgen.results import (
     write_run,
 )
 from loadgen.scenario import Scenario
+from loadgen.shipping import Shipper
 from loadgen.targets.embedded import serving
 from loadgen.targets.epochs import endpoint_looks
 from loadgen.targets.restarts import StartTracker
@@ -205,7 +207,8 @@ class SoakSession:
 
     def __init__(self, scenario: Scenario, plan: SoakPlan, out_dir: Path,
                  history: History | SpooledHistory, *, quiet: bool, transport: str,
-                 echo: Any = print, observer: LiveMetrics | None = None) -> None:
+                 echo: Any = print, observer: LiveMetrics | None = None,
+                 shipper: Shipper | None = None) -> None:
         self.scenario = scenario.model_copy(update={"qualify": None, "soak": None})
         # Where every round of this invocation runs, and the protocol it runs.
         self.identity = node_identity(self.scenario)
@@ -216,6 +219,7 @@ class SoakSession:
         self.transport = transport
         self.echo = echo
         self.observer = observer  # the live metrics of --metrics-port, if any
+        self.shipper = shipper  # --ship-to: each finished round's reports, copied
         self.soak: Soak | None = None
         self.starts = StartTracker()
 
@@ -345,6 +349,9 @@ class SoakSession:
             ended=time.time(), results=results, verdicts=verdicts)
         self.starts.after_round(report.server.looks, bool(report.run.server_restarts),
                                 observations)
+        if self.shipper is not None:
+            print(self.shipper.ship(directory, f"{self.soak_dir.name}/{directory.name}"),
+                  file=sys.stderr, flush=True)
         # A signal held since the round finished: the round is complete and recorded, and
         # the soak stops after it.
         # Ready servers, and yet nothing could be sent (the requests cannot fit their
@@ -402,9 +409,10 @@ def open_history(target: str | Path, out_dir: Path) -> History | SpooledHistory:
 
 def soak(scenario: Scenario, plan: SoakPlan, out: Path | None, history_path: str | Path, *,
          quiet: bool = False, transport: str = "auto", new: bool = False,
-         observer: LiveMetrics | None = None) -> SoakOutcome:
+         observer: LiveMetrics | None = None, shipper: Shipper | None = None) -> SoakOutcome:
     """Run (or continue) the soak of `scenario` in `out`; see the module docstring.
-    `observer` (the metrics of `--metrics-port`) sees every round."""
+    `observer` (the metrics of `--metrics-port`) sees every round; `shipper`
+    (`--ship-to`) copies each finished round's reports."""
     out_dir = (out or default_soak_dir(scenario)).resolve()
     check_target(scenario)
     interrupts.resume()
@@ -412,7 +420,7 @@ def soak(scenario: Scenario, plan: SoakPlan, out: Path | None, history_path: str
         history = open_history(history_path, out_dir)
         try:
             session = SoakSession(scenario, plan, out_dir, history, quiet=quiet,
-                                  transport=transport, observer=observer)
+                                  transport=transport, observer=observer, shipper=shipper)
             session.open(new)
             try:
                 # One server for the whole soak (uptime is what a soak measures); every
