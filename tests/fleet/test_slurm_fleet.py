@@ -66,8 +66,8 @@ def postgres() -> Iterator[Cluster]:
         cluster.remove()
 
 
-def submit(slurm: SlurmCluster, postgres: Cluster, work: Path,
-           kill_node: str | None = None) -> tuple[subprocess.CompletedProcess[str], Path]:
+def submit(slurm: SlurmCluster, postgres: Cluster, work: Path, kill_node: str | None = None,
+           ship_to: Path | None = None) -> tuple[subprocess.CompletedProcess[str], Path]:
     work.mkdir(parents=True, exist_ok=True)
     work.chmod(0o755)
     scenario = work / "fleet-ci.toml"
@@ -80,7 +80,8 @@ def submit(slurm: SlurmCluster, postgres: Cluster, work: Path,
            "DSV4_METRICS_PORT": str(28000 + os.getpid() % 1000 * 8),
            "DSV4_SERVER_CMD": f"{sys.executable} {REPO / 'tests' / 'fleet' / 'sim_server.py'}",
            "DSV4_QUAL": f"{sys.executable} -m loadgen", "DSV4_WAIT": "1",
-           "PYTHONPATH": str(REPO), "DSV4_TEST_KILL_NODE": kill_node or ""}
+           "PYTHONPATH": str(REPO), "DSV4_TEST_KILL_NODE": kill_node or "",
+           "DSV4_SHIP_TO": str(ship_to or "")}
     done = subprocess.run(["bash", str(SUBMIT), "--gres=none", "--time=00:10:00"],
                           env=env, cwd=work, capture_output=True, text=True, timeout=900)
     return done, results
@@ -94,7 +95,8 @@ def explain(done: subprocess.CompletedProcess[str], results: Path, slurm: SlurmC
 
 def test_a_healthy_fleet_passes(slurm: SlurmCluster, postgres: Cluster,
                                 tmp_path: Path) -> None:
-    done, results = submit(slurm, postgres, tmp_path / "healthy")
+    shipped = tmp_path / "shipped"
+    done, results = submit(slurm, postgres, tmp_path / "healthy", ship_to=shipped)
     assert done.returncode == 0, explain(done, results, slurm)
     verdict = json.loads((results / "fleet.json").read_text())
     assert {n["node"]: n["state"] for n in verdict["nodes"]} == dict.fromkeys(NODES, "passed")
@@ -103,6 +105,9 @@ def test_a_healthy_fleet_passes(slurm: SlurmCluster, postgres: Cluster,
         assert Path(node["round"]["results_dir"]).is_relative_to(results / node["node"])
     suite = ET.parse(results / "fleet.xml").getroot()
     assert (suite.get("tests"), suite.get("failures")) == ("4", "0")
+    # DSV4_SHIP_TO: each node's round copied under the node's own name.
+    for node in NODES:
+        assert list((shipped / node).glob("*/round-0001/summary.json")), node
 
 
 def test_a_node_whose_server_dies_fails_the_fleet_by_name(slurm: SlurmCluster,
