@@ -735,13 +735,27 @@ def resolve_scenario_path(ref: str | Path) -> Path:
 
 
 def _shipped_hint(ref: str | Path) -> str:
-    """For a bare name: the shipped scenarios there are, the closest first."""
-    if Path(ref).suffix or "/" in str(ref):
-        return ""
+    """The shipped scenario the user most likely meant, and for a bare name the list.
+
+    `smoke.toml` typed where `smoke` was meant, or `SMOKE`, names a shipped scenario in
+    all but spelling: the name is compared case-folded, as its file's stem. A path of
+    the user's own that names no shipped scenario gets no guess.
+    """
     names = shipped_scenarios()
     if not names:
         return ""
-    return f"{_did_you_mean(str(ref), names)}; shipped scenarios: {', '.join(names)}"
+    path = Path(ref)
+    is_path = bool(path.suffix) or "/" in str(ref)
+    stem = path.stem if path.suffix == ".toml" else path.name
+    folded = {name.casefold(): name for name in names}
+    same = folded.get(stem.casefold())
+    if is_path:
+        return f" (did you mean the shipped scenario {same!r}?)" if same else ""
+    if same is None:
+        close = difflib.get_close_matches(stem.casefold(), sorted(folded), n=1, cutoff=0.6)
+        same = folded[close[0]] if close else None
+    guess = f" (did you mean {same!r}?)" if same else ""
+    return f"{guess}; shipped scenarios: {', '.join(names)}"
 
 
 def load_scenario(ref: str | Path) -> Scenario:

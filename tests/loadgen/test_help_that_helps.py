@@ -41,6 +41,33 @@ def test_a_path_that_does_not_exist_is_not_offered_the_shipped_names(tmp_path: P
     assert proc.returncode == 3 and "shipped scenarios" not in proc.stderr
 
 
+def _misspellings(name: str) -> list[str]:
+    """What a user types for a shipped name: another case, `_` for `-`, a file name."""
+    typed = [name.upper(), name.title(), name.replace("-", "_"), f"{name}.toml",
+             f"scenarios/{name}.toml", f"{name.upper()}.toml"]
+    return [t for t in typed if t != name]
+
+
+@pytest.mark.parametrize("name", ["smoke", "release-gate", "nightly-soak", "issue-52448",
+                                  "sim-smoke", "pr-51318", "positive-control"])
+def test_a_shipped_name_written_another_way_is_suggested(tmp_path: Path, name: str) -> None:
+    # From an empty folder, so `scenarios/NAME.toml` is a path that does not exist here.
+    for typed in _misspellings(name):
+        proc = run_cli("validate", typed, cwd=tmp_path)
+        assert proc.returncode == 3, typed
+        line = proc.stderr.strip()
+        assert len(line.splitlines()) == 1
+        assert line.startswith(f"dsv4-qual: error: {typed}: no such scenario file (did you "
+                               f"mean {'the shipped scenario ' if '.' in typed else ''}"
+                               f"{name!r}?)"), line
+        assert ("shipped scenarios:" in line) == ("." not in typed and "/" not in typed)
+
+
+def test_a_file_name_like_no_shipped_one_gets_no_guess(tmp_path: Path) -> None:
+    proc = run_cli("validate", "mine.toml", cwd=tmp_path)
+    assert proc.stderr.strip() == "dsv4-qual: error: mine.toml: no such scenario file"
+
+
 @pytest.mark.parametrize("text,where,suggested", [
     ("[lod]\nconcurrency = 4\n", "lod", "load"),
     ("[load]\nconcurency = 4\n", "load.concurency", "concurrency"),
