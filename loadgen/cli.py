@@ -12,7 +12,7 @@ import click
 
 from loadgen import __version__
 from loadgen.engine.transport import TRANSPORTS
-from loadgen.exit_codes import DsvQualError, ExitCode
+from loadgen.exit_codes import BadInputError, DsvQualError, ExitCode
 from loadgen.scenario import Scenario, load_scenario
 
 COMMAND_PLUGINS_GROUP = "dsv4_qual.commands"
@@ -193,7 +193,10 @@ def run(scenario_ref: str, out: Path | None, workers: int, transport: str, quiet
 
 @cli.command()
 @click.argument("results_dir", type=click.Path(path_type=Path))
-def report(results_dir: Path) -> None:
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Copy RESULTS_DIR here and rebuild the copy (RESULTS_DIR is only read: "
+                   "an archive, a read-only share).")
+def report(results_dir: Path, out: Path | None) -> None:
     """Rebuild every report of a results directory from its records.jsonl.
 
     A qualify or demo directory is rebuilt whole: both sides, then the side-by-side
@@ -204,10 +207,11 @@ def report(results_dir: Path) -> None:
       dsv4-qual report results/smoke-20261129T101500Z-01234-1
       dsv4-qual report results/qualify-pr-51318-20261129T101500Z-01234-1
       dsv4-qual report results/demo-20261129T101500Z-01234-1
+      dsv4-qual report /archive/nightly/round-0007 --out /tmp/round-0007
     """
-    from loadgen.commands.report import rebuild_any
+    from loadgen.commands.report import rebuild_into
 
-    code, line = rebuild_any(results_dir)
+    code, line = rebuild_into(results_dir, out)
     click.echo(line)
     sys.exit(code)
 
@@ -433,9 +437,12 @@ def _history_filters(func: Any) -> Any:
                    "change points are looked for in each group's rounds.")
 @click.option("--plot", type=click.Path(path_type=Path), default=None,
               help="Trend plot PNG (default: <DB without suffix>-trend.png).")
-@click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON instead.")
+@click.option("--no-plot", "no_plot", is_flag=True,
+              help="Write no trend plot (e.g. a history on a read-only share).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the rows as JSON instead (no plot unless --plot names one).")
 def history(db: str, soak_id: str | None, scenario_name: str | None, last: int | None,
-            group_by: tuple[str, ...], plot: Path | None, as_json: bool,
+            group_by: tuple[str, ...], plot: Path | None, no_plot: bool, as_json: bool,
             **filters: str | None) -> None:
     """The soak history's trend: rounds, pooled figures, change points, and a plot.
 
@@ -453,12 +460,22 @@ def history(db: str, soak_id: str | None, scenario_name: str | None, last: int |
 
     chosen = {key.removeprefix("filter_").replace("_", "-"): value
               for key, value in filters.items() if value is not None}
-    target = show_history(db, soak_id=soak_id, scenario=scenario_name, last=last, plot=plot,
-                          as_json=as_json, filters=chosen, group_by=list(group_by) or None)
-    if target is None:
+    if plot is not None and no_plot:
+        raise BadInputError("--plot and --no-plot: choose one")
+    shown = show_history(db, soak_id=soak_id, scenario=scenario_name, last=last, plot=plot,
+                         as_json=as_json, no_plot=no_plot, filters=chosen,
+                         group_by=list(group_by) or None)
+    if not shown.rounds:
         click.echo("no rounds recorded (yet)", err=True)
-    else:
-        click.echo(f"trend plot: {target}", err=True)
+    elif shown.plot is not None:
+        click.echo(f"trend plot: {shown.plot}", err=True)
+    elif shown.plot_problem is not None:
+        # What was printed stands; a plot the user named is bad input, the default
+        # one beside a read-only history only a warning.
+        hint = "; --plot PATH to write it elsewhere, or --no-plot"
+        if plot is not None:
+            raise BadInputError(shown.plot_problem + hint)
+        click.echo(f"dsv4-qual: warning: {shown.plot_problem}{hint}", err=True)
 
 
 @cli.command()

@@ -8,6 +8,7 @@ are looked for in each group's rounds and across vLLM versions (`history.changes
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -64,11 +65,34 @@ def trend(rows: list[dict[str, Any]], group_by: list[str]) -> dict[str, Any]:
             "groups": per_group(rows, group_by), "change_points": changes}
 
 
+@dataclass(frozen=True)
+class Shown:
+    """What `history` did beside printing: how many rounds, and where the plot went."""
+
+    rounds: int
+    plot: Path | None  # written here; None: not asked for, no rounds, or not writable
+    plot_problem: str | None = None  # why a plot that was asked for is not there
+
+
+def plot_target(db: str | Path, plot: Path | None, *, no_plot: bool,
+                as_json: bool) -> Path | None:
+    """Where the trend plot goes: nowhere with --no-plot, nor with --json unless --plot
+    names a file (JSON is read by programs; a file beside the database would surprise
+    them, and a read-only history must stay readable)."""
+    if no_plot or (as_json and plot is None):
+        return None
+    return plot or default_plot(db)
+
+
 def show_history(db: str | Path, *, soak_id: str | None, scenario: str | None,
-                 last: int | None, plot: Path | None, as_json: bool,
+                 last: int | None, plot: Path | None, as_json: bool, no_plot: bool = False,
                  filters: dict[str, str] | None = None,
-                 group_by: list[str] | None = None) -> Path | None:
-    """Print the rounds (or their JSON) and write the trend plot; the plot's path, if any."""
+                 group_by: list[str] | None = None) -> Shown:
+    """Print the rounds (or their JSON) and write the trend plot where one is asked for.
+
+    A plot that cannot be written (a read-only folder beside the database) never loses
+    what was printed: it becomes `plot_problem`, for the command to say and decide on.
+    """
     store = History(db, create=False)
     try:
         rows = store.all_rounds(soak_id=soak_id, scenario=scenario)
@@ -87,8 +111,12 @@ def show_history(db: str | Path, *, soak_id: str | None, scenario: str | None,
         if keys != list(DEFAULT_GROUP_BY):
             out.print(group_table(doc["groups"], keys))
         out.print(change_table(doc["change_points"]))
-    if not rows:
-        return None
-    target = plot or default_plot(db)
-    write_trend_plot(rows, target, doc["change_points"]["rounds"])
-    return target
+    target = plot_target(db, plot, no_plot=no_plot, as_json=as_json)
+    if not rows or target is None:
+        return Shown(len(rows), None)
+    try:
+        write_trend_plot(rows, target, doc["change_points"]["rounds"])
+    except OSError as exc:
+        return Shown(len(rows), None, f"trend plot {target}: cannot write it "
+                                      f"({exc.strerror or exc})")
+    return Shown(len(rows), target)
