@@ -16,6 +16,7 @@ from enum import StrEnum
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Self
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -51,11 +52,33 @@ class _Strict(BaseModel):
 
 
 def http_urls(urls: list[str]) -> list[str]:
-    """Base URLs without their trailing slash; anything but http(s) is an error."""
+    """Base URLs without their trailing slash; one that cannot reach a server is refused
+    here, before anything waits on it.
+
+    The base URL is the server's root: the client adds `/v1/...` itself, so one that
+    ends in `/v1` would ask for `/v1/v1/models` and wait out the whole ready timeout on
+    404s. A port that is not one (`:abc`, `:0`, `:99999`) is refused with the same care.
+    """
     cleaned = []
     for url in urls:
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"{url!r} is not an http:// or https:// URL")
+        parts = urlsplit(url)
+        try:
+            port = parts.port
+        except ValueError:
+            port = -1
+        if port is not None and not 1 <= port <= 65535:
+            raise ValueError(f"{url!r}: the port must be a number from 1 to 65535")
+        if not parts.hostname:
+            raise ValueError(f"{url!r} names no host")
+        segments = parts.path.split("/")
+        if "v1" in segments:
+            root = f"{parts.scheme}://{parts.netloc}{'/'.join(segments[:segments.index('v1')])}"
+            raise ValueError(f"{url!r}: a base URL is the server's root, without /v1 "
+                             f"(dsv4-qual adds /v1/...): use {root!r}")
+        if parts.query or parts.fragment:
+            raise ValueError(f"{url!r}: a base URL has no ?query or #fragment")
         cleaned.append(url.rstrip("/"))
     return cleaned
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,7 +33,16 @@ HEARTBEAT_S = 10.0
 #: What changes the wait of `dsv4-qual run` (the restart wait names its own key).
 READY_TIMEOUT_FLAG = "--ready-timeout SECONDS"
 
-NotReadyKind = Literal["waiting", "refused", "no_such_host", "up_not_ready", "other"]
+NotReadyKind = Literal["waiting", "refused", "no_such_host", "up_not_ready", "plain_http",
+                       "tls_untrusted", "other"]
+
+#: What a TLS handshake reads when the other end answers in plain HTTP (OpenSSL's
+#: reasons, by release): an https:// URL for a server that has no TLS.
+PLAIN_HTTP_REASONS = frozenset({"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE",
+                                "PACKET_LENGTH_TOO_LONG", "UNKNOWN_PROTOCOL",
+                                "HTTP_REQUEST"})
+#: Answers that waiting cannot change: the wait ends at the first one, with its hint.
+FINAL_KINDS: frozenset[NotReadyKind] = frozenset({"plain_http", "tls_untrusted"})
 
 
 #: What /health answers where it is not routed to the server (an ingress of /v1 only).
@@ -81,6 +91,14 @@ def classify_failure(exc: BaseException, base_url: str) -> tuple[NotReadyKind, s
             return "no_such_host", f"no such host {host}"
         if isinstance(err, ConnectionRefusedError):
             return "refused", f"nothing listening on {host}:{port} (connection refused)"
+        # aiohttp's wrappers subclass ssl's errors without their fields: read the cause.
+        reason = getattr(err, "reason", None)
+        if isinstance(err, ssl.SSLCertVerificationError) and reason is not None:
+            why = getattr(err, "verify_message", None) or reason
+            return "tls_untrusted", (f"the TLS certificate of {host}:{port} is not trusted "
+                                     f"({why})")
+        if isinstance(err, ssl.SSLError) and reason in PLAIN_HTTP_REASONS:
+            return "plain_http", f"{host}:{port} answers in plain HTTP, not TLS"
         err = err.__cause__ or err.__context__
     cause = exc.__cause__ or exc
     return "other", f"{type(cause).__name__}: {cause}"[:300]
@@ -139,6 +157,15 @@ async def probe(http: httpx.AsyncClient, base_url: str,
     return await Probe()(http, base_url, timeout)
 
 
+def _fix(kind: NotReadyKind, base_url: str) -> str:
+    """What to change, for an answer no wait will change."""
+    if kind == "plain_http":
+        plain = "http://" + base_url.removeprefix("https://")
+        return f"use {plain} (http://, not https://)"
+    return ("trust its CA (SSL_CERT_FILE=ca.pem) or, knowing what that means, --insecure; "
+            "waiting cannot change a certificate")
+
+
 def _while_waiting(kind: NotReadyKind, dns_grace_s: float) -> str:
     """What the wait does about a class of answer (said once, when the class appears)."""
     if kind == "refused":
@@ -186,6 +213,9 @@ async def wait_ready(
                 say(f"{base_url} is ready after {time.monotonic() - start:.0f} s")
             return ServerReady(base_url, models, time.monotonic() - start, check.readiness)
         now = time.monotonic()
+        if check.kind in FINAL_KINDS:
+            raise RunInvalidError(f"server {base_url} not ready: {check.reason}; "
+                                  f"{_fix(check.kind, base_url)}")
         if check.kind == "no_such_host":
             unresolved_since = now if unresolved_since is None else unresolved_since
             if now - unresolved_since >= grace:

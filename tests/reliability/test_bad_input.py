@@ -138,6 +138,86 @@ def test_insecure_turns_verification_off_with_a_warning(https_server, tmp_path: 
     assert fake.counts["ok"] == 4
 
 
+# -- addresses that cannot work: refused before anything waits, or at the first answer ---
+
+
+def _line(proc) -> str:
+    (line,) = [x for x in proc.stdout.splitlines() if "RUN INVALID" in x]
+    return line
+
+
+def test_an_untrusted_certificate_ends_the_wait_at_once(https_server, tmp_path: Path) -> None:
+    url, fake = https_server
+    sc = tmp_path / "t.toml"
+    sc.write_text(SC.replace("ready_timeout_s = 3", "ready_timeout_s = 600"))
+    proc = run_cli("run", str(sc), "--base-url", url, "--out", str(tmp_path / "o"))
+    assert proc.returncode == 2
+    line = _line(proc)
+    # Not waited out: no "after 600 s"; the reason and both ways out are named.
+    assert f"server {url} not ready: the TLS certificate of 127.0.0.1:" in line, line
+    assert "is not trusted" in line and "SSL_CERT_FILE" in line and "--insecure" in line
+    assert "after 600 s" not in line and sum(fake.counts.values()) == 0
+
+
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+def test_https_to_a_plain_http_server_ends_the_wait_with_the_url_to_use(
+        fake_server, tmp_path: Path, transport: str) -> None:
+    fake, srv = fake_server(("ok",))
+    url = srv.url.replace("http://", "https://")
+    sc = tmp_path / "t.toml"
+    sc.write_text(SC.replace("ready_timeout_s = 3", "ready_timeout_s = 600"))
+    proc = run_cli("run", str(sc), "--base-url", url, "--out", str(tmp_path / "o"),
+                   "--transport", transport)
+    assert proc.returncode == 2
+    line = _line(proc)
+    port = srv.url.rsplit(":", 1)[1]
+    assert (f"server {url} not ready: 127.0.0.1:{port} answers in plain HTTP, not TLS; "
+            f"use {srv.url} (http://, not https://)") in line, line
+    assert sum(fake.counts.values()) == 0
+
+
+def _bad_base_urls() -> list[tuple[str, str]]:
+    """Addresses users paste, each refused for its own reason, over hosts and schemes."""
+    cases = []
+    for scheme in ("http", "https"):
+        for host in ("127.0.0.1", "gpu-a.example", "[::1]"):
+            root = f"{scheme}://{host}:8000"
+            for tail in ("/v1", "/v1/", "/v1/chat/completions", "/v1/models"):
+                cases.append((root + tail, f"without /v1 (dsv4-qual adds /v1/...): use "
+                                           f"{root!r}"))
+            cases.append((f"{scheme}://{host}:8000/gw/v1", f"use '{root}/gw'"))
+            for port in ("0", "65536", "99999", "80a", "-1"):
+                cases.append((f"{scheme}://{host}:{port}",
+                              "the port must be a number from 1 to 65535"))
+            cases.append((f"{root}/?model=x", "has no ?query or #fragment"))
+        cases.append((f"{scheme}://:8000", "names no host"))
+    return cases
+
+
+def test_a_base_url_that_cannot_reach_a_server_is_bad_input(tmp_path: Path) -> None:
+    sc = tmp_path / "t.toml"
+    sc.write_text(SC)
+    for url, said in _bad_base_urls():
+        proc = run_cli("run", str(sc), "--base-url", url, "--out", str(tmp_path / "o"))
+        assert proc.returncode == 3, (url, proc.stdout, proc.stderr)
+        (line,) = proc.stderr.splitlines()
+        assert line.startswith(f"dsv4-qual: error: command line: target.base_urls: {url!r}")
+        assert said in line, (url, line)
+        assert not (tmp_path / "o").exists()  # refused before a results folder is made
+    # The same rules for a scenario file's own URLs.
+    sc.write_text(SC.replace("[target]\n", '[target]\nbase_urls = ["http://h:8000/v1"]\n'))
+    proc = run_cli("validate", str(sc))
+    assert proc.returncode == 3 and "use 'http://h:8000'" in proc.stderr
+
+
+def test_base_urls_that_work_stay_as_they_were(tmp_path: Path) -> None:
+    from loadgen.scenario import http_urls
+
+    good = ["http://127.0.0.1:8000", "https://gw.example/deepseek", "http://[::1]:8000/",
+            "http://h:1", "http://h:65535", "https://h", "http://h/v1beta"]
+    assert http_urls(good) == [u.rstrip("/") for u in good]
+
+
 # -- secrets -----------------------------------------------------------------------------
 
 
