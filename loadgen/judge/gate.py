@@ -58,6 +58,8 @@ class GateResult:
     #: Why there is no failure rate to bound ("not ready, nothing sent", "no reply came
     #: from the model"...); every report shows these words in place of counts and bounds.
     no_rate: str | None = None
+    #: Checks that could not be made (`Check.skipped`): "name: why", for every report.
+    not_checked: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """summary.json's `gate`: every field, the spread with its verdict and sentence."""
@@ -254,7 +256,8 @@ def evaluate(cfg: GateConfig, stats: PhaseStats | None, run: RunFacts,
               + (f"; {needed} are needed to prove a failure rate below "
                  f"{100 * cfg.prove_below:g}% at 95% with {cfg.allowed} allowed"
                  if candidate else ""), kind=CheckKind.ERROR),
-        receipts_check(cfg, server.receipts, server.selection.get("receipts_dir"), measured),
+        receipts_check(cfg, server.receipts, server.selection.get("receipts_dir"), measured,
+                       server.selection.get("receipts_dir_state")),
     ]
     if cfg.fail_on_stride_violations:
         checks.append(stride_check(server.receipts, cfg.role))
@@ -311,6 +314,7 @@ def evaluate(cfg: GateConfig, stats: PhaseStats | None, run: RunFacts,
             receipts_statement(cfg, server.receipts),
             not_gated_statement(not_gated, cfg)))),
         no_rate=without, not_gated=not_gated, ignored=[str(v) for v in cfg.ignore],
+        not_checked=[f"{c.name}: {c.message}" for c in checks if c.passed and c.skipped],
     )
 
 

@@ -170,12 +170,26 @@ def _no_layers_statement(model: list[ProcessReceipt]) -> str:
             f"builder; {REPLIES_ALONE}")
 
 
+#: What a run found at its receipts directory (server.json's receipts_dir_state).
+MISSING_DIR_STATES = {"missing": "does not exist", "not_a_directory": "is not a directory",
+                      "unreadable": "cannot be read"}
+
+
 def receipts_check(cfg: GateConfig, receipts: ReceiptFacts, receipts_dir: str | None,
-                   measured: int) -> Check:
+                   measured: int, dir_state: str | None = None) -> Check:
     if cfg.role == "control":
         return Check("patch receipts (control: reported)", True,
                      _control_statement(receipts))
     where = f" in {receipts_dir}" if receipts_dir else " (no target.receipts_dir)"
+    missing = MISSING_DIR_STATES.get(dir_state or "")
+    if missing and not receipts.found:
+        # A directory named but absent is a mistake in the command, not a server that
+        # wrote nothing: it must not read as a check that passed.
+        text = (f"the receipts directory {receipts_dir} {missing} (target.receipts_dir, "
+                "--receipts-dir): the C128A builder the server ran was not checked")
+        if cfg.require_receipts:
+            return Check(NAME, False, text, kind=CheckKind.ERROR)
+        return Check(NAME, True, f"{text}; {REPLIES_ALONE}", skipped=True)
     if not receipts.found:
         if cfg.require_receipts:
             return Check(NAME, False, f"no patch receipt found{where}: the server cannot show "

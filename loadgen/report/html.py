@@ -45,6 +45,8 @@ reproduce.{% endif %}
 <p id="proves"><b>What this run proves:</b> {{ g.statement }}</p>
 {% if derived %}<p id="run-level">{{ derived }}</p>{% endif %}
 {% if g.reasons %}<ul>{% for reason in g.reasons %}<li>{{ reason }}</li>{% endfor %}</ul>{% endif %}
+{% if g.not_checked %}<ul id="not-checked">{% for item in g.not_checked %}<li><b>Not checked:</b>
+{{ item }}</li>{% endfor %}</ul>{% endif %}
 <table class="facts">
 <tr><th>run id</th><td>{{ r.run.run_id }}</td></tr>
 <tr><th>server(s)</th><td>{{ r.run.base_urls | join(', ') }}</td></tr>

@@ -91,6 +91,8 @@ def render_markdown(report: RunReport) -> str:
         lines += [derived, ""]
     for reason in gate.reasons:
         lines.append(f"- {reason}")
+    for item in gate.not_checked:
+        lines.append(f"- **Not checked:** {item}")
     lines += [
         "",
         "| | |",

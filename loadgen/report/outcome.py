@@ -82,6 +82,8 @@ def one_line(report: RunReport) -> str:
         counted = f"{gate.failures}/{gate.measured} failed" + (
             f", rate < {upper * 100:.2f}% @95%" if upper is not None else "")
     reasons = "; ".join(gate.reasons)
+    unchecked = "".join(f"; NOT CHECKED: {item}" for item in gate.not_checked)
     return (f"{report.scenario.name} [{gate.role}]: {EXIT_WORDS.get(gate.exit_code, '?')} "
-            f"(exit {gate.exit_code}): {counted}{' — ' + reasons if reasons else ''}; "
+            f"(exit {gate.exit_code}): {counted}{' — ' + reasons if reasons else ''}"
+            f"{unchecked}; "
             f"load: {load_text(report)}; results in {report.out_dir}")

@@ -58,7 +58,7 @@ def render_qualify_junit(q: Qualification, doc: QualifyDocument) -> bytes:
         if report is None:
             continue
         for check in report.gate.checks:
-            outcome = "passed" if check.passed else (
+            outcome = ("skipped" if check.skipped else "passed") if check.passed else (
                 "error" if check.kind == CheckKind.ERROR else "failure")
             case(f"{side}: {check.name}", outcome, check.message)
     for key, value in counts.items():

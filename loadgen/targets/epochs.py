@@ -262,6 +262,7 @@ def select_receipts(server_doc: dict[str, Any]) -> dict[str, Any]:
     doc["receipts"] = receipts
     doc["receipts_selection"] = {
         "receipts_dir": server_doc.get("receipts_dir"),
+        "receipts_dir_state": server_doc.get("receipts_dir_state"),
         "basis": "the server id each measured endpoint exports on /metrics "
                  f"({SERVER_INFO_METRIC}) at the run's start and end",
         "endpoints": [e.to_dict() for e in endpoints],

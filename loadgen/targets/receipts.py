@@ -34,6 +34,24 @@ DEEPSEEK_V41_ARCHITECTURES = frozenset({"DeepseekV41ForCausalLM"})
 DEEPSEEK_V41_MODEL_TYPES = frozenset({"deepseek_v41"})
 
 
+def receipts_dir_state(directory: str | Path | None) -> str | None:
+    """What the run found where receipts were to be: None (none named), `present`,
+    `missing`, `not_a_directory` or `unreadable`. Recorded when the run reads them, so
+    a report rebuilt later says what the run saw, not what is there now."""
+    if not directory:
+        return None
+    path = Path(directory)
+    try:
+        if not path.exists():
+            return "missing"
+        if not path.is_dir():
+            return "not_a_directory"
+        next(iter(path.iterdir()), None)
+    except OSError:
+        return "unreadable"
+    return "present"
+
+
 def read_receipts(directory: str | Path | None) -> list[dict[str, Any]]:
     """Every patch receipt JSON in the directory (a half-written one is skipped)."""
     if not directory:

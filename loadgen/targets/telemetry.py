@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 
 from loadgen.background import cancel
-from loadgen.targets.receipts import read_receipts
+from loadgen.targets.receipts import read_receipts, receipts_dir_state
 
 # Prometheus series we keep, summed over their label sets. vLLM renamed a few over
 # releases; every spelling seen is listed.
@@ -217,5 +217,6 @@ class Telemetry:
             "t0": self._t0,
             "samples": self.samples,
             "receipts_dir": self.receipts_dir,
+            "receipts_dir_state": receipts_dir_state(self.receipts_dir),
             "receipts": read_receipts(self.receipts_dir),
         }

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -256,3 +257,66 @@ def test_a_sim_whose_builder_is_never_watched_is_still_invalid(
     assert receipts_check(summary)["message"].startswith(
         "the C128A builder was not reached: 0 builder calls in every model process while "
         "8 requests were served")
+
+
+# -- a receipts directory named but not there: a mistake in the command, said loudly ------
+
+
+@pytest.mark.parametrize("shape", ["missing", "not_a_directory"])
+def test_a_receipts_dir_that_is_not_there_is_not_a_passing_check(fake_server, tmp_path: Path,
+                                                                 shape: str) -> None:
+    _, srv = fake_server(("ok",))
+    receipts = tmp_path / "recepits"  # the typo an operator makes
+    if shape == "not_a_directory":
+        receipts.write_text("a file")
+    code, summary, output = run(tmp_path, [srv.url], receipts, gate="")
+    assert code == 0  # receipts not required: replies alone decide, as before
+    check = receipts_check(summary)
+    said = "does not exist" if shape == "missing" else "is not a directory"
+    assert check["passed"] and check["skipped"], check
+    assert f"the receipts directory {receipts} {said}" in check["message"]
+    # The result line says it, in capitals, beside PASSED.
+    (line,) = [x for x in output.splitlines() if "PASSED (exit 0)" in x]
+    assert "; NOT CHECKED: patch receipts" in line and str(receipts) in line
+    assert summary["gate"]["not_checked"] == [f"{check['name']}: {check['message']}"]
+    # junit.xml: that case is skipped, never a pass; the Markdown and HTML reports say so.
+    suite = ET.parse(tmp_path / "out" / "junit.xml").getroot().find("testsuite")
+    assert suite is not None and suite.get("skipped") == "1"
+    (case,) = [c for c in suite.iter("testcase") if c.get("name") == check["name"]]
+    skipped = case.find("skipped")
+    assert skipped is not None and said in skipped.get("message", "")
+    assert "**Not checked:** patch receipts" in (tmp_path / "out" / "report.md").read_text()
+    assert 'id="not-checked"' in (tmp_path / "out" / "report.html").read_text()
+
+
+def test_a_required_receipts_dir_that_is_not_there_makes_the_run_invalid(
+        fake_server, tmp_path: Path) -> None:
+    _, srv = fake_server(("ok",))
+    code, summary, output = run(tmp_path, [srv.url], tmp_path / "absent")
+    assert code == 2
+    check = receipts_check(summary)
+    assert not check["passed"] and not check["skipped"]
+    assert f"the receipts directory {tmp_path / 'absent'} does not exist" in check["message"]
+    assert "RUN INVALID (exit 2)" in output and "absent does not exist" in output
+
+
+def test_what_the_run_saw_stands_when_its_report_is_rebuilt(fake_server,
+                                                           tmp_path: Path) -> None:
+    _, srv = fake_server(("ok",))
+    receipts = tmp_path / "later"
+    code, _, _ = run(tmp_path, [srv.url], receipts, gate="")
+    receipts.mkdir()  # made after the run: the run did not see it
+    proc = run_cli("report", str(tmp_path / "out"))
+    assert proc.returncode == code == 0
+    assert "NOT CHECKED: patch receipts" in proc.stdout
+
+
+def test_an_empty_receipts_dir_stays_a_server_that_wrote_none(fake_server,
+                                                             tmp_path: Path) -> None:
+    _, srv = fake_server(("ok",))
+    receipts = tmp_path / "empty"
+    receipts.mkdir()
+    code, summary, output = run(tmp_path, [srv.url], receipts, gate="")
+    check = receipts_check(summary)
+    assert code == 0 and check["passed"] and not check["skipped"]
+    assert "NOT CHECKED" not in output and summary["gate"]["not_checked"] == []
