@@ -155,14 +155,15 @@ def qualify(scenario: Scenario, cfg: QualifyConfig, out: Path | None, *, quiet: 
                                 "(results are never overwritten)")
     interrupts.resume()
     control = run_scenario(control_sc, out_dir / CONTROL_DIR, quiet=quiet,
-                           transport=transport, echo=echo, observer=observer).report
+                           transport=transport, echo=echo, observer=observer,
+                           side=str(Role.CONTROL)).report
     candidate: RunReport | None = None
     if control.gate.exit_code == ExitCode.PASSED:
         try:
             interrupts.resume()  # raises at once for a signal held since the control ended
             candidate = run_scenario(candidate_sc, out_dir / CANDIDATE_DIR, quiet=quiet,
                                      transport=transport, echo=echo,
-                                     observer=observer).report
+                                     observer=observer, side=str(Role.CANDIDATE)).report
         except KeyboardInterrupt:  # between the two runs: report what the control showed
             candidate = None
     interrupts.hold()  # the side-by-side reports are written whole, whatever comes

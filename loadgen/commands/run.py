@@ -56,9 +56,11 @@ def run_scenario(
     workers: int = 1,
     html: bool = True,
     observer: LiveMetrics | None = None,
+    side: str | None = None,
 ) -> RunOutcome:
     """Run a scenario end to end and write every report; never raises on a bad server.
-    `observer` (the metrics of `--metrics-port`) is told as the run goes and judged."""
+    `observer` (the metrics of `--metrics-port`) is told as the run goes and judged;
+    `side` (a qualification's `control` or `candidate`) starts every progress line."""
     check_target(scenario)
     api_key = api_key_from_env(scenario)
     run_id = new_run_id()
@@ -69,7 +71,7 @@ def run_scenario(
         if observer is not None:
             observer.run_started(scenario)
         runner = Runner(scenario, out_dir, run_id, quiet=quiet, transport=transport,
-                        api_key=api_key, workers=workers, observer=observer)
+                        api_key=api_key, workers=workers, observer=observer, side=side)
         write_run(out_dir, scenario, runner.facts)
         try:
             facts = loop.run(runner.run())
@@ -92,7 +94,7 @@ def run_scenario(
     if echo:
         if not quiet:  # the counts the progress lines gave, as the run-level rules revised them
             for line in run_level_lines(outcome.report):
-                print(line, file=sys.stderr, flush=True)
+                print(f"{side}: {line}" if side else line, file=sys.stderr, flush=True)
         print(one_line(outcome.report), file=sys.stdout, flush=True)
         if outcome.interrupted_after:
             print(f"dsv4-qual: {outcome.interrupted_after} came after the run had finished: "

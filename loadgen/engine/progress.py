@@ -29,8 +29,12 @@ class Progress:
     passes on to the run's observer (live metrics), if any."""
 
     def __init__(self, stream: TextIO | None = None, quiet: bool = False,
-                 plain_interval_s: float = 5.0, observer: RunObserver | None = None) -> None:
+                 plain_interval_s: float = 5.0, observer: RunObserver | None = None,
+                 side: str | None = None) -> None:
         self.stream = stream or sys.stderr
+        #: Which side of a qualification this run is (`control`, `candidate`): every line
+        #: starts with it, so two runs' lines in one log are never mistaken for each other.
+        self.prefix = f"{side}: " if side else ""
         self.quiet = quiet
         self.live_mode = (not quiet) and self.stream.isatty()
         self.plain_interval_s = plain_interval_s
@@ -115,11 +119,12 @@ class Progress:
             self._line(text)
 
     def _line(self, text: str) -> None:
-        print(text, file=self.stream, flush=True)
+        print(self.prefix + text, file=self.stream, flush=True)
 
     def _render(self) -> Table:
         ending = f" ({self._ending})" if self._ending else ""
-        table = Table(title=f"{self.phase}: {self.done}/{self.total}{ending}", expand=False)
+        table = Table(title=f"{self.prefix}{self.phase}: {self.done}/{self.total}{ending}",
+                      expand=False)
         table.add_column("in flight", justify="right")
         table.add_column("tokens/s", justify="right")
         for name in sorted(self.verdicts):

@@ -34,8 +34,9 @@ REFERENCE = "reference"
 class Runner:
     def __init__(self, scenario: Scenario, out_dir: Path, run_id: str, *, quiet: bool = False,
                  transport: str = "auto", api_key: str | None = None, workers: int = 1,
-                 observer: RunObserver | None = None) -> None:
+                 observer: RunObserver | None = None, side: str | None = None) -> None:
         self.scenario = scenario
+        self.side = side
         self.out_dir = out_dir
         self.facts = RunFacts(run_id=run_id, scenario=scenario.name,
                               base_urls=list(scenario.target.base_urls),
@@ -50,7 +51,7 @@ class Runner:
 
     async def run(self) -> RunFacts:
         scenario = self.scenario
-        progress = Progress(quiet=self.quiet, observer=self.observer)
+        progress = Progress(quiet=self.quiet, observer=self.observer, side=self.side)
         async with Session(scenario, self.out_dir, self.facts, transport=self.transport,
                            api_key=self.api_key, progress=progress) as session:
             self.telemetry = Telemetry(session.http, self.facts.base_urls,

@@ -264,3 +264,27 @@ def test_different_models_qualify_only_when_the_scenario_allows_it(fake_server,
     md = (out / "report.md").read_text()
     assert "| vLLM | 0.27.1 (/version) | 0.28.0 (/version) |" in md
     assert "| model | always-stuck | fake-dsv4 |" in md
+
+
+def test_every_progress_line_names_its_side(fake_server, tmp_path: Path) -> None:
+    """Two runs share one log: each waiting, phase and run-level line says its side."""
+    _, c = fake_server(("ok", "stuck"))
+    _, k = fake_server(("ok",))
+    out = tmp_path / "qual"
+    proc = run_cli("qualify", str(scenario(tmp_path)), "--out", str(out), "--control", c.url,
+                   "--candidate", k.url)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = [x for x in proc.stderr.splitlines() if x.strip()]
+    sides = [x.split(": ", 1)[0] for x in lines]
+    assert set(sides) == {"control", "candidate"}, lines
+    # The control's lines all come first, and each side announces each of its phases.
+    assert sides == sorted(sides, key=["control", "candidate"].index)
+    for side, url in (("control", c.url), ("candidate", k.url)):
+        assert f"{side}: waiting for {url} to be ready" in proc.stderr
+        for phase in ("priming", "measurement"):
+            assert any(x.startswith(f"{side}: {phase}: ") and x.endswith("(done)")
+                       for x in lines), (side, phase)
+    # A run on its own has no side to name.
+    alone = run_cli("run", str(scenario(tmp_path)), "--base-url", k.url, "--out",
+                    str(tmp_path / "alone"))
+    assert alone.returncode == 0 and alone.stderr.splitlines()[0].startswith("waiting for ")
