@@ -252,8 +252,8 @@ def _cores(text: str) -> list[int]:
 @click.option("--mode", "modes", type=click.Choice(["burst", "paced"]), multiple=True,
               default=("burst", "paced"), show_default=True,
               help="burst: whole reply at once; paced: one token every 2 ms.")
-@click.option("--transport", "transports", type=click.Choice(["aiohttp", "httpx"]),
-              multiple=True, default=("aiohttp",), show_default=True)
+@click.option("--transport", "transports", type=click.Choice(["raw", "aiohttp", "httpx"]),
+              multiple=True, default=("raw",), show_default=True)
 @click.option("--workers", "workers_list", type=click.IntRange(1, 512), multiple=True,
               default=(1,), show_default=True)
 @click.option("--requests", type=click.IntRange(1, 10_000_000), default=2000, show_default=True)

@@ -4,32 +4,23 @@ The code talks to httpx.AsyncClient only; what moves the bytes is chosen here, o
 an `httpx.AsyncBaseTransport` passed in its place (an `httpx.MockTransport`, an ASGI app's
 transport) answers every request the engine sends, so an engine test that needs only
 replies starts no server.
-`aiohttp` (from httpx-aiohttp) costs a fraction of the CPU of httpx's default
-httpcore + h11 + anyio stack per streamed request; `httpx` is the reference stack.
-Neither reads proxy settings or .netrc from the environment (trust_env off): a
-benchmark client must not pay a file lookup per request, and a qualification run
-must go where the scenario says.
+`raw` (engine/raw_http: HTTP/1.1 on asyncio streams, a socket read de-chunked in one
+pass) is the default: a streamed reply is one HTTP chunk per token, and it costs the
+least per chunk. `aiohttp` (from httpx-aiohttp) and `httpx` (httpcore + h11 + anyio,
+the reference stack) stay selectable. None reads proxy settings or .netrc from the
+environment (trust_env off): a benchmark client must not pay a file lookup per request,
+and a qualification run must go where the scenario says.
 """
 
 from __future__ import annotations
 
 import httpx
 
-TRANSPORTS = ("auto", "aiohttp", "httpx")
-
-
-def _aiohttp_available() -> bool:
-    try:
-        import httpx_aiohttp  # noqa: F401
-    except ImportError:
-        return False
-    return True
+TRANSPORTS = ("auto", "raw", "aiohttp", "httpx")
 
 
 def resolve_transport(kind: str) -> str:
-    if kind == "auto":
-        return "aiohttp" if _aiohttp_available() else "httpx"
-    return kind
+    return "raw" if kind == "auto" else kind
 
 
 #: A transport by name (TRANSPORTS), or one given whole.
@@ -45,7 +36,11 @@ def make_http_client(kind: Transport, concurrency: int, verify_tls: bool,
                             pool=None)
     if isinstance(kind, httpx.AsyncBaseTransport):
         transport: httpx.AsyncBaseTransport = kind
-    elif (kind := resolve_transport(kind)) == "aiohttp":
+    elif (kind := resolve_transport(kind)) == "raw":
+        from loadgen.engine.raw_http import RawTransport
+
+        transport = RawTransport(verify=verify_tls, limits=limits)
+    elif kind == "aiohttp":
         from httpx_aiohttp import AiohttpTransport
 
         transport = AiohttpTransport(

@@ -16,7 +16,7 @@ from loadgen.scenario import VerdictConfig
 from loadgen.workload.tools import BILLING_TOOLS, offered_tools
 from tests.support.openai_fake import MODE_VERDICTS, MODEL
 
-TRANSPORTS = ["aiohttp", "httpx"]
+TRANSPORTS = ["raw", "aiohttp", "httpx"]
 FAST = Timeouts(connect=2.0, first_token=1.0, idle=0.5, total=3.0)
 
 

@@ -1,0 +1,329 @@
+"""HTTP/1.1 over asyncio streams, under httpx: the cheapest bytes a streamed reply can cost.
+
+A vLLM stream is one HTTP chunk per SSE event: a 64-token reply is about 70 chunks.
+aiohttp's stream reader walks each chunk through several Python calls; here a socket
+read of up to 64 KB is de-chunked in one pass (`bytes.find` and slicing), so a short
+reply costs a few reads, not a few hundred calls. httpx stays the API the engine
+speaks: this is an `httpx.AsyncBaseTransport`, and every failure is raised as the httpx
+exception the engine already classifies (with the socket's own error as its cause, so
+"nothing listening", "no such host" and TLS problems are still told apart).
+
+What it speaks: HTTP/1.1 keep-alive to the servers a qualification talks to (vLLM,
+gateways in front of it, the embedded sim): Content-Length, chunked and read-to-close
+bodies, 1xx heads skipped, TLS with the system's trust store (as aiohttp's default).
+No proxies and no .netrc, as for every transport here (trust_env off). A kept
+connection the server has closed meanwhile is never reused (the check httpcore makes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+
+#: One socket read: a whole burst of short replies, or a good part of a long one.
+READ_SIZE = 64 * 1024
+#: A response head larger than this is a broken server.
+MAX_HEAD_BYTES = 64 * 1024
+NO_BODY_STATUS = frozenset({204, 304})
+
+
+class _Connection:
+    __slots__ = ("buf", "reader", "writer")
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.buf = b""  # read from the socket, not yet handed on
+
+    def usable(self) -> bool:
+        """Idle and still open: no EOF and no stray bytes (a server that closed a kept
+        connection, or wrote after its response, is not asked again)."""
+        return not (self.writer.is_closing() or self.reader.at_eof() or self.buf)
+
+    def close(self) -> None:
+        self.writer.close()
+
+    async def read(self, timeout: float | None) -> bytes:
+        """The next bytes from the socket ('' at EOF), as httpx's errors."""
+        try:
+            if timeout is None:
+                return await self.reader.read(READ_SIZE)
+            async with asyncio.timeout(timeout):
+                return await self.reader.read(READ_SIZE)
+        except TimeoutError as exc:
+            raise httpx.ReadTimeout(f"no bytes within {timeout:g} s") from exc
+        except (OSError, ssl.SSLError) as exc:
+            raise httpx.ReadError(f"{type(exc).__name__}: {exc}") from exc
+
+
+class _Body(httpx.AsyncByteStream):
+    """A response body as it arrives; the connection goes back to the pool only when the
+    body was read to its end and the server keeps it open."""
+
+    def __init__(self, pool: RawTransport, key: tuple[str, str, int], conn: _Connection,
+                 length: int | None, chunked: bool, keep: bool,
+                 read_timeout: float | None) -> None:
+        self._pool = pool
+        self._key = key
+        self._conn: _Connection | None = conn
+        self._length = length
+        self._chunked = chunked
+        self._keep = keep
+        self._timeout = read_timeout
+        self._complete = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        conn = self._conn
+        assert conn is not None
+        if self._chunked:
+            async for piece in self._chunks(conn):
+                yield piece
+        elif self._length is not None:
+            async for piece in self._counted(conn, self._length):
+                yield piece
+        else:  # no length: the body ends when the server closes
+            self._keep = False
+            if conn.buf:
+                piece, conn.buf = conn.buf, b""
+                yield piece
+            while data := await conn.read(self._timeout):
+                yield data
+        self._complete = True
+
+    async def _counted(self, conn: _Connection, left: int) -> AsyncIterator[bytes]:
+        while left > 0:
+            if not conn.buf:
+                conn.buf = await conn.read(self._timeout)
+                if not conn.buf:
+                    raise httpx.RemoteProtocolError(
+                        "peer closed connection without sending complete message body "
+                        f"({left} of its bytes missing)")
+            piece = conn.buf[:left]
+            conn.buf = conn.buf[left:]
+            left -= len(piece)
+            yield piece
+
+    async def _chunks(self, conn: _Connection) -> AsyncIterator[bytes]:
+        buf, conn.buf = conn.buf, b""
+        while True:
+            pieces: list[bytes] = []
+            pos, size_of = 0, len(buf)
+            while (eol := buf.find(b"\r\n", pos)) >= 0:
+                size = _chunk_size(buf[pos:eol])
+                start = eol + 2
+                end = start + size
+                if end + 2 > size_of:
+                    break
+                if buf[end:end + 2] != b"\r\n":
+                    raise httpx.RemoteProtocolError("malformed chunked body: a chunk does "
+                                                    "not end with CRLF")
+                if size == 0:  # the last chunk (trailers are not used by these servers)
+                    conn.buf = buf[end + 2:]
+                    if pieces:
+                        yield b"".join(pieces)
+                    return
+                pieces.append(buf[start:end])
+                pos = end + 2
+            if pieces:
+                yield pieces[0] if len(pieces) == 1 else b"".join(pieces)
+            buf = buf[pos:]
+            if len(buf) > MAX_HEAD_BYTES and buf.find(b"\r\n") < 0:
+                raise httpx.RemoteProtocolError("malformed chunked body: no chunk size line")
+            data = await conn.read(self._timeout)
+            if not data:
+                raise httpx.RemoteProtocolError("peer closed connection without sending "
+                                                "complete message body (chunked)")
+            buf += data
+
+    async def aclose(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        if self._complete and self._keep and not conn.buf:
+            self._pool.release(self._key, conn)
+        else:
+            conn.close()
+            self._pool.forget()
+
+
+def _chunk_size(line: bytes) -> int:
+    try:
+        size = int(line.split(b";", 1)[0], 16)
+    except ValueError:
+        raise httpx.RemoteProtocolError(
+            f"malformed chunked body: chunk size {line[:40]!r}") from None
+    if size < 0:
+        raise httpx.RemoteProtocolError(f"malformed chunked body: chunk size {size}")
+    return size
+
+
+class RawTransport(httpx.AsyncBaseTransport):
+    """Keep-alive connections per origin, at most `limits.max_connections` open."""
+
+    def __init__(self, verify: bool = True, limits: httpx.Limits | None = None) -> None:
+        self._verify = verify
+        self._ssl_context: ssl.SSLContext | None = None
+        limits = limits or httpx.Limits()
+        self._max = limits.max_connections
+        self._idle: dict[tuple[str, str, int], list[_Connection]] = {}
+        self._open = 0
+        self._freed: asyncio.Event | None = None
+
+    @property
+    def _ssl(self) -> ssl.SSLContext:
+        """Made on the first https:// connection (loading the trust store takes time)."""
+        if self._ssl_context is None:
+            context = ssl.create_default_context()
+            if not self._verify:
+                context.check_hostname = False
+                context.verify_mode = ssl.CERT_NONE
+            self._ssl_context = context
+        return self._ssl_context
+
+    def release(self, key: tuple[str, str, int], conn: _Connection) -> None:
+        self._idle.setdefault(key, []).append(conn)
+        self._wake()
+
+    def forget(self) -> None:
+        """A connection was closed: room for another."""
+        self._open -= 1
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._freed is not None:
+            self._freed.set()
+
+    async def _connection(self, key: tuple[str, str, int],
+                          timeouts: dict[str, Any]) -> _Connection:
+        while True:
+            idle = self._idle.get(key)
+            while idle:
+                conn = idle.pop()
+                if conn.usable():
+                    return conn
+                conn.close()
+                self._open -= 1
+            if self._max is None or self._open < self._max:
+                break
+            if not self._close_one_idle():  # all busy: wait for one to come back
+                self._freed = self._freed or asyncio.Event()
+                self._freed.clear()
+                await self._freed.wait()
+        self._open += 1
+        try:
+            return await self._connect(key, timeouts.get("connect"))
+        except BaseException:
+            self._open -= 1
+            raise
+
+    def _close_one_idle(self) -> bool:
+        for conns in self._idle.values():
+            if conns:
+                conns.pop().close()
+                self._open -= 1
+                return True
+        return False
+
+    async def _connect(self, key: tuple[str, str, int], timeout: float | None) -> _Connection:
+        scheme, host, port = key
+        try:
+            async with asyncio.timeout(timeout):
+                reader, writer = await asyncio.open_connection(
+                    host, port, ssl=self._ssl if scheme == "https" else None,
+                    limit=READ_SIZE * 4)
+        except TimeoutError as exc:
+            raise httpx.ConnectTimeout(f"no connection to {host}:{port} within "
+                                       f"{timeout:g} s") from exc
+        except (OSError, ssl.SSLError) as exc:
+            raise httpx.ConnectError(f"{type(exc).__name__}: {exc}") from exc
+        return _Connection(reader, writer)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        if url.scheme not in ("http", "https"):
+            raise httpx.UnsupportedProtocol(f"{url.scheme!r} is not http or https")
+        key = (url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80))
+        timeouts = request.extensions.get("timeout") or {}
+        conn = await self._connection(key, timeouts)
+        try:
+            body = await request.aread()
+            head = [b"%s %s HTTP/1.1\r\n" % (request.method.encode("ascii"), url.raw_path)]
+            head += [name + b": " + value + b"\r\n" for name, value in request.headers.raw]
+            conn.writer.write(b"".join(head) + b"\r\n" + body)
+            try:
+                await conn.writer.drain()
+            except (OSError, ssl.SSLError) as exc:
+                raise httpx.WriteError(f"{type(exc).__name__}: {exc}") from exc
+            status, reason, headers, version = await _read_head(conn, timeouts.get("read"))
+        except BaseException:
+            conn.close()
+            self.forget()
+            raise
+        length: int | None = None
+        chunked = False
+        keep = version == b"HTTP/1.1"
+        for name, value in headers:
+            lower = name.lower()
+            if lower == b"content-length":
+                try:
+                    length = int(value)
+                except ValueError:
+                    conn.close()
+                    self.forget()
+                    raise httpx.RemoteProtocolError(
+                        f"malformed Content-Length {value[:40]!r}") from None
+            elif lower == b"transfer-encoding":
+                chunked = b"chunked" in value.lower()
+            elif lower == b"connection":
+                keep = keep and b"close" not in value.lower()
+                keep = keep or b"keep-alive" in value.lower()
+        if request.method == "HEAD" or status in NO_BODY_STATUS:
+            chunked, length = False, 0
+        stream = _Body(self, key, conn, length, chunked, keep, timeouts.get("read"))
+        return httpx.Response(status, headers=headers, stream=stream,
+                              extensions={"http_version": version,
+                                          "reason_phrase": reason})
+
+    async def aclose(self) -> None:
+        for conns in self._idle.values():
+            for conn in conns:
+                conn.close()
+        self._idle.clear()
+
+
+async def _read_head(conn: _Connection, timeout: float | None
+                     ) -> tuple[int, bytes, list[tuple[bytes, bytes]], bytes]:
+    """(status, reason, headers, HTTP version) of the next final response (1xx skipped)."""
+    buf = conn.buf
+    while True:
+        end = buf.find(b"\r\n\r\n")
+        if end < 0:
+            if len(buf) > MAX_HEAD_BYTES:
+                raise httpx.RemoteProtocolError("response head over 64 KB")
+            data = await conn.read(timeout)
+            if not data:
+                raise httpx.RemoteProtocolError(
+                    "Server disconnected without sending a response.")
+            buf += data
+            continue
+        lines = buf[:end].split(b"\r\n")
+        buf = buf[end + 4:]
+        version, _, rest = lines[0].partition(b" ")
+        code, _, reason = rest.partition(b" ")
+        if not version.startswith(b"HTTP/1.") or not code.isdigit():
+            raise httpx.RemoteProtocolError(f"not an HTTP/1.x response: {lines[0][:80]!r}")
+        status = int(code)
+        if 100 <= status < 200 and status != 101:
+            continue  # 100 Continue and friends: the final head follows
+        headers = []
+        for line in lines[1:]:
+            name, sep, value = line.partition(b":")
+            if not sep:
+                raise httpx.RemoteProtocolError(f"malformed header line {line[:80]!r}")
+            headers.append((name.strip(), value.strip()))
+        conn.buf = buf
+        return status, reason, headers, version

@@ -1,0 +1,222 @@
+"""The raw HTTP/1.1 transport against servers that write exactly the bytes a test says.
+
+The fault matrix (tests/loadgen/test_client.py) runs every misbehaving-server mode
+through it like the other transports; these tests pin what only bytes on the wire show:
+how bodies are framed, when a connection is kept, and which httpx error each fault is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable
+
+import httpx
+import pytest
+
+from loadgen.engine.raw_http import RawTransport
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+async def _request_head(reader: asyncio.StreamReader) -> bytes:
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":", 1)[1])
+    if length:
+        await reader.readexactly(length)
+    return head
+
+
+async def _with_server(handler: Handler, body: Callable[[str], Awaitable[None]]) -> list[int]:
+    """Run `body(url)` against a server; the connections it accepted, by number."""
+    accepted: list[int] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(len(accepted))
+        try:
+            await handler(reader, writer)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        await body(f"http://127.0.0.1:{port}")
+    finally:
+        server.close()
+    return accepted
+
+
+def _chunked(pieces: list[bytes]) -> bytes:
+    return b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in pieces) + b"0\r\n\r\n"
+
+
+CHUNKED_HEAD = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+
+
+def test_chunks_cut_anywhere_come_back_whole() -> None:
+    """Generated bodies, written in random cuts (mid size line, mid CRLF, mid data)."""
+    rng = random.Random(7)
+    cases = [[bytes(rng.randrange(256) for _ in range(rng.choice((0, 1, 7, 300, 70_000))))
+              or b"x" for _ in range(rng.randrange(1, 40))] for _ in range(25)]
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for pieces in cases:
+            await _request_head(reader)
+            wire = CHUNKED_HEAD + _chunked(pieces)
+            at = 0
+            while at < len(wire):
+                step = rng.randrange(1, 5000)
+                writer.write(wire[at:at + step])
+                await writer.drain()
+                at += step
+
+    async def body(url: str) -> None:
+        async with httpx.AsyncClient(transport=RawTransport()) as http:
+            for pieces in cases:
+                resp = await http.get(url)
+                assert resp.content == b"".join(pieces)
+
+    accepted = asyncio.run(_with_server(handler, body))
+    assert accepted == [0]  # one kept connection for all 25 responses
+
+
+@pytest.mark.parametrize("framing", ["length", "close"])
+def test_content_length_and_read_to_close_bodies(framing: str) -> None:
+    payload = b'{"data": [1, 2, 3]}' * 100
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            await _request_head(reader)
+            if framing == "length":
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s"
+                             % (len(payload), payload))
+                await writer.drain()
+            else:
+                writer.write(b"HTTP/1.0 200 OK\r\n\r\n" + payload)
+                await writer.drain()
+                return  # the body ends with the connection
+
+    async def body(url: str) -> None:
+        async with httpx.AsyncClient(transport=RawTransport()) as http:
+            for _ in range(3):
+                assert (await http.get(url)).content == payload
+
+    accepted = asyncio.run(_with_server(handler, body))
+    assert len(accepted) == (1 if framing == "length" else 3)
+
+
+def test_interim_heads_are_skipped_and_connection_close_is_honoured() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request_head(reader)
+        writer.write(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nlink: x\r\n\r\n"
+                     b"HTTP/1.1 201 Created\r\nconnection: close\r\ncontent-length: 2\r\n\r\nok")
+        await writer.drain()
+
+    async def body(url: str) -> None:
+        async with httpx.AsyncClient(transport=RawTransport()) as http:
+            for _ in range(2):
+                resp = await http.post(url, content=b"{}")
+                assert (resp.status_code, resp.content) == (201, b"ok")
+
+    assert len(asyncio.run(_with_server(handler, body))) == 2  # closed: a new one each time
+
+
+def test_a_kept_connection_the_server_closed_is_not_reused() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request_head(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+        await writer.drain()
+        # Keep-alive by the headers, then the server's idle timeout closes it.
+
+    async def body(url: str) -> None:
+        async with httpx.AsyncClient(transport=RawTransport()) as http:
+            assert (await http.get(url)).content == b"ok"
+            await asyncio.sleep(0.05)  # the FIN arrives while the connection is idle
+            assert (await http.get(url)).content == b"ok"
+
+    assert len(asyncio.run(_with_server(handler, body))) == 2
+
+
+@pytest.mark.parametrize("wire,error,says", [
+    (b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc", httpx.RemoteProtocolError,
+     "without sending complete message body"),
+    (CHUNKED_HEAD + b"5\r\nabc", httpx.RemoteProtocolError, "complete message body"),
+    (CHUNKED_HEAD + b"zz\r\nabc\r\n", httpx.RemoteProtocolError, "chunk size"),
+    (CHUNKED_HEAD + b"3\r\nabcXY0\r\n\r\n", httpx.RemoteProtocolError, "CRLF"),
+    (b"", httpx.RemoteProtocolError, "without sending a response"),
+    (b"SSH-2.0-OpenSSH_9.6\r\n\r\n", httpx.RemoteProtocolError, "not an HTTP/1.x response"),
+    (b"HTTP/1.1 200 OK\r\ncontent-length: many\r\n\r\n", httpx.RemoteProtocolError,
+     "Content-Length"),
+])
+def test_each_broken_response_is_the_httpx_error_the_engine_classifies(
+        wire: bytes, error: type[Exception], says: str) -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request_head(reader)
+        writer.write(wire)
+        await writer.drain()
+
+    async def body(url: str) -> None:
+        async with httpx.AsyncClient(transport=RawTransport()) as http:
+            with pytest.raises(error, match=says):
+                await (await http.get(url)).aread()
+
+    asyncio.run(_with_server(handler, body))
+
+
+def test_a_read_timeout_is_httpx_read_timeout() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request_head(reader)
+        await asyncio.sleep(5)
+
+    async def body(url: str) -> None:
+        async with httpx.AsyncClient(transport=RawTransport()) as http:
+            with pytest.raises(httpx.ReadTimeout):
+                await http.get(url, timeout=0.2)
+
+    asyncio.run(_with_server(handler, body))
+
+
+def test_nothing_listening_is_a_connect_error_caused_by_the_refusal() -> None:
+    async def body() -> None:
+        server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        server.close()
+        await server.wait_closed()
+        async with httpx.AsyncClient(transport=RawTransport()) as http:
+            with pytest.raises(httpx.ConnectError) as caught:
+                await http.get(f"http://127.0.0.1:{port}")
+        assert isinstance(caught.value.__cause__, ConnectionRefusedError)
+
+    asyncio.run(body())
+
+
+def test_no_more_connections_than_the_limit() -> None:
+    open_now = peak = 0
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal open_now, peak
+        open_now += 1
+        peak = max(peak, open_now)
+        try:
+            while True:
+                await _request_head(reader)
+                await asyncio.sleep(0.01)
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+                await writer.drain()
+        finally:
+            open_now -= 1
+
+    async def body(url: str) -> None:
+        limits = httpx.Limits(max_connections=3)
+        async with httpx.AsyncClient(transport=RawTransport(limits=limits)) as http:
+            replies = await asyncio.gather(*(http.get(url) for _ in range(20)))
+        assert [r.content for r in replies] == [b"ok"] * 20
+
+    asyncio.run(_with_server(handler, body))
+    assert peak == 3
