@@ -16,6 +16,8 @@ from typing import Any
 import httpx
 import orjson
 
+from loadgen import __version__
+from loadgen.engine.raw_http import RawReply, RawTransport, origin
 from loadgen.engine.sse import SSEParser
 from loadgen.records import ErrorKind, RequestRecord
 
@@ -199,6 +201,9 @@ class ChatClient:
             connect=timeouts.connect, read=None, write=timeouts.connect, pool=None
         )
         self._urls: dict[str, httpx.URL] = {}
+        #: The raw transport under `http`, when it is one: chat requests go to it as bytes.
+        self._raw: RawTransport | None = getattr(http, "raw", None)
+        self._wire: dict[str, tuple[tuple[str, str, int], bytes]] = {}
 
     async def send(self, record: RequestRecord, body: bytes, stream: bool) -> float | None:
         """Fill `record` with what the server answered; never raises (but CancelledError).
@@ -258,13 +263,20 @@ class ChatClient:
         state: _StreamState,
         total_deadline: float,
     ) -> float | None:
-        url = self._urls.get(record.endpoint)
-        if url is None:  # parse each endpoint's URL once, not per request
-            url = self._urls[record.endpoint] = httpx.URL(record.endpoint + CHAT_PATH)
-        request = self.http.build_request(
-            "POST", url, content=body, headers=self._headers, timeout=self._timeout,
-        )
-        response = await self.http.send(request, stream=True)
+        response: httpx.Response | RawReply
+        if self._raw is not None:
+            key, head = self._wire.get(record.endpoint) or self._head(record.endpoint)
+            response = await self._raw.send_bytes(
+                key, b"%s%d\r\n\r\n%s" % (head, len(body), body),
+                connect_timeout=self.timeouts.connect, read_timeout=None)
+        else:
+            url = self._urls.get(record.endpoint)
+            if url is None:  # parse each endpoint's URL once, not per request
+                url = self._urls[record.endpoint] = httpx.URL(record.endpoint + CHAT_PATH)
+            request = self.http.build_request(
+                "POST", url, content=body, headers=self._headers, timeout=self._timeout,
+            )
+            response = await self.http.send(request, stream=True)
         try:
             record.status = response.status_code
             if response.status_code != 200:
@@ -278,7 +290,18 @@ class ChatClient:
             with contextlib.suppress(Exception):
                 await response.aclose()
 
-    async def _read_error(self, record: RequestRecord, response: httpx.Response) -> float | None:
+    def _head(self, endpoint: str) -> tuple[tuple[str, str, int], bytes]:
+        """An endpoint's chat request head, all but its length: built once."""
+        url = httpx.URL(endpoint + CHAT_PATH)
+        lines = [b"POST %s HTTP/1.1" % url.raw_path, b"host: " + url.netloc,
+                 b"user-agent: dsv4-qual/" + __version__.encode(),
+                 *(f"{k}: {v}".encode("latin-1") for k, v in self._headers.items()),
+                 b"content-length: "]
+        self._wire[endpoint] = (origin(url), b"\r\n".join(lines))
+        return self._wire[endpoint]
+
+    async def _read_error(self, record: RequestRecord,
+                          response: httpx.Response | RawReply) -> float | None:
         chunks: list[bytes] = []
         size = 0
         async for chunk in response.aiter_bytes():
@@ -292,7 +315,8 @@ class ChatClient:
         except orjson.JSONDecodeError:
             detail = text.decode("utf-8", "replace").strip()[:2000]
         record.fail(ErrorKind.HTTP, f"HTTP {response.status_code}: {detail}", first_only=False)
-        retry_after = response.headers.get("retry-after")
+        retry_after = (response.header(b"retry-after") if isinstance(response, RawReply)
+                       else response.headers.get("retry-after"))
         if retry_after is not None:
             with contextlib.suppress(ValueError):
                 return max(0.0, float(retry_after))
@@ -345,7 +369,7 @@ class _StreamState:
 
     async def consume(
         self,
-        response: httpx.Response,
+        response: httpx.Response | RawReply,
         dog: _Watchdog,
         timeouts: Timeouts,
         total_deadline: float,
@@ -457,7 +481,7 @@ class _StreamState:
         if isinstance(details, dict):
             u.reasoning_tokens = _count(details.get("reasoning_tokens"), u.reasoning_tokens)
 
-    async def consume_json(self, response: httpx.Response) -> None:
+    async def consume_json(self, response: httpx.Response | RawReply) -> None:
         raw = await response.aread()
         now = self._loop.time()
         rec = self.rec

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+import zlib
 from collections.abc import AsyncIterator
-from typing import Any
 
 import httpx
 
@@ -161,6 +161,67 @@ def _chunk_size(line: bytes) -> int:
     return size
 
 
+def origin(url: httpx.URL) -> tuple[str, str, int]:
+    """(scheme, host, port) of a URL: the pool's key."""
+    return url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80)
+
+
+class RawReply:
+    """A response's head and its body as it arrives (`aiter_bytes`); `aclose` hands the
+    connection back (or closes it when the body was not read to its end)."""
+
+    __slots__ = ("body", "headers", "http_version", "reason", "status_code")
+
+    def __init__(self, status: int, reason: bytes, headers: list[tuple[bytes, bytes]],
+                 version: bytes, body: _Body) -> None:
+        self.status_code = status
+        self.reason = reason
+        self.headers = headers
+        self.http_version = version
+        self.body = body
+
+    def header(self, name: bytes) -> str | None:
+        """The first value of a header (`name` lower-case), as text."""
+        for key, value in self.headers:
+            if key.lower() == name:
+                return value.decode("latin-1")
+        return None
+
+    def aiter_bytes(self) -> AsyncIterator[bytes]:
+        """The body as sent, decoded when the server compressed it anyway (gzip or
+        deflate: no Accept-Encoding is sent, but a gateway may compress regardless)."""
+        coding = (self.header(b"content-encoding") or "identity").strip().lower()
+        if coding == "identity":
+            return self.body.__aiter__()
+        return _decoded(self.body, coding)
+
+    async def aread(self) -> bytes:
+        return b"".join([piece async for piece in self.aiter_bytes()])
+
+    async def aclose(self) -> None:
+        await self.body.aclose()
+
+
+async def _decoded(body: _Body, coding: str) -> AsyncIterator[bytes]:
+    if coding not in ("gzip", "x-gzip", "deflate"):
+        raise httpx.DecodingError(f"unsupported Content-Encoding {coding!r}")
+    # gzip: its own header; deflate: the zlib header (47: zlib or gzip, detected).
+    decoder = zlib.decompressobj(wbits=31 if "gzip" in coding else 47)
+    try:
+        async for piece in body:
+            data = decoder.decompress(piece)
+            if data:
+                yield data
+        rest = decoder.flush()
+    except zlib.error as exc:
+        raise httpx.DecodingError(f"Content-Encoding {coding}: {exc}") from exc
+    if rest:
+        yield rest
+
+    async def aclose(self) -> None:
+        await self.body.aclose()
+
+
 class RawTransport(httpx.AsyncBaseTransport):
     """Keep-alive connections per origin, at most `limits.max_connections` open."""
 
@@ -198,7 +259,7 @@ class RawTransport(httpx.AsyncBaseTransport):
             self._freed.set()
 
     async def _connection(self, key: tuple[str, str, int],
-                          timeouts: dict[str, Any]) -> _Connection:
+                          connect_timeout: float | None) -> _Connection:
         while True:
             idle = self._idle.get(key)
             while idle:
@@ -215,7 +276,7 @@ class RawTransport(httpx.AsyncBaseTransport):
                 await self._freed.wait()
         self._open += 1
         try:
-            return await self._connect(key, timeouts.get("connect"))
+            return await self._connect(key, connect_timeout)
         except BaseException:
             self._open -= 1
             raise
@@ -246,47 +307,57 @@ class RawTransport(httpx.AsyncBaseTransport):
         url = request.url
         if url.scheme not in ("http", "https"):
             raise httpx.UnsupportedProtocol(f"{url.scheme!r} is not http or https")
-        key = (url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80))
         timeouts = request.extensions.get("timeout") or {}
-        conn = await self._connection(key, timeouts)
+        body = await request.aread()
+        head = [b"%s %s HTTP/1.1\r\n" % (request.method.encode("ascii"), url.raw_path)]
+        head += [name + b": " + value + b"\r\n" for name, value in request.headers.raw]
+        reply = await self.send_bytes(origin(url), b"".join(head) + b"\r\n" + body,
+                                      connect_timeout=timeouts.get("connect"),
+                                      read_timeout=timeouts.get("read"),
+                                      head_only=request.method == "HEAD")
+        return httpx.Response(reply.status_code, headers=reply.headers, stream=reply.body,
+                              extensions={"http_version": reply.http_version,
+                                          "reason_phrase": reply.reason})
+
+    async def send_bytes(self, key: tuple[str, str, int], wire: bytes, *,
+                         connect_timeout: float | None, read_timeout: float | None,
+                         head_only: bool = False) -> RawReply:
+        """Send one request already on the wire's terms (head and body); its reply as it
+        arrives. The engine's chat requests come this way, past httpx's request and
+        response objects: a request's head is the same bytes every time but the
+        length."""
+        conn = await self._connection(key, connect_timeout)
         try:
-            body = await request.aread()
-            head = [b"%s %s HTTP/1.1\r\n" % (request.method.encode("ascii"), url.raw_path)]
-            head += [name + b": " + value + b"\r\n" for name, value in request.headers.raw]
-            conn.writer.write(b"".join(head) + b"\r\n" + body)
+            conn.writer.write(wire)
             try:
                 await conn.writer.drain()
             except (OSError, ssl.SSLError) as exc:
                 raise httpx.WriteError(f"{type(exc).__name__}: {exc}") from exc
-            status, reason, headers, version = await _read_head(conn, timeouts.get("read"))
+            status, reason, headers, version = await _read_head(conn, read_timeout)
+            length: int | None = None
+            chunked = False
+            keep = version == b"HTTP/1.1"
+            for name, value in headers:
+                lower = name.lower()
+                if lower == b"content-length":
+                    try:
+                        length = int(value)
+                    except ValueError:
+                        raise httpx.RemoteProtocolError(
+                            f"malformed Content-Length {value[:40]!r}") from None
+                elif lower == b"transfer-encoding":
+                    chunked = b"chunked" in value.lower()
+                elif lower == b"connection":
+                    keep = (keep and b"close" not in value.lower()) or \
+                        b"keep-alive" in value.lower()
         except BaseException:
             conn.close()
             self.forget()
             raise
-        length: int | None = None
-        chunked = False
-        keep = version == b"HTTP/1.1"
-        for name, value in headers:
-            lower = name.lower()
-            if lower == b"content-length":
-                try:
-                    length = int(value)
-                except ValueError:
-                    conn.close()
-                    self.forget()
-                    raise httpx.RemoteProtocolError(
-                        f"malformed Content-Length {value[:40]!r}") from None
-            elif lower == b"transfer-encoding":
-                chunked = b"chunked" in value.lower()
-            elif lower == b"connection":
-                keep = keep and b"close" not in value.lower()
-                keep = keep or b"keep-alive" in value.lower()
-        if request.method == "HEAD" or status in NO_BODY_STATUS:
+        if head_only or status in NO_BODY_STATUS:
             chunked, length = False, 0
-        stream = _Body(self, key, conn, length, chunked, keep, timeouts.get("read"))
-        return httpx.Response(status, headers=headers, stream=stream,
-                              extensions={"http_version": version,
-                                          "reason_phrase": reason})
+        body = _Body(self, key, conn, length, chunked, keep, read_timeout)
+        return RawReply(status, reason, headers, version, body)
 
     async def aclose(self) -> None:
         for conns in self._idle.values():

@@ -14,7 +14,12 @@ and a qualification run must go where the scenario says.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import httpx
+
+if TYPE_CHECKING:
+    from loadgen.engine.raw_http import RawTransport
 
 TRANSPORTS = ("auto", "raw", "aiohttp", "httpx")
 
@@ -39,7 +44,8 @@ def make_http_client(kind: Transport, concurrency: int, verify_tls: bool,
     elif (kind := resolve_transport(kind)) == "raw":
         from loadgen.engine.raw_http import RawTransport
 
-        transport = RawTransport(verify=verify_tls, limits=limits)
+        raw = RawTransport(verify=verify_tls, limits=limits)
+        return RawClient(raw, timeout)
     elif kind == "aiohttp":
         from httpx_aiohttp import AiohttpTransport
 
@@ -52,3 +58,13 @@ def make_http_client(kind: Transport, concurrency: int, verify_tls: bool,
         raise ValueError(f"unknown transport {kind!r}; choose from {TRANSPORTS}")
     return httpx.AsyncClient(transport=transport, timeout=timeout, trust_env=False,
                              follow_redirects=False)
+
+
+class RawClient(httpx.AsyncClient):
+    """An httpx client on the raw transport, which it names (`raw`): the engine sends its
+    chat requests to it directly, everything else goes through httpx as usual."""
+
+    def __init__(self, raw: RawTransport, timeout: httpx.Timeout) -> None:
+        super().__init__(transport=raw, timeout=timeout, trust_env=False,
+                         follow_redirects=False)
+        self.raw = raw

@@ -220,3 +220,48 @@ def test_no_more_connections_than_the_limit() -> None:
 
     asyncio.run(_with_server(handler, body))
     assert peak == 3
+
+
+def test_chat_requests_go_as_bytes_and_keep_their_connection() -> None:
+    """The engine's chat path (ChatClient on the raw transport, past httpx's objects):
+    the head a server sees, the reply judged, one connection for every request."""
+    import orjson
+
+    from loadgen.engine.client import ChatClient, Timeouts
+    from loadgen.engine.transport import make_http_client
+    from loadgen.records import RequestRecord
+
+    heads: list[bytes] = []
+    events = [{"choices": [{"delta": {"content": "The plan is changed."}}]},
+              {"choices": [{"delta": {}, "finish_reason": "stop"}]}]
+    sse = b"".join(b"data: " + orjson.dumps(e) + b"\n\n" for e in events) + b"data: [DONE]\n\n"
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            heads.append(await _request_head(reader))
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                         b"transfer-encoding: chunked\r\n\r\n"
+                         + _chunked([sse[i:i + 9] for i in range(0, len(sse), 9)]))
+            await writer.drain()
+
+    records: list[RequestRecord] = []
+
+    async def body(url: str) -> None:
+        timeouts = Timeouts(connect=2.0, first_token=5.0, idle=5.0, total=10.0)
+        async with make_http_client("raw", 4, True, 2.0) as http:
+            client = ChatClient(http, timeouts, api_key="sk-test")
+            for seq in range(5):
+                record = RequestRecord(run_id="r", scenario="s", phase="measurement",
+                                       seq=seq, endpoint=url, item_id="i")
+                await client.send(record, b'{"model": "m", "stream": true}', True)
+                records.append(record)
+
+    assert asyncio.run(_with_server(handler, body)) == [0]
+    assert [(r.status, r.content, r.finish_reason, r.error) for r in records] == \
+        [(200, "The plan is changed.", "stop", None)] * 5
+    first = heads[0].decode().lower().split("\r\n")
+    assert first[0] == "post /v1/chat/completions http/1.1"
+    for line in ("content-type: application/json", "accept: text/event-stream",
+                 "authorization: bearer sk-test", "content-length: 30"):
+        assert line in first, first
+    assert any(x.startswith("host: 127.0.0.1:") for x in first)
