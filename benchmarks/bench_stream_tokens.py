@@ -1,4 +1,4 @@
-"""Streamed tokens per client CPU-second on long replies: this checkout, an older one, locust.
+"""Streamed tokens (and requests) per client CPU-second: this checkout, an older one, locust.
 
 The project's stub (`loadgen.bench.stub`, burst mode, so the client is the bottleneck)
 serves replies of `--tokens` streamed tokens (1024 by default), pinned to one core. Three
@@ -413,14 +413,20 @@ def report(runs: list[Run], clients: list[str]) -> str:
             f"{r.tok_per_cpu_s:>10.0f} {r.window_stub_cpu_s / r.window_cpu_s:>8.0%} "
             f"{r.others_cores:>6.2f} {r.wall_s:>13.1f} {r.cpu_s:>6.2f} "
             f"{r.whole_tok_per_cpu_s:>10.0f}  {r.check}")
-    lines += ["", "medians (tok/s and tok/CPU-s in the steady-state window; the whole run beside)",
-              f"{'client':<7} {'tok/s':>8} {'tok/CPU-s':>10} {'whole tok/CPU-s':>16}"]
+    lines += ["", "medians (tok/s and tok/CPU-s in the steady-state window; the whole run beside;"
+              " requests: the same divided by the tokens of a reply)",
+              f"{'client':<7} {'tok/s':>8} {'tok/CPU-s':>10} {'whole tok/CPU-s':>16} "
+              f"{'req/s':>7} {'req/CPU-s':>10} {'CPU ms/req':>10}"]
     by = {c: [r for r in runs if r.client == c] for c in clients}
     for c in clients:
         rs = by[c]
+        per_cpu = statistics.median(r.tok_per_cpu_s for r in rs)
+        tokens = rs[0].tokens
         lines.append(f"{c:<7} {statistics.median(r.tok_per_s for r in rs):>8.0f} "
-                     f"{statistics.median(r.tok_per_cpu_s for r in rs):>10.0f} "
-                     f"{statistics.median(r.whole_tok_per_cpu_s for r in rs):>16.0f}")
+                     f"{per_cpu:>10.0f} "
+                     f"{statistics.median(r.whole_tok_per_cpu_s for r in rs):>16.0f} "
+                     f"{statistics.median(r.tok_per_s for r in rs) / tokens:>7.0f} "
+                     f"{per_cpu / tokens:>10.0f} {1000 * tokens / per_cpu:>10.3f}")
     lines += ["", "ratios of tok/CPU-s, round by round (the window; the whole run)"]
     for other in ("before", "locust"):
         if "after" in by and other in by:

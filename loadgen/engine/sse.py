@@ -56,7 +56,13 @@ class SSEParser:
             # of one line each, split at C speed; anything else takes the general path.
             parts = buf.split(b"\n\n")
             rest = parts.pop()
-            if all(p[:6] == b"data: " and b"\n" not in p for p in parts):
+            # Every part one `data: ` line, counted in C: no newline but the separators'
+            # own pairs, and a `data: ` at the start and after each separator. (A JSON
+            # string cannot hold a raw newline, so a separator is never inside a value.)
+            whole = len(buf) - len(rest)
+            if buf.count(b"\n", 0, whole) == 2 * len(parts) and (
+                    not parts or (buf.startswith(b"data: ")
+                    and buf.count(b"\n\ndata: ", 0, whole) == len(parts) - 1)):
                 self._buf = rest
                 if len(rest) > MAX_EVENT_BYTES:
                     self.problem = self.problem or f"SSE line over {MAX_EVENT_BYTES} bytes"

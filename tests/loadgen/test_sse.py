@@ -90,3 +90,37 @@ def test_fuzz_split_invariance(data: bytes, cut: int) -> None:
     whole = _parse([data])
     cut = min(cut, len(data))
     assert _parse([data[:cut], data[cut:]])[0] == whole[0]
+
+
+def _reference(stream: bytes) -> list[tuple[bytes, bytes]]:
+    """The event-stream rules, line by line (LF only), as the spec states them."""
+    events, data, name = [], [], b""
+    for line in stream.split(b"\n")[:-1]:  # the last piece has no line end yet
+        if not line:
+            if data:
+                events.append((b"\n".join(data), name))
+            data, name = [], b""
+        elif line.startswith(b"data:"):
+            data.append(line[6:] if line[5:6] == b" " else line[5:])
+        elif line.startswith(b"event:"):
+            name = line[6:].lstrip(b" ")
+    return events
+
+
+SSE_ATOMS = st.sampled_from([b"data: ", b"data:", b"event: error", b"\n", b"\n\n",
+                             b'{"a":1}', b"x", b"data: [DONE]", b": ping", b"\n\ndata: "])
+
+
+@given(st.lists(SSE_ATOMS, max_size=30), st.lists(st.integers(0, 300), max_size=6))
+def test_stream_like_input_gives_the_events_the_rules_give(atoms: list[bytes],
+                                                           cuts: list[int]) -> None:
+    """Streams made of SSE's own pieces, cut anywhere: the fast path (all `data:`
+    events) and the line-by-line path give what the rules give."""
+    stream = b"".join(atoms)
+    parser = SSEParser()
+    got = []
+    at = 0
+    for cut in [*sorted({min(c, len(stream)) for c in cuts}), len(stream)]:
+        got += [(e.data, e.event) for e in parser.feed(stream[at:cut])]
+        at = cut
+    assert got == _reference(stream)
