@@ -52,9 +52,12 @@ def could_fire(text: str, cfg: VerdictConfig) -> set[str] | None:
     if not language.mostly_english(words[:400]):
         return None
     out: set[str] = set()
-    common = language.english_common()
-    # unknown_words needs this many words outside English's most frequent in a window.
-    if len(words) - sum(map(common.__contains__, words)) >= \
+    # unknown_words needs this many words that are no language's in a window, and its
+    # languages for a Latin word always include English (`words.candidates`): so at
+    # least this many words English's whole word list lacks. (Its words are these
+    # tokens less names and words touching digits: never more of them.)
+    known = language.known_words("en")
+    if len(words) - sum(map(known.__contains__, words)) >= \
             math.ceil(cfg.garbled_lexicon_unknown_share * 10):
         out.add("unknown_words")
     # no_function_words needs a window of words with at most this many function words.
