@@ -50,6 +50,7 @@ from loadgen.history.identity import node_identity, server_columns
 from loadgen.history.spool import SPOOL_FILE, SpooledHistory
 from loadgen.history.statuses import RoundStatus, SoakStatus
 from loadgen.judge.gate import NOTHING_SENT
+from loadgen.judge.run_report import RunReport
 from loadgen.report.outcome import rebuild_reports
 from loadgen.results import (
     RECORDS_FILE,
@@ -176,7 +177,7 @@ def recover_round(history: History | SpooledHistory, soak_id: str,
                   row: dict[str, Any]) -> None:
     """A round left `running` by a process that died: rebuild its reports, record it partial."""
     directory = Path(row["results_dir"])
-    summary: dict[str, Any] | None = None
+    report: RunReport | None = None
     columns: dict[str, Any] = {}
     if is_run_dir(directory):
         with contextlib.suppress(BadInputError, OSError):
@@ -184,12 +185,11 @@ def recover_round(history: History | SpooledHistory, soak_id: str,
             if not facts.finished:
                 facts.interrupted = facts.interrupted or DIED_NOTE
                 write_run(directory, scenario, facts)
-            rebuilt = rebuild_reports(directory)
-            summary = rebuilt.summary
-            columns = server_columns(rebuilt.report.server, rebuilt.report.run.model)
-    results, verdicts = round_results(summary) if summary else ({}, {})
+            report = rebuild_reports(directory).report
+            columns = server_columns(report.server, report.run.model)
+    results, verdicts = round_results(report) if report is not None else ({}, {})
     results.update(columns)
-    complete = summary is not None and summary["gate"]["exit_code"] != ExitCode.INTERRUPTED
+    complete = report is not None and report.gate.exit_code != ExitCode.INTERRUPTED
     history.finish_round(soak_id, row["round"],
                          status=RoundStatus.COMPLETE if complete else RoundStatus.PARTIAL,
                          note=None if complete else DIED_NOTE,
@@ -339,7 +339,7 @@ class SoakSession:
             raise
         report = outcome.report
         interrupted = outcome.exit_code == ExitCode.INTERRUPTED
-        results, verdicts = round_results(outcome.summary)
+        results, verdicts = round_results(report)
         results.update(server_columns(report.server, report.run.model))
         self.history.finish_round(
             self.soak.soak_id, number,

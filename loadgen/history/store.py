@@ -27,11 +27,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loadgen.history.db import Database, connect, redact
 from loadgen.history.schema import ROUND_COLUMNS, ROUND_FACT_COLUMNS, SOAK_COLUMNS
 from loadgen.history.statuses import RoundStatus
+
+if TYPE_CHECKING:
+    from loadgen.judge.run_report import RunReport
 
 # Round columns filled from a finished round (its summary.json and server facts).
 RESULT_COLUMNS = (
@@ -232,36 +235,36 @@ def _check_columns(fields: dict[str, Any], allowed: set[str]) -> None:
         raise ValueError(f"unknown history columns: {sorted(unknown)}")
 
 
-def round_results(summary: dict[str, Any]) -> tuple[dict[str, Any], dict[str, dict[str, int]]]:
-    """A round's summary.json -> (round columns, {phase: {verdict: records carrying it}})."""
-    gate = summary.get("gate") or {}
-    target = summary.get("target") or {}
-    measurement = (summary.get("phases") or {}).get("measurement") or {}
-    latency = measurement.get("latency_s") or {}
+def round_results(report: RunReport) -> tuple[dict[str, Any], dict[str, dict[str, int]]]:
+    """A round's judged run -> (round columns, {phase: {verdict: records carrying it}}).
+
+    Read from the typed report the round's reports were written from, never from
+    summary.json by key: a renamed field is a type error here, not a silent None."""
+    gate, server = report.gate, report.server
+    phases = report.phase_summaries
+    measurement = phases.get("measurement")
+    latency = measurement.latency_s if measurement is not None else {}
 
     def q(key: str, p: str) -> float | None:
         return (latency.get(key) or {}).get(p)
 
-    versions = target.get("vllm_versions") or target.get("server_versions") or []
     results = {
-        "run_id": summary.get("run_id"),
-        "vllm_version": ",".join(versions) or None,
-        "c128a_layout": target.get("c128a_layout"),
-        "server_restarts": (summary.get("run") or {}).get("server_restarts"),
-        "requests": sum(int(p.get("requests") or 0)
-                        for p in (summary.get("phases") or {}).values()),
-        "measured": gate.get("measured"),
-        "gated_failures": gate.get("failures"),
-        "allowed": gate.get("allowed"),
-        "role": gate.get("role"),
-        "upper_bound_95": gate.get("upper_bound_95"),
-        "lower_bound_95": gate.get("lower_bound_95"),
-        "exit_code": gate.get("exit_code"),
+        "run_id": report.run.run_id,
+        "vllm_version": ",".join(server.vllm_versions) or None,
+        "c128a_layout": server.layout,
+        "server_restarts": report.run.server_restarts,
+        "requests": sum(p.requests for p in phases.values()),
+        "measured": gate.measured,
+        "gated_failures": gate.failures,
+        "allowed": gate.allowed,
+        "role": str(gate.role),
+        "upper_bound_95": gate.upper_bound_95,
+        "lower_bound_95": gate.lower_bound_95,
+        "exit_code": gate.exit_code,
         "ttft_p50": q("ttft", "p50"), "ttft_p90": q("ttft", "p90"), "ttft_p99": q("ttft", "p99"),
         "itl_p50": q("inter_token", "p50"), "itl_p99": q("inter_token", "p99"),
         "e2e_p50": q("e2e", "p50"), "e2e_p99": q("e2e", "p99"),
-        "tokens_per_s": measurement.get("tokens_per_s"),
+        "tokens_per_s": measurement.tokens_per_s if measurement is not None else None,
     }
-    verdicts = {phase: {str(k): int(v) for k, v in (p.get("verdicts") or {}).items()}
-                for phase, p in (summary.get("phases") or {}).items()}
+    verdicts = {phase: dict(p.verdicts) for phase, p in phases.items()}
     return results, verdicts
