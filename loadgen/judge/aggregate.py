@@ -15,7 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from loadgen.judge.run_level import Changed, Revision, Rule, combine, own_verdicts
+from loadgen.judge.run_level import (
+    Changed,
+    Revision,
+    Rule,
+    RuleSummary,
+    combine,
+    own_verdicts,
+)
+from loadgen.judge.run_level.reference import ReferenceSummary
 from loadgen.records import RequestRecord, iter_record_dicts
 from loadgen.results import RECORDS_FILE
 from loadgen.taxonomy import RUN_LEVEL, Verdict, counts_as_infra_error
@@ -189,7 +197,13 @@ class RunStats:
     #: What the run-level rules changed: one entry per revised record (run_level.jsonl).
     changed: list[Changed] = field(default_factory=list)
     #: What each run-level rule says beyond its revisions (the reference agreement).
-    rule_summaries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    rule_summaries: dict[str, RuleSummary] = field(default_factory=dict)
+
+    @property
+    def reference(self) -> ReferenceSummary | None:
+        """The reference phase's agreement, where the run had one."""
+        found = self.rule_summaries.get("reference")
+        return found if isinstance(found, ReferenceSummary) else None
 
     def timeline(self) -> list[TimelinePoint]:
         """Every phase's points, in request order."""

@@ -21,6 +21,7 @@ from loadgen.exit_codes import ExitCode
 from loadgen.judge.aggregate import PhaseStats
 from loadgen.judge.checks import Check, CheckKind
 from loadgen.judge.receipt_rules import receipts_check, receipts_statement, stride_check
+from loadgen.judge.run_level.reference import ReferenceSummary
 from loadgen.judge.spread import FailureSpread, failure_spread
 from loadgen.load_claim import LoadClaim, describe
 from loadgen.run_facts import RunFacts
@@ -83,7 +84,7 @@ class GateContext:
     answered: int | None = None
     #: The reference phase's statistics and the reference rule's summary (its oracles).
     reference_stats: PhaseStats | None = None
-    reference_summary: dict[str, Any] | None = None
+    reference_summary: ReferenceSummary | None = None
 
 
 #: What a run without a rate to bound says instead (`no_rate`).
@@ -192,9 +193,9 @@ def reference_checks(cfg: GateConfig, context: GateContext) -> list[Check]:
     st = context.reference_stats or PhaseStats()
     failed = len(st.failing_seqs)
     answered = replies(st)
-    summary = context.reference_summary or {}
-    oracles = int(summary.get("oracles") or 0)
-    unusable = summary.get("unusable") or {}
+    summary = context.reference_summary
+    oracles = summary.oracles if summary is not None else 0
+    unusable = summary.unusable if summary is not None else {}
     why = "; ".join(sorted({str(v) for v in unusable.values()})) or "no solo reply came"
     return [
         Check(f"reference phase: the server alone fails <= {cfg.allowed}",

@@ -130,6 +130,6 @@ def judge_run(out_dir: Path) -> RunReport:
                           sent=sum(st.requests for st in stats.phases.values()),
                           answered=sum(replies(st) for st in stats.phases.values()),
                           reference_stats=stats.phases.get("reference"),
-                          reference_summary=stats.rule_summaries.get("reference"))
+                          reference_summary=stats.reference)
     gate = evaluate(scenario.gate, stats.phases.get("measurement"), run, server, context)
     return RunReport(out_dir, scenario, run, server, stats, gate)

@@ -170,5 +170,5 @@ def render_html(report: RunReport) -> str:
         server=server_words(report.server),
         forensics=[(n, st.failures) for n, st in report.stats.phases.items() if st.failures],
         findings=findings_lines, load=load_text(report), derived=run_level_text(report),
-        reference=reference_lines(report.stats.rule_summaries.get("reference")),
+        reference=reference_lines(report.stats.reference),
     )

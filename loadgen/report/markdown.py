@@ -111,7 +111,7 @@ def render_markdown(report: RunReport) -> str:
         lines.append(f"| patch receipts | {words.processes} |")
     if words.receipts:
         lines += ["", words.receipts]
-    reference = reference_lines(report.stats.rule_summaries.get("reference"))
+    reference = reference_lines(report.stats.reference)
     if reference:
         lines += ["", "## Reference phase: the same server alone", "", *reference]
     if words.telemetry or words.telemetry_note:

@@ -4,9 +4,9 @@ shared by every human-readable report."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from loadgen.judge.run_level import Changed
+from loadgen.judge.run_level.reference import ReferenceSummary
 from loadgen.judge.run_report import RunReport
 from loadgen.load_claim import LoadClaim, describe
 from loadgen.taxonomy import Verdict, by_severity
@@ -98,29 +98,28 @@ def run_level_lines(report: RunReport) -> list[str]:
     return lines
 
 
-def reference_lines(summary: dict[str, Any] | None) -> list[str]:
+def reference_lines(summary: ReferenceSummary | None) -> list[str]:
     """The reference phase in a few sentences (empty when it did not run)."""
-    if not summary:
+    if summary is None:
         return []
-    sim = summary.get("similarity") or {}
+    sim = summary.similarity
     lines = [
-        f"{summary.get('solo_replies', 0)} body(ies) answered alone "
-        f"({summary.get('oracles', 0)} of them usable as an oracle); "
-        f"{summary.get('compared', 0)} loaded replies held to them: "
-        f"{summary.get('verifiable_mismatches', 0)} disagree in their verifiable fields "
+        f"{summary.solo_replies} body(ies) answered alone "
+        f"({summary.oracles} of them usable as an oracle); "
+        f"{summary.compared} loaded replies held to them: "
+        f"{summary.verifiable_mismatches} disagree in their verifiable fields "
         f"(tool call or prose, functions, ids and enums, the codes stated).",
     ]
-    if summary.get("texts_compared"):
+    if summary.texts_compared:
         lines.append(
-            f"Free text of {summary['texts_compared']} of them: {summary.get('identical', 0)} "
+            f"Free text of {summary.texts_compared} of them: {summary.identical} "
             f"identical; similarity min {sim.get('min')}, p10 {sim.get('p10')}, "
             f"median {sim.get('p50')}; reasoning similarity median "
-            f"{(summary.get('reasoning_similarity') or {}).get('p50')} ("
-            + ("gated: the server is declared batch-invariant)" if summary.get("batch_invariant")
+            f"{summary.reasoning_similarity.get('p50')} ("
+            + ("gated: the server is declared batch-invariant)" if summary.batch_invariant
                else "reported, not gated: the server is not declared batch-invariant)"))
-    unusable = summary.get("unusable") or {}
-    if unusable:
-        lines.append(f"{len(unusable)} solo reply(ies) were no oracle (broken alone: "
-                     + "; ".join(sorted(set(unusable.values())))[:200] + "): loaded replies "
-                     "of those bodies were not held to them.")
+    if summary.unusable:
+        lines.append(f"{len(summary.unusable)} solo reply(ies) were no oracle (broken alone: "
+                     + "; ".join(sorted(set(summary.unusable.values())))[:200]
+                     + "): loaded replies of those bodies were not held to them.")
     return lines

@@ -29,7 +29,7 @@ def summary_document(report: RunReport) -> dict[str, Any]:
         "phases": {name: ph.to_dict() for name, ph in report.phase_summaries.items()},
         "divergent_seqs": report.stats.seqs_with(Verdict.DIVERGENT)[:1000],
         "run_level": run_level_summary(report),
-        "reference": report.stats.rule_summaries.get("reference"),
+        "reference": report.stats.reference.to_dict() if report.stats.reference else None,
         "load": report.run.load or None,
         "gate": report.gate.to_dict(),
         "client": report.run.client,

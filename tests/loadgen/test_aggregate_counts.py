@@ -321,7 +321,7 @@ def test_each_rule_summary_is_kept_by_its_name(tmp_path: Path) -> None:
     scenario = Scenario.model_validate({"name": "s", "reference": {"requests": 1}})
     stats = counted(tmp_path, [rec(0)], scenario=scenario)
     assert list(stats.rule_summaries) == ["reference"]
-    assert stats.rule_summaries["reference"]["solo_replies"] == 0
+    assert stats.reference is not None and stats.reference.solo_replies == 0
     assert counted(tmp_path / "b", [rec(0)]).rule_summaries == {}
 
 

@@ -14,6 +14,7 @@ import pytest
 from loadgen.judge import gate as gate_mod
 from loadgen.judge.aggregate import PhaseStats, TimelinePoint
 from loadgen.judge.gate import GateContext, GateResult
+from loadgen.judge.run_level.reference import ReferenceSummary
 from loadgen.run_facts import RunFacts
 from loadgen.scenario import GateConfig
 from loadgen.targets.facts import ServerFacts
@@ -298,7 +299,11 @@ def test_one_priming_request_asked_is_checked_and_its_loss_makes_the_run_invalid
 
 def oracle(solo: int) -> dict[str, Any]:
     """A reference phase of `solo` clean solo replies, each an oracle."""
-    return {"reference_stats": stats(solo), "reference_summary": {"oracles": solo}}
+    summary = ReferenceSummary(solo_replies=solo, oracles=solo, unusable={}, compared=0,
+                               verifiable_mismatches=0, identical=0, texts_compared=0,
+                               similarity={}, reasoning_similarity={}, batch_invariant=False,
+                               per_request=[])
+    return {"reference_stats": stats(solo), "reference_summary": summary}
 
 
 def test_one_reference_request_is_enough_for_the_acceptance_check() -> None:

@@ -159,7 +159,7 @@ def test_only_completed_measured_replies_are_held_to_the_solo_reply() -> None:
                   rec(4, "reference")])
     assert set(rule.revisions()) == {2}
     summary = rule.summary()
-    assert (summary["compared"], summary["verifiable_mismatches"]) == (2, 1)
+    assert (summary.compared, summary.verifiable_mismatches) == (2, 1)
 
 
 def test_records_without_a_body_hash_are_not_compared() -> None:
@@ -167,7 +167,7 @@ def test_records_without_a_body_hash_are_not_compared() -> None:
                   {"seq": 2, "phase": "reference", "verdicts": ["ok"]},
                   {"seq": 3, "phase": "measurement", "verdicts": ["ok"], "content": "x"}])
     assert rule.revisions() == {}
-    assert rule.summary()["solo_replies"] == 0 and rule.summary()["compared"] == 0
+    assert rule.summary().solo_replies == 0 and rule.summary().compared == 0
 
 
 def test_a_sampled_body_with_no_measured_reply_compares_nothing() -> None:
@@ -175,8 +175,8 @@ def test_a_sampled_body_with_no_measured_reply_compares_nothing() -> None:
                   rec(2, body="b3")])
     assert rule.revisions() == {}
     summary = rule.summary()
-    assert (summary["solo_replies"], summary["oracles"], summary["compared"],
-            summary["texts_compared"]) == (1, 1, 0, 0)
+    assert (summary.solo_replies, summary.oracles, summary.compared,
+            summary.texts_compared) == (1, 1, 0, 0)
 
 
 def test_why_a_solo_reply_is_no_oracle_names_all_its_verdicts() -> None:
@@ -185,7 +185,7 @@ def test_why_a_solo_reply_is_no_oracle_names_all_its_verdicts() -> None:
                   rec(3, "reference", body="b2",
                       verdicts=["stuck_in_reasoning", "reasoning_loop", "truncated"])])
     # Never replied: every verdict it has; replied but broken: the gated ones, sorted.
-    assert rule.summary()["unusable"] == {"b1": "stream_error, truncated",
+    assert rule.summary().unusable == {"b1": "stream_error, truncated",
                                           "b2": "reasoning_loop, stuck_in_reasoning, truncated"}
 
 
@@ -193,11 +193,11 @@ def test_mismatches_are_counted_over_every_compared_reply() -> None:
     free = [call(arguments='{"account_id": "Q1RST1", "plan": "free"}')]
     rule = judge([rec(0, calls=free), rec(1), rec(2), rec(3, "reference")])
     summary = rule.summary()
-    assert (summary["compared"], summary["verifiable_mismatches"]) == (3, 1)
-    rows = {r["seq"]: r for r in summary["per_request"]}
+    assert (summary.compared, summary.verifiable_mismatches) == (3, 1)
+    rows = {r["seq"]: r for r in summary.per_request}
     assert [rows[s]["verifiable_equal"] for s in (0, 1, 2)] == [False, True, True]
     assert [rows[s]["identical"] for s in (0, 1, 2)] == [False, True, True]
-    assert summary["identical"] == 2
+    assert summary.identical == 2
 
 
 # --------------------------------------------------------------- the summary's figures
@@ -208,7 +208,7 @@ def test_a_summary_states_every_figure() -> None:
     summary = rule.summary()
     row = agreement("The plan is pro.\nchange_plan(" + ARGS + ")",
                     "The plan is free.\nchange_plan(" + ARGS + ")")
-    assert summary == {
+    assert summary.to_dict() == {
         "solo_replies": 1, "oracles": 1, "unusable": {}, "compared": 1,
         "verifiable_mismatches": 0, "identical": 0, "texts_compared": 1,
         "similarity": {"min": row["similarity"], "p10": row["similarity"],
@@ -221,26 +221,26 @@ def test_a_summary_states_every_figure() -> None:
                          "reasoning_first_divergence": None,
                          "reasoning_similarity": 1.0}],
     }
-    assert judge([rec(0)], batch_invariant=True).summary()["batch_invariant"] is True
+    assert judge([rec(0)], batch_invariant=True).summary().batch_invariant is True
     # A line without an item id is shown without one.
     nameless = rec(0)
     del nameless["item_id"]
-    (row,) = judge([nameless, rec(1, "reference")]).summary()["per_request"]
+    (row,) = judge([nameless, rec(1, "reference")]).summary().per_request
     assert row["item_id"] == ""
 
 
 def test_without_texts_the_distribution_is_empty_not_zero() -> None:
     summary = judge([rec(0, "reference")]).summary()
     empty = {"min": None, "p10": None, "p50": None, "max": None}
-    assert summary["similarity"] == empty and summary["reasoning_similarity"] == empty
-    assert summary["per_request"] == [] and summary["texts_compared"] == 0
+    assert summary.similarity == empty and summary.reasoning_similarity == empty
+    assert summary.per_request == [] and summary.texts_compared == 0
 
 
 def test_where_the_answers_part_counts_content_then_each_call() -> None:
     loaded = rec(0, content="Done.", calls=[call(arguments='{"note": "as you asked"}')])
     solo = rec(1, "reference", content="Done.", calls=[call(arguments='{"note": "as asked"}')])
     assert answer_text(loaded) == 'Done.\nchange_plan({"note": "as you asked"})'
-    (row,) = judge([loaded, solo]).summary()["per_request"]
+    (row,) = judge([loaded, solo]).summary().per_request
     assert row["first_divergence"] == len('Done.\nchange_plan({"note": "as ')
     assert row["verifiable_equal"] is True and row["similarity"] < 1.0
 
@@ -249,7 +249,7 @@ def test_reasoning_agreement_is_reported_apart_from_the_answer() -> None:
     rows = judge([rec(0, reasoning="XEHM4B moves to pro."),
                   rec(1, reasoning=""),
                   rec(2, reasoning="XEHM4B moves to free."),
-                  rec(3, "reference", reasoning="XEHM4B moves to pro.")]).summary()["per_request"]
+                  rec(3, "reference", reasoning="XEHM4B moves to pro.")]).summary().per_request
     by_seq = {r["seq"]: r for r in rows}
     assert (by_seq[0]["reasoning_first_divergence"], by_seq[0]["reasoning_similarity"]) == \
         (None, 1.0)
@@ -261,11 +261,11 @@ def test_reasoning_agreement_is_reported_apart_from_the_answer() -> None:
     # Any reasoning at all is not the same reply as none.
     for text in ("XXXX", " "):
         (row,) = judge([rec(0, reasoning=text), rec(1, "reference", reasoning="")]
-                       ).summary()["per_request"]
+                       ).summary().per_request
         assert row["identical"] is False
     # A solo reply that did not reason, against a loaded one that did.
     (row,) = judge([rec(0, reasoning="XEHM4B"), rec(1, "reference", reasoning="")]
-                   ).summary()["per_request"]
+                   ).summary().per_request
     assert (row["reasoning_first_divergence"], row["reasoning_similarity"]) == (0, 0.0)
 
 
@@ -282,17 +282,17 @@ def test_the_distribution_takes_its_quantiles_at_the_nearest_rank() -> None:
     summary = judge([*records, rec(9, "reference", content=solo, calls=[])]).summary()
     sims = sorted(agreement(a, solo)["similarity"] for a in answers)
     assert len(set(sims)) == 4
-    assert summary["similarity"] == {"min": sims[0], "p10": sims[0], "p50": sims[2],
+    assert summary.similarity == {"min": sims[0], "p10": sims[0], "p50": sims[2],
                                      "max": sims[3]}
     # Two: the median is the upper one.
     two = judge([*records[:2], rec(9, "reference", content=solo, calls=[])]).summary()
-    assert two["similarity"]["p50"] == 1.0 and two["similarity"]["min"] < 1.0
+    assert two.similarity["p50"] == 1.0 and two.similarity["min"] < 1.0
     # Eleven (one per body: a body keeps the text of eight): p10 is the second least alike.
     many = [rec(i, body=f"b{i}", content=solo[:10 - i] + "x" * i, calls=[]) for i in range(11)]
     solos = [rec(100 + i, "reference", body=f"b{i}", content=solo, calls=[]) for i in range(11)]
     eleven = judge([*many, *solos]).summary()
     sims = sorted(agreement(solo[:10 - i] + "x" * i, solo)["similarity"] for i in range(11))
-    assert eleven["similarity"]["p10"] == sims[1] and eleven["similarity"]["p50"] == sims[5]
+    assert eleven.similarity["p10"] == sims[1] and eleven.similarity["p50"] == sims[5]
 
 
 def test_texts_are_kept_for_at_most_eight_loaded_replies_per_body() -> None:
@@ -300,9 +300,9 @@ def test_texts_are_kept_for_at_most_eight_loaded_replies_per_body() -> None:
     rule = judge([*(rec(i) for i in range(9)), rec(9, calls=free), rec(10, "reference")])
     summary = rule.summary()
     # Every reply is held to the solo one; the text of the first eight is compared.
-    assert (summary["compared"], summary["verifiable_mismatches"]) == (10, 1)
-    assert summary["texts_compared"] == 8 and set(rule.revisions()) == {9}
-    assert sorted(r["seq"] for r in summary["per_request"]) == list(range(8))
+    assert (summary.compared, summary.verifiable_mismatches) == (10, 1)
+    assert summary.texts_compared == 8 and set(rule.revisions()) == {9}
+    assert sorted(r["seq"] for r in summary.per_request) == list(range(8))
 
 
 def test_per_request_rows_stop_at_200_least_alike_first() -> None:
@@ -312,8 +312,8 @@ def test_per_request_rows_stop_at_200_least_alike_first() -> None:
                         calls=[]) for i in range(8)]
         records.append(rec(1000 + b, "reference", body=f"b{b}", content=f"answer {b}", calls=[]))
     summary = judge(records).summary()
-    assert summary["texts_compared"] == 208 and len(summary["per_request"]) == 200
-    assert [r["similarity"] < 1.0 for r in summary["per_request"][:26]] == [True] * 26
+    assert summary.texts_compared == 208 and len(summary.per_request) == 200
+    assert [r["similarity"] < 1.0 for r in summary.per_request[:26]] == [True] * 26
 
 
 # ------------------------------------------------ through the report's counting pass
@@ -327,8 +327,8 @@ def test_a_line_without_a_seq_is_judged_as_its_own_record(tmp_path: Path) -> Non
     scenario = Scenario.model_validate({"name": "s", "reference": {"requests": 1}})
     stats = counted(tmp_path, [lost, rec(1), rec(2, "reference")], scenario=scenario)
     assert [(c.seq, c.verdicts) for c in stats.changed] == [(-1, ["reference_mismatch"])]
-    ref = stats.rule_summaries["reference"]
-    assert sorted(r["seq"] for r in ref["per_request"]) == [-1, 1]
+    ref = stats.reference
+    assert ref is not None and sorted(r["seq"] for r in ref.per_request) == [-1, 1]
 
 
 @pytest.mark.parametrize("requests", [0, 1])
@@ -350,7 +350,8 @@ def test_a_call_whose_function_is_no_object_does_not_stop_the_report(tmp_path: P
     scenario = Scenario.model_validate({"name": "s", "reference": {"requests": 1}})
     stats = counted(tmp_path, [rec(0, calls=junk, greedy=True), rec(1, calls=junk, greedy=True),
                                rec(2, "reference", calls=junk)], scenario=scenario)
-    assert stats.changed == [] and stats.rule_summaries["reference"]["texts_compared"] == 2
+    assert stats.reference is not None
+    assert stats.changed == [] and stats.reference.texts_compared == 2
 
 
 # ------------------------------------------- what must agree, and not the path taken

@@ -41,7 +41,7 @@ def test_a_loaded_reply_is_held_to_its_solo_reply() -> None:
     assert revisions[1].add == {Verdict.REFERENCE_MISMATCH}
     assert revisions[1].findings["reference_mismatch"]["reference_seq"] == 2
     summary = rule.summary()
-    assert (summary["compared"], summary["verifiable_mismatches"]) == (2, 1)
+    assert (summary.compared, summary.verifiable_mismatches) == (2, 1)
 
 
 def test_wording_is_held_only_on_a_batch_invariant_server() -> None:
@@ -56,11 +56,11 @@ def test_a_broken_solo_reply_is_no_oracle_but_agreement_is_still_reported() -> N
                   rec(1, "reference", verdicts=["stuck_in_reasoning"])])
     assert rule.revisions() == {}
     summary = rule.summary()
-    assert summary["oracles"] == 0 and summary["unusable"] == {"b1": "stuck_in_reasoning"}
-    assert summary["texts_compared"] == 1 and summary["per_request"][0]["oracle"] is False
+    assert summary.oracles == 0 and summary.unusable == {"b1": "stuck_in_reasoning"}
+    assert summary.texts_compared == 1 and summary.per_request[0]["oracle"] is False
     # A solo request that never got a reply is left out altogether.
     gone = judge([rec(0, "measurement"), rec(1, "reference", verdicts=["http_error"])])
-    assert gone.summary()["solo_replies"] == 0 and gone.revisions() == {}
+    assert gone.summary().solo_replies == 0 and gone.revisions() == {}
 
 
 def test_agreement_says_where_two_texts_part_and_how_alike_they_are() -> None:

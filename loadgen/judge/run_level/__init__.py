@@ -73,9 +73,15 @@ class Rule(Protocol):
         """After every record was seen: seq -> what this rule changes about it."""
         ...
 
-    def summary(self) -> dict[str, Any] | None:
+    def summary(self) -> RuleSummary | None:
         """What the run's reports say about this rule beyond the records it revised."""
         ...
+
+
+class RuleSummary(Protocol):
+    """A rule's own figures, typed; summary.json holds `to_dict()`."""
+
+    def to_dict(self) -> dict[str, Any]: ...
 
 
 def own_verdicts(record: dict[str, Any]) -> list[str]:

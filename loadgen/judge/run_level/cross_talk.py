@@ -197,5 +197,5 @@ class CrossTalk:
 
         return all(explained(w) for w in wrong if isinstance(w, dict))
 
-    def summary(self) -> dict[str, Any] | None:
+    def summary(self) -> None:
         return None

@@ -75,5 +75,5 @@ class Divergent:
         return {seq: Revision(add={Verdict.DIVERGENT})
                 for seq in divergent_seqs(self._entries)}
 
-    def summary(self) -> dict[str, Any] | None:
+    def summary(self) -> None:
         return None

@@ -35,7 +35,7 @@ a reference phase that left no oracle at all makes the run invalid (`judge.gate`
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import orjson
@@ -253,7 +253,7 @@ class ReferenceAgreement:
         """Solo replies that are not broken themselves: what loaded replies are held to."""
         return [(body, solo) for body, solo in self._solo.items() if body not in self._unusable]
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> ReferenceSummary:
         """Per request and as a distribution: how loaded replies agree with solo ones (the
         text of every completed solo reply; the verifiable fields of the oracles only)."""
         rows = []
@@ -277,19 +277,40 @@ class ReferenceAgreement:
                                  "reasoning_similarity": thought["similarity"]})
         sims = sorted(r["similarity"] for r in rows)
         thoughts = sorted(r["reasoning_similarity"] for r in rows)
-        return {
-            "solo_replies": len(self._solo),
-            "oracles": len(self._oracles()),
-            "unusable": dict(sorted(self._unusable.items())),
-            "compared": compared,
-            "verifiable_mismatches": mismatched,
-            "identical": sum(r["identical"] for r in rows),
-            "texts_compared": len(rows),
-            "similarity": _quantiles(sims),
-            "reasoning_similarity": _quantiles(thoughts),
-            "batch_invariant": self.cfg.batch_invariant,
-            "per_request": sorted(rows, key=lambda r: (r["similarity"], r["seq"]))[:200],
-        }
+        return ReferenceSummary(
+            solo_replies=len(self._solo),
+            oracles=len(self._oracles()),
+            unusable=dict(sorted(self._unusable.items())),
+            compared=compared,
+            verifiable_mismatches=mismatched,
+            identical=sum(r["identical"] for r in rows),
+            texts_compared=len(rows),
+            similarity=_quantiles(sims),
+            reasoning_similarity=_quantiles(thoughts),
+            batch_invariant=self.cfg.batch_invariant,
+            per_request=sorted(rows, key=lambda r: (r["similarity"], r["seq"]))[:200],
+        )
+
+
+@dataclass(frozen=True)
+class ReferenceSummary:
+    """How the loaded replies agree with the solo ones: summary.json's `reference`
+    (`to_dict`), and what the gate and every report read, by attribute."""
+
+    solo_replies: int  # bodies answered alone
+    oracles: int  # of them usable (not broken alone)
+    unusable: dict[str, str]  # body -> why its solo reply is no oracle
+    compared: int  # loaded replies held to an oracle
+    verifiable_mismatches: int
+    identical: int  # loaded replies word for word their solo reply's
+    texts_compared: int
+    similarity: dict[str, float | None]  # quantiles of the answers' similarity
+    reasoning_similarity: dict[str, float | None]
+    batch_invariant: bool
+    per_request: list[dict[str, Any]]  # the 200 least similar, one row a loaded reply
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 def _shown(fields: tuple[Any, ...]) -> str:
