@@ -257,8 +257,8 @@ def evaluate(cfg: GateConfig, stats: PhaseStats | None, run: RunFacts,
               + (f"; {needed} are needed to prove a failure rate below "
                  f"{100 * cfg.prove_below:g}% at 95% with {cfg.allowed} allowed"
                  if candidate else ""), kind=CheckKind.ERROR),
-        receipts_check(cfg, server.receipts, server.selection.get("receipts_dir"), measured,
-                       server.selection.get("receipts_dir_state")),
+        receipts_check(cfg, server.receipts, server.selection.receipts_dir, measured,
+                       server.selection.receipts_dir_state),
     ]
     if cfg.fail_on_stride_violations:
         checks.append(stride_check(server.receipts, cfg.role))

@@ -21,19 +21,17 @@ def layout_text(server: ServerFacts) -> str:
 def receipts_text(server: ServerFacts) -> str:
     """Which receipts were counted and why; empty when no receipts were looked for."""
     selection = server.selection
-    ignored = selection.get("ignored") or 0
-    if not selection.get("kept") and not ignored:
-        directory = selection.get("receipts_dir")
+    if not selection.kept and not selection.ignored:
+        directory = selection.receipts_dir
         return f"No patch receipt found in {directory}." if directory else ""
-    text = (f"Patch receipts counted: {selection.get('kept', 0)}, those of the measured "
-            f"endpoints' current server starts (by {selection.get('basis')})")
-    untied = [e["problem"] for e in selection.get("endpoints") or [] if e.get("problem")]
+    text = (f"Patch receipts counted: {selection.kept}, those of the measured "
+            f"endpoints' current server starts (by {selection.basis})")
+    untied = [e.problem for e in selection.endpoints if e.problem]
     if untied:
         text += "; " + "; ".join(untied)
-    if ignored:
-        listed = "; ".join(f"{a['file']}: {a['reason']}"
-                           for a in (selection.get("set_aside") or [])[:5])
-        text += f"; {ignored} receipt(s) set aside ({listed[:600]})"
+    if selection.ignored:
+        listed = "; ".join(f"{a.file}: {a.reason}" for a in selection.set_aside[:5])
+        text += f"; {selection.ignored} receipt(s) set aside ({listed[:600]})"
     return text + "."
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from loadgen.judge.run_level import RUN_LEVEL_FILE
 from loadgen.judge.run_report import RunReport
+from loadgen.targets.receipts import ReceiptsSelection
 from loadgen.taxonomy import Verdict
 
 
@@ -23,7 +24,8 @@ def summary_document(report: RunReport) -> dict[str, Any]:
             "vllm_versions": server.receipts.vllm_versions,
             "server_versions": server.versions,
             "receipts": server.receipts.summary(),
-            "receipts_selection": server.selection or None,
+            "receipts_selection": (server.selection.to_dict()
+                                   if server.selection != ReceiptsSelection() else None),
         },
         "telemetry": server.telemetry,
         "phases": {name: ph.to_dict() for name, ph in report.phase_summaries.items()},

@@ -35,6 +35,7 @@ from loadgen.targets.receipts import (
     EndpointStart,
     ProcessReceipt,
     ReceiptFacts,
+    ReceiptsSelection,
     SetAside,
     receipt_server_id,
 )
@@ -260,18 +261,19 @@ def select_receipts(server_doc: dict[str, Any]) -> dict[str, Any]:
             set_aside.append(receipt)
     doc = dict(server_doc)
     doc["receipts"] = receipts
-    doc["receipts_selection"] = {
-        "receipts_dir": server_doc.get("receipts_dir"),
-        "receipts_dir_state": server_doc.get("receipts_dir_state"),
-        "basis": "the server id each measured endpoint exports on /metrics "
-                 f"({SERVER_INFO_METRIC}) at the run's start and end",
-        "endpoints": [e.to_dict() for e in endpoints],
-        "kept": len(kept),
-        "ignored": len(set_aside),
-        "ignored_files": [str(r.get("file")) for r in set_aside][:LISTED_SET_ASIDE],
-        "set_aside": [{"file": str(r.get("file")), "reason": r["set_aside"]}
-                      for r in set_aside][:LISTED_SET_ASIDE],
-    }
+    dir_value, state = server_doc.get("receipts_dir"), server_doc.get("receipts_dir_state")
+    doc["receipts_selection"] = ReceiptsSelection(
+        receipts_dir=dir_value if isinstance(dir_value, str) else None,
+        receipts_dir_state=state if isinstance(state, str) else None,
+        basis="the server id each measured endpoint exports on /metrics "
+              f"({SERVER_INFO_METRIC}) at the run's start and end",
+        endpoints=tuple(endpoints),
+        kept=len(kept),
+        ignored=len(set_aside),
+        ignored_files=tuple(str(r.get("file")) for r in set_aside[:LISTED_SET_ASIDE]),
+        set_aside=tuple(SetAside(str(r.get("file")), str(r["set_aside"]))
+                        for r in set_aside[:LISTED_SET_ASIDE]),
+    ).to_dict()
     facts = ReceiptFacts.from_dicts(kept)
     doc["receipts_summary"] = facts.summary()
     doc["c128a_layout"], doc["c128a_layout_source"] = _layout(servers, facts.processes)
@@ -280,13 +282,11 @@ def select_receipts(server_doc: dict[str, Any]) -> dict[str, Any]:
 
 def receipt_facts(selected: dict[str, Any]) -> ReceiptFacts:
     """The counted receipts of a selected server.json, with the endpoints and the rest."""
-    selection = selected.get("receipts_selection") or {}
+    selection = ReceiptsSelection.from_dict(selected.get("receipts_selection"))
     return ReceiptFacts.from_dicts(
         [r for r in selected.get("receipts") or [] if r.get("counted")],
-        endpoints=[EndpointStart.from_dict(e) for e in selection.get("endpoints") or []],
-        set_aside=[SetAside(str(s.get("file")), str(s.get("reason")))
-                   for s in selection.get("set_aside") or []],
-        set_aside_count=selection.get("ignored"))
+        endpoints=list(selection.endpoints), set_aside=list(selection.set_aside),
+        set_aside_count=selection.ignored)
 
 
 def _layout(servers: dict[str, Any],

@@ -18,7 +18,7 @@ from loadgen.targets.epochs import (
     receipt_facts,
     select_receipts,
 )
-from loadgen.targets.receipts import ReceiptFacts
+from loadgen.targets.receipts import ReceiptFacts, ReceiptsSelection
 from loadgen.targets.telemetry_summary import acceptance_by_server, phase_acceptance, summarize
 
 
@@ -52,7 +52,7 @@ class ServerFacts:
     layout: str | None = None
     layout_source: str | None = None
     receipts: ReceiptFacts = field(default_factory=ReceiptFacts)  # of this server start
-    selection: dict[str, Any] = field(default_factory=dict)  # receipts_selection
+    selection: ReceiptsSelection = field(default_factory=ReceiptsSelection)
     versions: list[str] = field(default_factory=list)  # from /version
     telemetry: dict[str, Any] = field(default_factory=dict)  # rates per server and total
     looks: dict[str, EndpointLooks] = field(default_factory=dict)  # each endpoint's start
@@ -70,7 +70,7 @@ class ServerFacts:
             layout=selected.get("c128a_layout"),
             layout_source=selected.get("c128a_layout_source"),
             receipts=receipt_facts(selected),
-            selection=selected.get("receipts_selection") or {},
+            selection=ReceiptsSelection.from_dict(selected.get("receipts_selection")),
             versions=server_versions(selected),
             telemetry=summarize(selected),
             looks=endpoint_looks(selected),

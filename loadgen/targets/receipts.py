@@ -255,6 +255,49 @@ class SetAside:
     reason: str
 
 
+@dataclass(frozen=True)
+class ReceiptsSelection:
+    """server.json's `receipts_selection`, typed: which receipts were counted and why.
+
+    Read tolerantly (`from_dict`): a server.json written before a field existed gives
+    its default; summary.json holds `to_dict()`."""
+
+    receipts_dir: str | None = None
+    #: What the run found there (`receipts_dir_state`): present, missing, ...
+    receipts_dir_state: str | None = None
+    basis: str | None = None
+    endpoints: tuple[EndpointStart, ...] = ()
+    kept: int = 0
+    ignored: int = 0
+    ignored_files: tuple[str, ...] = ()
+    set_aside: tuple[SetAside, ...] = ()
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> ReceiptsSelection:
+        data = data if isinstance(data, dict) else {}
+
+        def text(key: str) -> str | None:
+            value = data.get(key)
+            return value if isinstance(value, str) else None
+
+        return cls(
+            receipts_dir=text("receipts_dir"), receipts_dir_state=text("receipts_dir_state"),
+            basis=text("basis"),
+            endpoints=tuple(EndpointStart.from_dict(e) for e in data.get("endpoints") or []
+                            if isinstance(e, dict)),
+            kept=_int(data.get("kept")), ignored=_int(data.get("ignored")),
+            ignored_files=tuple(str(f) for f in data.get("ignored_files") or []),
+            set_aside=tuple(SetAside(str(a.get("file")), str(a.get("reason")))
+                            for a in data.get("set_aside") or [] if isinstance(a, dict)))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"receipts_dir": self.receipts_dir,
+                "receipts_dir_state": self.receipts_dir_state, "basis": self.basis,
+                "endpoints": [e.to_dict() for e in self.endpoints], "kept": self.kept,
+                "ignored": self.ignored, "ignored_files": list(self.ignored_files),
+                "set_aside": [{"file": a.file, "reason": a.reason} for a in self.set_aside]}
+
+
 @dataclass
 class ReceiptFacts:
     """The receipts of the measured endpoints' current server starts, and what was not."""

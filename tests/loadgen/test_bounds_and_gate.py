@@ -22,7 +22,7 @@ from loadgen.judge.gate import GateResult
 from loadgen.run_facts import RunFacts
 from loadgen.scenario import GateConfig, Scenario
 from loadgen.targets.facts import ServerFacts
-from loadgen.targets.receipts import EndpointStart, ReceiptFacts
+from loadgen.targets.receipts import EndpointStart, ReceiptFacts, ReceiptsSelection
 from tests.support.receipts import parallel
 
 START = "start-1"  # the server start the measured endpoint names
@@ -103,7 +103,7 @@ def evaluate(cfg: GateConfig, st: PhaseStats | None, *, invalid: str | None = No
                    interrupted=interrupted)
     server = ServerFacts(receipts=ReceiptFacts.from_dicts(
         [tied(r) for r in receipts or []], endpoints=[EndpointStart("http://x", (START,))]),
-        selection={"receipts_dir": "/receipts"})
+        selection=ReceiptsSelection(receipts_dir="/receipts"))
     return gate_mod.evaluate(cfg, st, run, server)
 
 

@@ -18,7 +18,7 @@ from loadgen.judge.run_level.reference import ReferenceSummary
 from loadgen.run_facts import RunFacts
 from loadgen.scenario import GateConfig
 from loadgen.targets.facts import ServerFacts
-from loadgen.targets.receipts import EndpointStart, ReceiptFacts
+from loadgen.targets.receipts import EndpointStart, ReceiptFacts, ReceiptsSelection
 from loadgen.taxonomy import DEFAULT_FAIL_ON, SEVERITY
 from tests.support.receipts import parallel
 
@@ -60,7 +60,7 @@ def gate(cfg: GateConfig, st: PhaseStats, *, receipts: list[dict[str, Any]] | No
     facts = RunFacts(run_id="r", scenario="s", base_urls=["http://x"], **run)
     server = ServerFacts(receipts=ReceiptFacts.from_dicts(
         receipts or [], endpoints=[EndpointStart("http://x", (START,))]),
-        selection={"receipts_dir": "/receipts"})
+        selection=ReceiptsSelection(receipts_dir="/receipts"))
     return gate_mod.evaluate(cfg, st, facts, server, context)
 
 
