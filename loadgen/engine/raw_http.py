@@ -117,6 +117,13 @@ class _Body(httpx.AsyncByteStream):
                 start = eol + 2
                 end = start + size
                 if end + 2 > size_of:
+                    have = size_of - start
+                    if READ_SIZE <= have < size:
+                        # A chunk larger than a read: hand on what came and keep what is
+                        # left of it as a chunk of its own, so a long chunk is copied once,
+                        # not once a read.
+                        pieces.append(buf[start:])
+                        buf, pos = b"%x\r\n" % (size - have), 0
                     break
                 if buf[end:end + 2] != b"\r\n":
                     raise httpx.RemoteProtocolError("malformed chunked body: a chunk does "

@@ -265,3 +265,24 @@ def test_chat_requests_go_as_bytes_and_keep_their_connection() -> None:
                  "authorization: bearer sk-test", "content-length: 30"):
         assert line in first, first
     assert any(x.startswith("host: 127.0.0.1:") for x in first)
+
+
+def test_a_chunk_far_larger_than_a_read_arrives_whole() -> None:
+    """One 3 MB chunk written in 4 KB pieces: handed on as it comes, byte for byte."""
+    big = bytes(range(256)) * (3 * 4096)
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request_head(reader)
+        wire = CHUNKED_HEAD + _chunked([b"head", big, b"tail"])
+        for at in range(0, len(wire), 4096):
+            writer.write(wire[at:at + 4096])
+            await writer.drain()
+
+    async def body(url: str) -> None:
+        async with httpx.AsyncClient(transport=RawTransport()) as http, \
+                http.stream("GET", url) as resp:
+            pieces = [piece async for piece in resp.aiter_raw()]
+        assert b"".join(pieces) == b"head" + big + b"tail"
+        assert max(map(len, pieces)) < len(big)  # handed on as it came, not held whole
+
+    asyncio.run(_with_server(handler, body))
