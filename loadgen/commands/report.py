@@ -86,15 +86,15 @@ def soak_hint(folder: Path) -> str | None:
     """A soak's folder holds rounds, each a run: name them and the history's command."""
     from loadgen.commands.soak import SOAK_FILE
 
-    soak_dirs = [folder] if _rounds(folder) else sorted(
-        d for d in _subfolders(folder) if _rounds(d))
-    if not soak_dirs:
+    own = _rounds(folder)
+    soaks = [(folder, own)] if own else [(d, r) for d in sorted(_subfolders(folder))
+                                         if (r := _rounds(d))]
+    if not soaks:
         return None
-    last = soak_dirs[-1]
-    rounds = _rounds(last)
+    last, rounds = soaks[-1]
     history = read_json(last / SOAK_FILE).get("history")
     where = ("a soak's folder" if last == folder
-             else f"a soak's --out folder ({len(soak_dirs)} soak(s); the last: {last.name})")
+             else f"a soak's --out folder ({len(soaks)} soak(s); the last: {last.name})")
     trend = (f"; the soak's trend: `dsv4-qual history {history}`" if isinstance(history, str)
              else "; the soak's trend: `dsv4-qual history DB` on its --history")
     return (f"{folder}: {where}, not one run: its rounds are each a results directory "
