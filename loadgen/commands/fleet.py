@@ -67,7 +67,7 @@ def fleet_verdict(db: str, *, scenario: str | None, since: str, lookback: str,
         raise BadInputError(f"--lookback: {exc}") from None
     if Path(db).is_dir():
         rows = [r for r in qualification_rows(Path(db))
-                if scenario is None or r.get("scenario") in (scenario, None)]
+                if scenario is None or r.scenario in (scenario, None)]
         rows = filter_rounds(rows, filters)
     else:
         store = History(db, create=False)
@@ -75,8 +75,7 @@ def fleet_verdict(db: str, *, scenario: str | None, since: str, lookback: str,
             rows = filter_rounds(store.all_rounds(scenario=scenario), filters)
         finally:
             store.close()
-    seen = {str(r.get("host") or "unknown") for r in rows
-            if start - back <= (r.get("started") or 0.0) < start}
+    seen = {str(r.host or "unknown") for r in rows if start - back <= (r.started or 0.0) < start}
     return judge_fleet(rows, since=start, until=now, expected=nodes, seen_before=seen,
                        scenario=scenario, filters=filters)
 

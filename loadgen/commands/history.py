@@ -15,8 +15,9 @@ from typing import Any
 import orjson
 
 from loadgen.history import History, is_postgres
-from loadgen.history.changes import round_change_points, version_change_points
+from loadgen.history.changes import ChangePoints, round_change_points, version_change_points
 from loadgen.history.pooling import (
+    Pool,
     filter_rounds,
     is_pooled,
     key_value,
@@ -24,6 +25,7 @@ from loadgen.history.pooling import (
     per_version,
     round_outcome,
 )
+from loadgen.history.rows import RoundRow
 from loadgen.report.trend import (
     change_table,
     console,
@@ -47,22 +49,36 @@ def default_plot(db: str | Path) -> Path:
     return path.with_name(path.stem + "-trend.png")
 
 
-def trend(rows: list[dict[str, Any]], group_by: list[str]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Trend:
     """The rounds' figures: pooled per version and per group, and the change points."""
-    for row in rows:
-        row["outcome"] = round_outcome(row)
-        row["pooled"] = is_pooled(row)
-    valid = [r for r in rows if r["pooled"]]
+
+    rounds: list[RoundRow]
+    versions: list[Pool]
+    group_by: list[str]
+    groups: list[Pool]
+    change_points: ChangePoints
+
+    def to_dict(self, filters: dict[str, str]) -> dict[str, Any]:
+        """`history --json`: each round with its outcome and whether it is pooled."""
+        return {"rounds": [{**r.to_dict(), "outcome": round_outcome(r), "pooled": is_pooled(r)}
+                           for r in self.rounds],
+                "versions": [v.version_dict() for v in self.versions],
+                "group_by": list(self.group_by),
+                "groups": [g.to_dict() for g in self.groups],
+                "change_points": self.change_points.to_dict(), "filters": dict(filters)}
+
+
+def trend(rows: list[RoundRow], group_by: list[str]) -> Trend:
     versions = per_version(rows)
-    changes = {
-        "method": METHOD,
-        "series_by": group_by,
-        "rounds": round_change_points(
-            valid, lambda r: ", ".join(f"{k} {key_value(r, k)}" for k in group_by)),
-        "versions": version_change_points([v for v in versions if v["measured"]]),
-    }
-    return {"rounds": rows, "versions": versions, "group_by": group_by,
-            "groups": per_group(rows, group_by), "change_points": changes}
+    changes = ChangePoints(
+        method=METHOD, series_by=list(group_by),
+        rounds=round_change_points(
+            [r for r in rows if is_pooled(r)],
+            lambda r: ", ".join(f"{k} {key_value(r, k)}" for k in group_by)),
+        versions=version_change_points([v for v in versions if v.measured]))
+    return Trend(rounds=rows, versions=versions, group_by=list(group_by),
+                 groups=per_group(rows, group_by), change_points=changes)
 
 
 @dataclass(frozen=True)
@@ -100,22 +116,21 @@ def show_history(db: str | Path, *, soak_id: str | None, scenario: str | None,
         store.close()
     rows = filter_rounds(rows, filters or {}, last)
     keys = list(group_by or DEFAULT_GROUP_BY)
-    doc = trend(rows, keys)
+    found = trend(rows, keys)
     if as_json:
-        doc["filters"] = filters or {}
-        print(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode())
+        print(orjson.dumps(found.to_dict(filters or {}), option=orjson.OPT_INDENT_2).decode())
     else:
         out = console()
         out.print(round_table(rows, out.width))
-        out.print(version_table(doc["versions"]))
+        out.print(version_table(found.versions))
         if keys != list(DEFAULT_GROUP_BY):
-            out.print(group_table(doc["groups"], keys))
-        out.print(change_table(doc["change_points"]))
+            out.print(group_table(found.groups, keys))
+        out.print(change_table(found.change_points))
     target = plot_target(db, plot, no_plot=no_plot, as_json=as_json)
     if not rows or target is None:
         return Shown(len(rows), None)
     try:
-        write_trend_plot(rows, target, doc["change_points"]["rounds"])
+        write_trend_plot(rows, target, found.change_points.rounds)
     except OSError as exc:
         return Shown(len(rows), None, f"trend plot {target}: cannot write it "
                                       f"({exc.strerror or exc})")

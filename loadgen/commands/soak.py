@@ -45,7 +45,7 @@ from loadgen.commands.run import check_target, run_scenario
 from loadgen.durations import format_duration, parse_duration
 from loadgen.exit_codes import BadInputError, ExitCode
 from loadgen.files import write_json
-from loadgen.history import History, Soak, is_postgres, round_results
+from loadgen.history import History, RoundRow, Soak, is_postgres, round_results
 from loadgen.history.identity import node_identity, server_columns
 from loadgen.history.spool import SPOOL_FILE, SpooledHistory
 from loadgen.history.statuses import RoundStatus, SoakStatus
@@ -96,7 +96,7 @@ class SoakOutcome:
     out_dir: Path
     exit_code: int
     status: SoakStatus
-    rounds: list[dict[str, Any]]
+    rounds: list[RoundRow]
 
 
 @dataclass(frozen=True)
@@ -161,11 +161,11 @@ def round_dir(soak_dir: Path, number: int) -> Path:
     return soak_dir / f"round-{number:04d}"
 
 
-def soak_exit_code(rounds: list[dict[str, Any]], interrupted: bool) -> int:
+def soak_exit_code(rounds: list[RoundRow], interrupted: bool) -> int:
     if interrupted:
         return int(ExitCode.INTERRUPTED)
-    complete = [r for r in rounds if r["status"] == RoundStatus.COMPLETE]
-    codes = {r["exit_code"] for r in complete}
+    complete = [r for r in rounds if r.status == RoundStatus.COMPLETE]
+    codes = {r.exit_code for r in complete}
     if ExitCode.GATE_FAILED in codes:
         return int(ExitCode.GATE_FAILED)
     if not complete or codes - {ExitCode.PASSED}:
@@ -174,9 +174,9 @@ def soak_exit_code(rounds: list[dict[str, Any]], interrupted: bool) -> int:
 
 
 def recover_round(history: History | SpooledHistory, soak_id: str,
-                  row: dict[str, Any]) -> None:
+                  row: RoundRow) -> None:
     """A round left `running` by a process that died: rebuild its reports, record it partial."""
-    directory = Path(row["results_dir"])
+    directory = Path(row.results_dir)
     report: RunReport | None = None
     columns: dict[str, Any] = {}
     if is_run_dir(directory):
@@ -190,7 +190,7 @@ def recover_round(history: History | SpooledHistory, soak_id: str,
     results, verdicts = round_results(report) if report is not None else ({}, {})
     results.update(columns)
     complete = report is not None and report.gate.exit_code != ExitCode.INTERRUPTED
-    history.finish_round(soak_id, row["round"],
+    history.finish_round(soak_id, int(row.round),
                          status=RoundStatus.COMPLETE if complete else RoundStatus.PARTIAL,
                          note=None if complete else DIED_NOTE,
                          ended=_mtime(directory) or time.time(), results=results,
@@ -259,11 +259,11 @@ class SoakSession:
     def _close_expired(self, soak: Soak) -> None:
         """An unfinished soak past its duration (killed last night): close, never continue."""
         for row in self.history.rounds(soak.soak_id):
-            if row["status"] == RoundStatus.RUNNING:
+            if row.status == RoundStatus.RUNNING:
                 recover_round(self.history, soak.soak_id, row)
         rounds = self.history.rounds(soak.soak_id)
         self.history.update_soak(soak.soak_id, status=SoakStatus.EXPIRED,
-                                 ended=max((r["ended"] or r["started"] for r in rounds),
+                                 ended=max((r.ended or r.started for r in rounds),
                                            default=soak.started),
                                  exit_code=soak_exit_code(rounds, interrupted=False))
         self.echo(f"soak {soak.soak_id}: its duration ran out while it was stopped; closed "
@@ -275,27 +275,27 @@ class SoakSession:
                                  rounds_target=self.plan.rounds,
                                  stop_on_breach=int(self.plan.stop_on_breach))
         for row in self.history.rounds(soak.soak_id):
-            if row["status"] == RoundStatus.RUNNING:
+            if row.status == RoundStatus.RUNNING:
                 recover_round(self.history, soak.soak_id, row)
-                self.echo(f"soak {soak.soak_id}: round {row['round']} was cut short; "
+                self.echo(f"soak {soak.soak_id}: round {row.round} was cut short; "
                           "recorded as partial")
         rounds = self.history.rounds(soak.soak_id)
         if rounds:
             server_doc: dict[str, Any] = {}
             with contextlib.suppress(BadInputError, OSError, ValueError):
-                server_doc = load_server(Path(rounds[-1]["results_dir"]))
-            self.starts.resume(orjson.loads(rounds[-1]["server_starts"] or "{}"),
+                server_doc = load_server(Path(rounds[-1].results_dir))
+            self.starts.resume(orjson.loads(rounds[-1].server_starts or "{}"),
                                endpoint_looks(server_doc))
-        done = sum(1 for r in rounds if r["status"] == RoundStatus.COMPLETE)
+        done = sum(1 for r in rounds if r.status == RoundStatus.COMPLETE)
         self.echo(f"soak {soak.soak_id}: resuming after round "
-                  f"{rounds[-1]['round'] if rounds else 0} ({done} complete)")
+                  f"{rounds[-1].round if rounds else 0} ({done} complete)")
 
     # -- rounds ------------------------------------------------------------------------
 
     def _should_stop(self) -> str | None:
         assert self.soak is not None
         rounds = self.history.rounds(self.soak.soak_id)
-        complete = sum(1 for r in rounds if r["status"] == RoundStatus.COMPLETE)
+        complete = sum(1 for r in rounds if r.status == RoundStatus.COMPLETE)
         if self.plan.rounds is not None and complete >= self.plan.rounds:
             return f"{complete} complete rounds"
         if self.plan.duration_s is not None and \
@@ -306,7 +306,7 @@ class SoakSession:
     def _next_number(self) -> int:
         assert self.soak is not None
         rounds = self.history.rounds(self.soak.soak_id)
-        return (rounds[-1]["round"] + 1) if rounds else 1
+        return (int(rounds[-1].round) + 1) if rounds else 1
 
     def run_round(self, base_urls: list[str]) -> dict[str, Any]:
         """Observe the server, prime if it started anew, run one round, record it."""
@@ -335,7 +335,9 @@ class SoakSession:
         except KeyboardInterrupt:
             interrupts.hold()
             recover_round(self.history, self.soak.soak_id,
-                          {"round": number, "results_dir": str(directory)})
+                          RoundRow(soak_id=self.soak.soak_id, round=number,
+                                   status=RoundStatus.RUNNING, started=time.time(),
+                                   results_dir=str(directory)))
             raise
         report = outcome.report
         interrupted = outcome.exit_code == ExitCode.INTERRUPTED
@@ -392,10 +394,11 @@ class SoakSession:
             "soak_id": self.soak.soak_id, "scenario": self.scenario.name,
             "history": str(self.history.path), "status": status, "stopped": stop.reason,
             "exit_code": code, "plan": self.plan.__dict__,
-            "rounds": [{k: r[k] for k in ("round", "status", "exit_code", "measured",
-                                          "gated_failures", "upper_bound_95", "priming",
-                                          "vllm_version", "c128a_layout", "results_dir")}
-                       for r in rounds],
+            "rounds": [{"round": r.round, "status": r.status, "exit_code": r.exit_code,
+                        "measured": r.measured, "gated_failures": r.gated_failures,
+                        "upper_bound_95": r.upper_bound_95, "priming": r.priming,
+                        "vllm_version": r.vllm_version, "c128a_layout": r.c128a_layout,
+                        "results_dir": r.results_dir} for r in rounds],
         })
         return SoakOutcome(self.soak.soak_id, self.soak_dir, code, status, rounds)
 

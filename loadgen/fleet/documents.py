@@ -7,16 +7,21 @@ first in its summary); a node that did not report is a failure, never a skip.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from rich.table import Table
 
 from loadgen.fleet.verdict import STATE_WORDS, FleetVerdict, NodeState, NodeVerdict
+from loadgen.history.rows import RoundRow
 
-#: What a node's row shows of the round it rests on (round column -> heading).
-ROUND_FACTS = (("vllm_version", "vLLM"), ("image", "image"), ("gpu_name", "GPU"),
-               ("c128a_layout", "layout"))
+#: What a node's row shows of the round it rests on: (its key in JSON, heading, value).
+ROUND_FACTS: tuple[tuple[str, str, Callable[[RoundRow], Any]], ...] = (
+    ("vllm_version", "vLLM", lambda r: r.vllm_version),
+    ("image", "image", lambda r: r.image),
+    ("gpu_name", "GPU", lambda r: r.gpu_name),
+    ("c128a_layout", "layout", lambda r: r.c128a_layout))
 
 
 def _when(ts: float | None) -> str:
@@ -28,21 +33,28 @@ def _when(ts: float | None) -> str:
 def _round_name(n: NodeVerdict) -> str:
     if n.round is None:
         return "-"
-    return f"{n.round.get('soak_id')} #{n.round.get('round')}"
+    return f"{n.round.soak_id} #{n.round.round}"
+
+
+def _facts(r: RoundRow | None) -> list[str]:
+    return [str((get(r) if r is not None else None) or "-") for _, _, get in ROUND_FACTS]
+
+
+def _ended(r: RoundRow | None) -> str:
+    return _when(r.ended if r is not None else None)
 
 
 def fleet_json(v: FleetVerdict) -> dict[str, Any]:
+    def round_doc(r: RoundRow) -> dict[str, Any]:
+        return {"soak_id": r.soak_id, "round": r.round, "started": r.started,
+                "ended": r.ended, "exit_code": r.exit_code, "measured": r.measured,
+                "gated_failures": r.gated_failures, "note": r.note,
+                "results_dir": r.results_dir, **{key: get(r) for key, _, get in ROUND_FACTS}}
+
     def node(n: NodeVerdict) -> dict[str, Any]:
-        r = n.round or {}
         return {"node": n.node, "state": str(n.state), "passed": n.passed,
                 "expected": n.expected, "why": n.why,
-                "round": None if n.round is None else {
-                    "soak_id": r.get("soak_id"), "round": r.get("round"),
-                    "started": r.get("started"), "ended": r.get("ended"),
-                    "exit_code": r.get("exit_code"), "measured": r.get("measured"),
-                    "gated_failures": r.get("gated_failures"), "note": r.get("note"),
-                    "results_dir": r.get("results_dir"),
-                    **{key: r.get(key) for key, _ in ROUND_FACTS}}}
+                "round": None if n.round is None else round_doc(n.round)}
 
     return {"scenario": v.scenario, "since": v.since, "until": v.until,
             "expected_from": v.expected_from, "filters": v.filters,
@@ -59,14 +71,13 @@ def fleet_markdown(v: FleetVerdict) -> str:
         lines.append("Filters: " + ", ".join(f"{k} = {val}" for k, val in v.filters.items())
                      + ".")
     lines += ["", "| node | state | why | round | ended | "
-              + " | ".join(h for _, h in ROUND_FACTS) + " |",
+              + " | ".join(h for _, h, _ in ROUND_FACTS) + " |",
               "|---|---|---|---|---|" + "---|" * len(ROUND_FACTS)]
     for n in v.nodes:
-        r = n.round or {}
-        facts = " | ".join(str(r.get(key) or "-") for key, _ in ROUND_FACTS)
+        facts = " | ".join(_facts(n.round))
         name = n.node if n.expected else f"{n.node} (not named)"
         lines.append(f"| {name} | {STATE_WORDS[n.state]} | {n.why} | {_round_name(n)} | "
-                     f"{_when(r.get('ended'))} | {facts} |")
+                     f"{_ended(n.round)} | {facts} |")
     lines += ["", "A node passes only on its last finished round in the window, valid and "
               "within its gate; no round in the window is a failure, never a pass."]
     return "\n".join(lines) + "\n"
@@ -99,13 +110,11 @@ def fleet_junit(v: FleetVerdict) -> bytes:
 
 def fleet_table(v: FleetVerdict) -> Table:
     table = Table(title=v.statement(), title_justify="left")
-    for heading in ("node", "state", "why", "round", "ended", *(h for _, h in ROUND_FACTS)):
+    for heading in ("node", "state", "why", "round", "ended", *(h for _, h, _ in ROUND_FACTS)):
         table.add_column(heading, overflow="fold")
     style = {NodeState.PASSED: "green", NodeState.RUNNING: "yellow"}
     for n in v.nodes:
-        r = n.round or {}
         table.add_row(n.node if n.expected else f"{n.node} (not named)",
                       f"[{style.get(n.state, 'red')}]{STATE_WORDS[n.state]}[/]", n.why,
-                      _round_name(n), _when(r.get("ended")),
-                      *(str(r.get(key) or "-") for key, _ in ROUND_FACTS))
+                      _round_name(n), _ended(n.round), *_facts(n.round))
     return table

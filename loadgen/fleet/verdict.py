@@ -24,10 +24,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
 
 from loadgen.exit_codes import ExitCode
 from loadgen.history.pooling import COMPLETE, INVALID, PARTIAL, RUNNING, UNKNOWN, round_outcome
+from loadgen.history.rows import RoundRow
 
 
 class NodeState(StrEnum):
@@ -58,7 +58,7 @@ class NodeVerdict:
     state: NodeState
     expected: bool
     why: str
-    round: dict[str, Any] | None = None
+    round: RoundRow | None = None
 
     @property
     def passed(self) -> bool:
@@ -107,27 +107,26 @@ class FleetVerdict:
         return f"FLEET PASSED: all {total} node(s) passed their last round"
 
 
-def _node(row: dict[str, Any]) -> str:
-    host = row.get("host")
-    return str(host) if host else UNKNOWN
+def _node(row: RoundRow) -> str:
+    return str(row.host) if row.host else UNKNOWN
 
 
-def _why(row: dict[str, Any], state: NodeState) -> str:
-    if row.get("verdict_line"):  # a qualification says it in one line
-        return str(row["verdict_line"])
-    measured, failures = row.get("measured"), row.get("gated_failures")
-    note = (row.get("note") or "").strip()
+def _why(row: RoundRow, state: NodeState) -> str:
+    if row.verdict_line:  # a qualification says it in one line
+        return row.verdict_line
+    measured, failures = row.measured, row.gated_failures
+    note = (row.note or "").strip()
     if state == NodeState.PASSED:
-        return f"{failures or 0} of {measured} failed (allowed {row.get('allowed')})"
+        return f"{failures or 0} of {measured} failed (allowed {row.allowed})"
     if state == NodeState.GATE_FAILED:
-        return f"{failures} of {measured} failed (allowed {row.get('allowed')})"
+        return f"{failures} of {measured} failed (allowed {row.allowed})"
     if state == NodeState.RUNNING:
         return "its round is still running"
     kind = "invalid" if state == NodeState.INVALID else "partial"
-    return f"round {kind}" + (f": {note}" if note else f" (exit {row.get('exit_code')})")
+    return f"round {kind}" + (f": {note}" if note else f" (exit {row.exit_code})")
 
 
-def _state(row: dict[str, Any]) -> NodeState:
+def _state(row: RoundRow) -> NodeState:
     outcome = round_outcome(row)
     if outcome == RUNNING:
         return NodeState.RUNNING
@@ -136,17 +135,17 @@ def _state(row: dict[str, Any]) -> NodeState:
     if outcome == INVALID:
         return NodeState.INVALID
     assert outcome == COMPLETE
-    return NodeState.PASSED if row.get("exit_code") == ExitCode.PASSED \
+    return NodeState.PASSED if row.exit_code == ExitCode.PASSED \
         else NodeState.GATE_FAILED
 
 
-def _last_answer(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def _last_answer(rows: list[RoundRow]) -> RoundRow:
     """The node's last finished round, else its running one (rows oldest first)."""
     finished = [r for r in rows if round_outcome(r) != RUNNING]
     return (finished or rows)[-1]
 
 
-def judge_fleet(rows: Iterable[dict[str, Any]], *, since: float, until: float,
+def judge_fleet(rows: Iterable[RoundRow], *, since: float, until: float,
                 expected: Sequence[str] | None, seen_before: Iterable[str] = (),
                 scenario: str | None = None,
                 filters: dict[str, str] | None = None) -> FleetVerdict:
@@ -154,9 +153,9 @@ def judge_fleet(rows: Iterable[dict[str, Any]], *, since: float, until: float,
 
     `expected`: the nodes named by the operator (None: not named); `seen_before`: the
     nodes that reported over the look-back, expected when none are named."""
-    in_window: dict[str, list[dict[str, Any]]] = {}
-    for row in sorted(rows, key=lambda r: (r.get("started") or 0.0)):
-        if since <= (row.get("started") or 0.0) <= until:
+    in_window: dict[str, list[RoundRow]] = {}
+    for row in sorted(rows, key=lambda r: r.started or 0.0):
+        if since <= (row.started or 0.0) <= until:
             in_window.setdefault(_node(row), []).append(row)
     if expected is not None:
         must = list(dict.fromkeys(expected))

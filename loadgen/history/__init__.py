@@ -6,9 +6,9 @@ change points over the recorded failure rates (`changes`)."""
 from __future__ import annotations
 
 from loadgen.history.db import is_postgres, redact
+from loadgen.history.rows import RoundRow
 from loadgen.history.schema import SCHEMA_VERSION
 from loadgen.history.store import (
-    FACT_COLUMNS,
     RESULT_COLUMNS,
     START_COLUMNS,
     History,
@@ -16,5 +16,5 @@ from loadgen.history.store import (
     round_results,
 )
 
-__all__ = ["FACT_COLUMNS", "RESULT_COLUMNS", "SCHEMA_VERSION", "START_COLUMNS", "History",
-           "Soak", "is_postgres", "redact", "round_results"]
+__all__ = ["RESULT_COLUMNS", "SCHEMA_VERSION", "START_COLUMNS", "History",
+           "RoundRow", "Soak", "is_postgres", "redact", "round_results"]

@@ -21,11 +21,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import ruptures as rpt
 from ruptures.base import BaseCost
+
+from loadgen.history.pooling import Pool
+from loadgen.history.rows import RoundRow
 
 #: Facts reported with a change point when they differ across it (what changed then).
 FACT_KEYS = ("vllm_version", "c128a_layout", "image", "image_digest", "host", "gpu_name",
@@ -76,70 +80,120 @@ def segments(counts: Sequence[tuple[int, int]]) -> list[int]:
     return [e for e in ends[:-1]]
 
 
-def _pool(items: Sequence[dict[str, Any]], failed: Callable[[dict[str, Any]], int],
-          measured: Callable[[dict[str, Any]], int]) -> dict[str, Any]:
-    f = sum(failed(i) for i in items)
-    n = sum(measured(i) for i in items)
-    return {"items": len(items), "measured": n, "failures": f,
-            "failure_rate": f / n if n else None}
+@dataclass(frozen=True)
+class Side:
+    """One side of a change point: its items (rounds or versions) pooled."""
+
+    items: int
+    measured: int
+    failures: int
+    versions: list[str] | None = None  # a change across versions: the versions on this side
+
+    @property
+    def failure_rate(self) -> float | None:
+        return self.failures / self.measured if self.measured else None
+
+    def to_dict(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"items": self.items, "measured": self.measured,
+                               "failures": self.failures, "failure_rate": self.failure_rate}
+        if self.versions is not None:
+            doc["versions"] = list(self.versions)
+        return doc
 
 
-def round_change_points(rounds: Sequence[dict[str, Any]],
-                        series_of: Callable[[dict[str, Any]], str]
-                        ) -> list[dict[str, Any]]:
-    """Change points in each series of valid rounds (oldest first), series by `series_of`.
+def _rounds_side(rows: Sequence[RoundRow]) -> Side:
+    return Side(items=len(rows), measured=sum(int(r.measured or 0) for r in rows),
+                failures=sum(int(r.gated_failures or 0) for r in rows))
 
-    Each: the series, the first round after the change (soak, round, started), the
-    rates before and after (pooled over each side's whole segment), and the facts that
-    differ between the last round before and the first after."""
-    by_series: dict[str, list[dict[str, Any]]] = {}
+
+def _versions_side(pools: Sequence[Pool]) -> Side:
+    return Side(items=len(pools), measured=sum(p.measured for p in pools),
+                failures=sum(p.failures for p in pools),
+                versions=[p.vllm_version for p in pools])
+
+
+@dataclass(frozen=True)
+class RoundChange:
+    """A change point in one series of rounds: the first round after it, the rates
+    pooled over each side's segment, the facts that differ across it."""
+
+    series: str
+    soak_id: str
+    round: int | str
+    started: float
+    before: Side
+    after: Side
+    changed: dict[str, list[Any]] = field(default_factory=dict)  # fact -> [before, after]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"series": self.series, "soak_id": self.soak_id, "round": self.round,
+                "started": self.started, "before": self.before.to_dict(),
+                "after": self.after.to_dict(),
+                "changed": {k: list(v) for k, v in self.changed.items()}}
+
+
+@dataclass(frozen=True)
+class VersionChange:
+    """A change point across vLLM versions (in the order first seen)."""
+
+    from_version: str
+    to_version: str
+    before: Side
+    after: Side
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"from_version": self.from_version, "to_version": self.to_version,
+                "before": self.before.to_dict(), "after": self.after.to_dict()}
+
+
+@dataclass(frozen=True)
+class ChangePoints:
+    """What `history` found, and how it looked."""
+
+    method: str
+    series_by: list[str]
+    rounds: list[RoundChange]
+    versions: list[VersionChange]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"method": self.method, "series_by": list(self.series_by),
+                "rounds": [c.to_dict() for c in self.rounds],
+                "versions": [c.to_dict() for c in self.versions]}
+
+
+def round_change_points(rounds: Sequence[RoundRow], series_of: Callable[[RoundRow], str]
+                        ) -> list[RoundChange]:
+    """Change points in each series of valid rounds (oldest first), series by `series_of`."""
+    by_series: dict[str, list[RoundRow]] = {}
     for r in rounds:
         by_series.setdefault(series_of(r), []).append(r)
     found = []
     for series, rows in by_series.items():
-        counts = [(int(r.get("gated_failures") or 0), int(r["measured"])) for r in rows]
+        counts = [(int(r.gated_failures or 0), int(r.measured or 0)) for r in rows]
         starts = segments(counts)
         bounds = [0, *starts, len(rows)]
         for i, at in enumerate(starts):
-            before = rows[bounds[i]:at]
-            after = rows[at:bounds[i + 2]]
             first = rows[at]
-            found.append({
-                "series": series,
-                "soak_id": first["soak_id"], "round": first["round"],
-                "started": first["started"],
-                "before": _pool(before, lambda r: int(r.get("gated_failures") or 0),
-                                lambda r: int(r["measured"])),
-                "after": _pool(after, lambda r: int(r.get("gated_failures") or 0),
-                               lambda r: int(r["measured"])),
-                "changed": _changed(rows[at - 1], first),
-            })
-    return sorted(found, key=lambda c: c["started"])
+            found.append(RoundChange(
+                series=series, soak_id=first.soak_id, round=first.round,
+                started=first.started, before=_rounds_side(rows[bounds[i]:at]),
+                after=_rounds_side(rows[at:bounds[i + 2]]),
+                changed=_changed(rows[at - 1], first)))
+    return sorted(found, key=lambda c: c.started)
 
 
-def version_change_points(versions: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Change points over the versions' pooled counts, in the order they were first seen.
-
-    Each: the versions on either side of the change, and the rates pooled over each
-    side's segment."""
-    counts = [(int(v["failures"]), int(v["measured"])) for v in versions]
+def version_change_points(versions: Sequence[Pool]) -> list[VersionChange]:
+    """Change points over the versions' pooled counts, in the order they were first seen."""
+    counts = [(v.failures, v.measured) for v in versions]
     starts = segments(counts)
     bounds = [0, *starts, len(versions)]
-    found = []
-    for i, at in enumerate(starts):
-        before, after = versions[bounds[i]:at], versions[at:bounds[i + 2]]
-        found.append({
-            "from_version": versions[at - 1]["vllm_version"],
-            "to_version": versions[at]["vllm_version"],
-            "before": {**_pool(before, lambda v: int(v["failures"]),
-                               lambda v: int(v["measured"])),
-                       "versions": [v["vllm_version"] for v in before]},
-            "after": {**_pool(after, lambda v: int(v["failures"]),
-                              lambda v: int(v["measured"])),
-                      "versions": [v["vllm_version"] for v in after]},
-        })
-    return found
+    return [VersionChange(from_version=versions[at - 1].vllm_version,
+                          to_version=versions[at].vllm_version,
+                          before=_versions_side(versions[bounds[i]:at]),
+                          after=_versions_side(versions[at:bounds[i + 2]]))
+            for i, at in enumerate(starts)]
 
 
-def _changed(last: dict[str, Any], first: dict[str, Any]) -> dict[str, list[Any]]:
-    return {k: [last.get(k), first.get(k)] for k in FACT_KEYS if last.get(k) != first.get(k)}
+def _changed(last: RoundRow, first: RoundRow) -> dict[str, list[Any]]:
+    return {k: [getattr(last, k), getattr(first, k)] for k in FACT_KEYS
+            if getattr(last, k) != getattr(first, k)}

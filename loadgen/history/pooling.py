@@ -13,10 +13,12 @@ Pooled over valid rounds, clean rounds add up to a bound a single round cannot r
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from loadgen.bounds import upper_bound
 from loadgen.exit_codes import ExitCode
+from loadgen.history.rows import RoundRow
 from loadgen.history.statuses import RoundStatus
 
 UNKNOWN = "unknown"
@@ -26,52 +28,52 @@ RUNNING, PARTIAL, COMPLETE = RoundStatus.RUNNING, RoundStatus.PARTIAL, RoundStat
 INVALID = "invalid"  # ran to its end, but exit 2 or no gate: never pooled
 
 
-def round_outcome(row: dict[str, Any]) -> str:
+def round_outcome(row: RoundRow) -> str:
     """running, partial, invalid (ran to its end, exit 2 or no gate), or complete."""
-    if row.get("status") == RUNNING:
+    if row.status == RUNNING:
         return RUNNING
-    if row.get("status") != COMPLETE:
+    if row.status != COMPLETE:
         return PARTIAL
-    if row.get("exit_code") in (ExitCode.PASSED, ExitCode.GATE_FAILED):
+    if row.exit_code in (ExitCode.PASSED, ExitCode.GATE_FAILED):
         return COMPLETE
     return INVALID
 
 
-def is_pooled(row: dict[str, Any]) -> bool:
+def is_pooled(row: RoundRow) -> bool:
     """Whether the round's counts enter pooled figures: complete, valid, measured."""
-    return round_outcome(row) == COMPLETE and bool(row.get("measured"))
+    return round_outcome(row) == COMPLETE and bool(row.measured)
 
 
-def _image(row: dict[str, Any]) -> str | None:
-    image, digest = row.get("image"), row.get("image_digest")
+def _image(row: RoundRow) -> str | None:
+    image, digest = row.image, row.image_digest
     if image and digest:
         return f"{image}@{digest}"
     return image or digest
 
 
 #: `history --group-by` / filter names -> the value a round has for it.
-GROUP_KEYS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "host": lambda r: r.get("host"),
-    "gpu": lambda r: r.get("gpu_name"),
-    "gpu-count": lambda r: r.get("gpu_count"),
-    "driver": lambda r: r.get("gpu_driver"),
-    "vllm": lambda r: r.get("vllm_version"),
+GROUP_KEYS: dict[str, Callable[[RoundRow], Any]] = {
+    "host": lambda r: r.host,
+    "gpu": lambda r: r.gpu_name,
+    "gpu-count": lambda r: r.gpu_count,
+    "driver": lambda r: r.gpu_driver,
+    "vllm": lambda r: r.vllm_version,
     "image": _image,
-    "model": lambda r: r.get("model"),
-    "revision": lambda r: r.get("model_revision"),
-    "layout": lambda r: r.get("c128a_layout"),
-    "scenario": lambda r: r.get("scenario"),
-    "scenario-hash": lambda r: r.get("scenario_hash"),
-    "soak": lambda r: r.get("soak_id"),
+    "model": lambda r: r.model,
+    "revision": lambda r: r.model_revision,
+    "layout": lambda r: r.c128a_layout,
+    "scenario": lambda r: r.scenario,
+    "scenario-hash": lambda r: r.scenario_hash,
+    "soak": lambda r: r.soak_id,
 }
 
 
-def key_value(row: dict[str, Any], key: str) -> str:
+def key_value(row: RoundRow, key: str) -> str:
     value = GROUP_KEYS[key](row)
     return UNKNOWN if value is None or value == "" else str(value)
 
 
-def matches(row: dict[str, Any], filters: dict[str, str]) -> bool:
+def matches(row: RoundRow, filters: dict[str, str]) -> bool:
     """Every filter matches: equal, `unknown` for a fact not recorded; a scenario hash or
     an image digest may be given by its first characters, as the tables show it."""
     for key, wanted in filters.items():
@@ -80,57 +82,98 @@ def matches(row: dict[str, Any], filters: dict[str, str]) -> bool:
             continue
         if key == "scenario-hash" and len(wanted) >= 6 and value.startswith(wanted):
             continue
-        digest = row.get("image_digest") or ""
-        if key == "image" and wanted in (row.get("image"), digest,
-                                         digest.removeprefix("sha256:")):
+        digest = row.image_digest or ""
+        if key == "image" and wanted in (row.image, digest, digest.removeprefix("sha256:")):
             continue
         return False
     return True
 
 
-def filter_rounds(rows: list[dict[str, Any]], filters: dict[str, str],
-                  last: int | None = None) -> list[dict[str, Any]]:
+def filter_rounds(rows: list[RoundRow], filters: dict[str, str],
+                  last: int | None = None) -> list[RoundRow]:
     kept = [r for r in rows if matches(r, filters)]
     return kept[-last:] if last else kept
 
 
-def per_group(rows: Sequence[dict[str, Any]], keys: Sequence[str]) -> list[dict[str, Any]]:
+@dataclass
+class Pool:
+    """Valid rounds pooled for one value of the grouping keys, and what was left out."""
+
+    group: dict[str, str]
+    rounds: int = 0
+    measured: int = 0
+    failures: int = 0
+    invalid: int = 0
+    partial: int = 0
+    layouts: list[str] = field(default_factory=list)
+
+    @property
+    def failure_rate(self) -> float | None:
+        return self.failures / self.measured if self.measured else None
+
+    @property
+    def upper_bound_95(self) -> float | None:
+        return upper_bound(self.failures, self.measured) if self.measured else None
+
+    @property
+    def vllm_version(self) -> str:
+        """The version a pool of `per_version` is of."""
+        return self.group["vllm"]
+
+    def left_out(self, outcome: str) -> int:
+        """Rounds of this group not pooled because they were `outcome` (invalid, partial)."""
+        return self.invalid if outcome == INVALID else self.partial
+
+    def to_dict(self) -> dict[str, Any]:
+        """A group of `history --json`'s `groups`."""
+        return {"group": dict(self.group), **self._figures()}
+
+    def version_dict(self) -> dict[str, Any]:
+        """A version of `history --json`'s `versions`."""
+        return {"vllm_version": self.vllm_version, **self._figures()}
+
+    def _figures(self) -> dict[str, Any]:
+        return {"rounds": self.rounds, "measured": self.measured, "failures": self.failures,
+                "invalid": self.invalid, "partial": self.partial,
+                "layouts": list(self.layouts), "failure_rate": self.failure_rate,
+                "upper_bound_95": self.upper_bound_95}
+
+
+def per_group(rows: Sequence[RoundRow], keys: Sequence[str]) -> list[Pool]:
     """Valid rounds pooled per value of `keys` (in the order first seen); invalid and
     partial rounds are counted beside, never in, the pooled figures."""
-    groups: dict[tuple[str, ...], dict[str, Any]] = {}
+    groups: dict[tuple[str, ...], Pool] = {}
+    layouts: dict[tuple[str, ...], set[str]] = {}
     for r in rows:
         outcome = round_outcome(r)
         if outcome == RUNNING:
             continue
         value = tuple(key_value(r, k) for k in keys)
-        g = groups.setdefault(value, {"group": dict(zip(keys, value, strict=True)),
-                                      "rounds": 0, "measured": 0, "failures": 0,
-                                      "invalid": 0, "partial": 0, "layouts": set()})
-        if outcome in (INVALID, PARTIAL):
-            g[outcome] += 1
+        g = groups.setdefault(value, Pool(group=dict(zip(keys, value, strict=True))))
+        seen = layouts.setdefault(value, set())
+        if outcome == INVALID:
+            g.invalid += 1
             continue
-        if not r.get("measured"):
+        if outcome == PARTIAL:
+            g.partial += 1
             continue
-        g["rounds"] += 1
-        g["measured"] += r["measured"]
-        g["failures"] += r.get("gated_failures") or 0
-        if r.get("c128a_layout"):
-            g["layouts"].add(r["c128a_layout"])
-    out = []
-    for g in groups.values():
-        measured, failures = g["measured"], g["failures"]
-        out.append({**g, "layouts": sorted(g["layouts"]),
-                    "failure_rate": failures / measured if measured else None,
-                    "upper_bound_95": upper_bound(failures, measured) if measured else None})
-    return out
+        if not r.measured:
+            continue
+        g.rounds += 1
+        g.measured += r.measured
+        g.failures += r.gated_failures or 0
+        if r.c128a_layout:
+            seen.add(r.c128a_layout)
+    for value, g in groups.items():
+        g.layouts = sorted(layouts[value])
+    return list(groups.values())
 
 
-def per_version(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def per_version(rows: Sequence[RoundRow]) -> list[Pool]:
     """Valid rounds pooled per vLLM version (the `versions` of `history --json`)."""
-    return [{"vllm_version": g["group"]["vllm"], **{k: v for k, v in g.items() if k != "group"}}
-            for g in per_group(rows, ["vllm"])]
+    return per_group(rows, ["vllm"])
 
 
-def failure_rate(row: dict[str, Any]) -> float | None:
-    measured = row.get("measured") or 0
-    return (row.get("gated_failures") or 0) / measured if measured else None
+def failure_rate(row: RoundRow) -> float | None:
+    measured = row.measured or 0
+    return (row.gated_failures or 0) / measured if measured else None

@@ -25,6 +25,7 @@ from typing import Any
 
 from loadgen.exit_codes import BadInputError
 from loadgen.history.db import redact, unavailable_errors
+from loadgen.history.rows import RoundRow
 from loadgen.history.store import History, Soak
 
 SPOOL_FILE = "history-spool.sqlite"
@@ -65,7 +66,7 @@ class SpooledHistory:
     def unfinished_soak(self, scenario: str, out_dir: str) -> Soak | None:
         return self.local.unfinished_soak(scenario, out_dir)
 
-    def rounds(self, soak_id: str) -> list[dict[str, Any]]:
+    def rounds(self, soak_id: str) -> list[RoundRow]:
         return self.local.rounds(soak_id)
 
     # -- what it writes: the spool, then the database ----------------------------------
@@ -94,12 +95,14 @@ class SpooledHistory:
 
     def pending(self) -> dict[str, int]:
         """Soak id -> rounds of it the database has not been given yet."""
-        return {r["soak_id"]: len(self.local.rounds(r["soak_id"]))
-                for r in self.local.db.query(f"SELECT soak_id FROM {_PENDING}")}
+        return {soak_id: len(self.local.rounds(soak_id)) for soak_id in self._pending_ids()}
+
+    def _pending_ids(self) -> list[str]:
+        return [str(r["soak_id"]) for r in self.local.db.query(f"SELECT soak_id FROM {_PENDING}")]
 
     def push(self) -> bool:
         """Copy every pending soak to the database; False (and a warning) if it is away."""
-        pending = [r["soak_id"] for r in self.local.db.query(f"SELECT soak_id FROM {_PENDING}")]
+        pending = self._pending_ids()
         if not pending:
             return True
         written = 0
@@ -115,7 +118,7 @@ class SpooledHistory:
                 rounds = self.local.rounds(soak_id)
                 if soak is not None:
                     verdicts = [v for r in rounds
-                                for v in self.local.all_verdicts(soak_id, r["round"])]
+                                for v in self.local.all_verdicts(soak_id, int(r.round))]
                     self.remote.upsert(soak, rounds, verdicts)
                     written += len(rounds)
                 with self.local.db.transaction() as db:

@@ -24,13 +24,15 @@ the whole fleet shares (`db.connect`); the schema is the same (`schema.py`):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loadgen.history.db import Database, connect, redact
-from loadgen.history.schema import ROUND_COLUMNS, ROUND_FACT_COLUMNS, SOAK_COLUMNS
+from loadgen.history.rows import RoundRow
+from loadgen.history.schema import ROUND_COLUMNS, SOAK_COLUMNS
 from loadgen.history.statuses import RoundStatus
 
 if TYPE_CHECKING:
@@ -45,7 +47,6 @@ RESULT_COLUMNS = (
 )
 #: Round columns known when a round starts: where it runs and what it runs.
 START_COLUMNS = ("host", "image", "image_digest", "scenario_hash")
-FACT_COLUMNS = tuple(name for name, _ in ROUND_FACT_COLUMNS)
 
 
 @dataclass
@@ -113,9 +114,10 @@ class History:
 
     # -- rounds ---------------------------------------------------------------------
 
-    def rounds(self, soak_id: str) -> list[dict[str, Any]]:
-        return self.db.query("SELECT * FROM rounds WHERE soak_id = ? ORDER BY round",
-                             (soak_id,))
+    def rounds(self, soak_id: str) -> list[RoundRow]:
+        """A soak's rounds in order (without their verdict counts: `all_rounds` has them)."""
+        return [RoundRow.from_row(r) for r in self.db.query(
+            "SELECT * FROM rounds WHERE soak_id = ? ORDER BY round", (soak_id,))]
 
     def start_round(self, soak_id: str, number: int, *, started: float, scenario: str,
                     results_dir: str, priming: int, restart_detected: bool,
@@ -164,7 +166,7 @@ class History:
 
     def all_rounds(self, *, soak_id: str | None = None, scenario: str | None = None,
                    last: int | None = None,
-                   where: dict[str, str] | None = None) -> list[dict[str, Any]]:
+                   where: dict[str, str] | None = None) -> list[RoundRow]:
         """Rounds oldest first, with their measured verdict counts (the trend's rows).
 
         `where`: round column -> value it must equal (the `history` filters)."""
@@ -177,35 +179,34 @@ class History:
                 args.append(value)
         sql = "SELECT * FROM rounds" + (" WHERE " + " AND ".join(clauses) if clauses else "")
         sql += " ORDER BY started, soak_id, round"
-        rows = self.db.query(sql, args)
+        rows = [RoundRow.from_row(r) for r in self.db.query(sql, args)]
         if last:
             rows = rows[-last:]
-        counts: dict[tuple[str, int], dict[str, int]] = {}
-        soaks = sorted({r["soak_id"] for r in rows})
+        soaks = sorted({r.soak_id for r in rows})
+        counts: dict[tuple[str, int | str], dict[str, int]] = {}
         for i in range(0, len(soaks), 500):
             chunk = soaks[i:i + 500]
-            for r in self.db.query(
+            for v in self.db.query(
                     "SELECT soak_id, round, verdict, count FROM round_verdicts WHERE phase = "
                     f"'measurement' AND soak_id IN ({', '.join('?' for _ in chunk)})", chunk):
-                counts.setdefault((r["soak_id"], r["round"]), {})[r["verdict"]] = r["count"]
+                soak, number, verdict, count = (v[c] for c in _VERDICT_READ)
+                counts.setdefault((soak, number), {})[verdict] = count
         for row in rows:
-            for column in FACT_COLUMNS:  # a read-only v1 file lacks them: unknown
-                row.setdefault(column, None)
-            row["verdicts"] = counts.get((row["soak_id"], row["round"]), {})
+            row.verdicts = counts.get((row.soak_id, row.round), {})
         return rows
 
     # -- copying (a soak's local spool into the fleet's database) ---------------------
 
-    def upsert(self, soak: dict[str, Any], rounds: list[dict[str, Any]],
+    def upsert(self, soak: dict[str, Any], rounds: list[RoundRow],
                verdicts: list[dict[str, Any]]) -> None:
         """Write these rows as they are, replacing what the database has of them, in one
         transaction: copying the same rows twice leaves the same database."""
         with self.db.transaction() as db:
             _upsert(db, "soaks", SOAK_COLUMNS, ("soak_id",), soak)
             for row in rounds:
-                _upsert(db, "rounds", ROUND_COLUMNS, ("soak_id", "round"), row)
+                _upsert(db, "rounds", ROUND_COLUMNS, ("soak_id", "round"), row.columns())
                 db.execute("DELETE FROM round_verdicts WHERE soak_id = ? AND round = ?",
-                           (row["soak_id"], row["round"]))
+                           (row.soak_id, row.round))
             db.executemany(
                 "INSERT INTO round_verdicts (soak_id, round, phase, verdict, count) "
                 "VALUES (?,?,?,?,?)",
@@ -223,10 +224,13 @@ def _upsert(db: Any, table: str, columns: tuple[str, ...], key: tuple[str, ...],
 
 
 def _soak(row: dict[str, Any]) -> Soak:
-    return Soak(soak_id=row["soak_id"], scenario=row["scenario"], out_dir=row["out_dir"],
-                started=row["started"], status=row["status"], duration_s=row["duration_s"],
-                rounds_target=row["rounds_target"], stop_on_breach=bool(row["stop_on_breach"]),
-                ended=row["ended"], exit_code=row["exit_code"])
+    soak = Soak(**{f.name: row[f.name] for f in dataclasses.fields(Soak)})
+    soak.stop_on_breach = bool(soak.stop_on_breach)
+    return soak
+
+
+#: The columns of a verdict count, in the order `all_rounds` reads them.
+_VERDICT_READ = ("soak_id", "round", "verdict", "count")
 
 
 def _check_columns(fields: dict[str, Any], allowed: set[str]) -> None:

@@ -21,15 +21,18 @@ from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
 
+from loadgen.history.changes import ChangePoints, RoundChange, Side
 from loadgen.history.pooling import (
     INVALID,
     PARTIAL,
     UNKNOWN,
+    Pool,
     failure_rate,
     is_pooled,
     per_version,
     round_outcome,
 )
+from loadgen.history.rows import RoundRow
 from loadgen.report.figures import png_bytes, pyplot
 
 _HEX64 = re.compile(r"\b([0-9a-f]{12})[0-9a-f]{52}\b")
@@ -48,23 +51,23 @@ def _when(t: float | None) -> str:
 
 
 #: (header, justify, cell) of the round table, in the order shown.
-_Column = tuple[str, str, Callable[[dict[str, Any]], str]]
+_Column = tuple[str, str, Callable[[RoundRow], str]]
 _ROUND_COLUMNS: list[_Column] = [
-    ("soak", "left", lambda r: r["soak_id"]),
-    ("round", "right", lambda r: str(r["round"])),
-    ("started", "left", lambda r: _when(r["started"])),
-    ("host", "left", lambda r: r.get("host") or UNKNOWN),
+    ("soak", "left", lambda r: r.soak_id),
+    ("round", "right", lambda r: str(r.round)),
+    ("started", "left", lambda r: _when(r.started)),
+    ("host", "left", lambda r: r.host or UNKNOWN),
     ("status", "left", round_outcome),
-    ("vLLM", "left", lambda r: r.get("vllm_version") or UNKNOWN),
-    ("layout", "left", lambda r: r.get("c128a_layout") or UNKNOWN),
-    ("primed", "right", lambda r: str(r.get("priming") or 0)),
-    ("failed", "right", lambda r: "-" if r.get("measured") is None
-     else f"{r.get('gated_failures') or 0}/{r['measured']}"),
+    ("vLLM", "left", lambda r: r.vllm_version or UNKNOWN),
+    ("layout", "left", lambda r: r.c128a_layout or UNKNOWN),
+    ("primed", "right", lambda r: str(r.priming or 0)),
+    ("failed", "right", lambda r: "-" if r.measured is None
+     else f"{r.gated_failures or 0}/{r.measured}"),
     ("rate", "right", lambda r: _pct(failure_rate(r))),
-    ("bound", "right", lambda r: _pct(r.get("upper_bound_95"))),
-    ("TTFT p50", "right", lambda r: _sec(r.get("ttft_p50"))),
-    ("e2e p99", "right", lambda r: _sec(r.get("e2e_p99"))),
-    ("exit", "right", lambda r: "-" if r.get("exit_code") is None else str(r["exit_code"])),
+    ("bound", "right", lambda r: _pct(r.upper_bound_95)),
+    ("TTFT p50", "right", lambda r: _sec(r.ttft_p50)),
+    ("e2e p99", "right", lambda r: _sec(r.e2e_p99)),
+    ("exit", "right", lambda r: "-" if r.exit_code is None else str(r.exit_code)),
 ]
 #: What goes first where the terminal is narrow (`--json` always has every field); the
 #: rest is what a release manager reads off a round.
@@ -73,15 +76,15 @@ _CAPTION = "failed: gated failures / measured; bound: one-sided 95% Clopper-Pear
     "bound on the rate; invalid (exit 2) and partial rounds are never pooled"
 
 
-def round_table(rows: list[dict[str, Any]], width: int | None = None) -> RenderableType:
+def round_table(rows: list[RoundRow], width: int | None = None) -> RenderableType:
     """One line per round, no wider than `width` (None: every column in one table).
 
     Where one table with a soak column does not fit, each soak gets its own table under
     its id, and the latency, priming and rate columns go, in that order, until it fits.
     """
-    soaks = list(dict.fromkeys(r["soak_id"] for r in rows))
+    soaks = list(dict.fromkeys(r.soak_id for r in rows))
     # The host only where the rounds ran on more than one (a fleet's database).
-    hosts = {r.get("host") for r in rows}
+    hosts = {r.host for r in rows}
     columns = [c for c in _ROUND_COLUMNS if c[0] != "host" or len(hosts) > 1]
     shown = [c for c in columns if c[0] != "soak" or len(soaks) > 1]
     whole = _table(_title(soaks), rows, shown, _CAPTION)
@@ -96,7 +99,7 @@ def round_table(rows: list[dict[str, Any]], width: int | None = None) -> Rendera
         dropped.append(name)
     caption = _CAPTION + (f"; {', '.join(dropped)}: a wider terminal or --json"
                           if dropped else "")
-    return Group(*(_table(_title([soak]), [r for r in rows if r["soak_id"] == soak], shown,
+    return Group(*(_table(_title([soak]), [r for r in rows if r.soak_id == soak], shown,
                           caption if i == len(soaks) - 1 else None)
                    for i, soak in enumerate(soaks)))
 
@@ -106,7 +109,7 @@ def _title(soaks: list[str]) -> str:
         "soak rounds (oldest first)"
 
 
-def _table(title: str, rows: list[dict[str, Any]], columns: list[_Column],
+def _table(title: str, rows: list[RoundRow], columns: list[_Column],
            caption: str | None) -> Table:
     table = Table(title=title or None, box=box.SIMPLE_HEAD, caption=caption, pad_edge=False,
                   padding=(0, 1, 0, 0))
@@ -122,25 +125,25 @@ def _width(table: Table) -> int:
     return Console(width=10_000, file=io.StringIO()).measure(table).maximum
 
 
-def _left_out(g: dict[str, Any]) -> str:
-    parts = [f"{g[k]} {k}" for k in (INVALID, PARTIAL) if g.get(k)]
+def _left_out(g: Pool) -> str:
+    parts = [f"{g.left_out(k)} {k}" for k in (INVALID, PARTIAL) if g.left_out(k)]
     return ", ".join(parts) or "-"
 
 
-def version_table(versions: list[dict[str, Any]]) -> Table:
+def version_table(versions: list[Pool]) -> Table:
     table = Table(title="per vLLM version (valid rounds pooled)", box=box.SIMPLE_HEAD)
     for name in ("vLLM", "layouts", "rounds", "measured", "failed", "rate", "bound",
                  "not pooled"):
         table.add_column(name, justify="left" if name in ("vLLM", "layouts") else "right",
                          no_wrap=True)
     for v in versions:
-        table.add_row(v["vllm_version"], ", ".join(v["layouts"]) or UNKNOWN, str(v["rounds"]),
-                      str(v["measured"]), str(v["failures"]), _pct(v["failure_rate"]),
-                      _pct(v["upper_bound_95"]), _left_out(v))
+        table.add_row(v.vllm_version, ", ".join(v.layouts) or UNKNOWN, str(v.rounds),
+                      str(v.measured), str(v.failures), _pct(v.failure_rate),
+                      _pct(v.upper_bound_95), _left_out(v))
     return table
 
 
-def group_table(groups: list[dict[str, Any]], keys: list[str]) -> Table:
+def group_table(groups: list[Pool], keys: list[str]) -> Table:
     """Valid rounds pooled per value of the --group-by keys."""
     table = Table(title=f"per {', '.join(keys)} (valid rounds pooled)", box=box.SIMPLE_HEAD)
     for key in keys:
@@ -148,9 +151,9 @@ def group_table(groups: list[dict[str, Any]], keys: list[str]) -> Table:
     for name in ("rounds", "measured", "failed", "rate", "bound", "not pooled"):
         table.add_column(name, justify="right", no_wrap=True)
     for g in groups:
-        table.add_row(*(_short(g["group"][k]) for k in keys), str(g["rounds"]),
-                      str(g["measured"]), str(g["failures"]), _pct(g["failure_rate"]),
-                      _pct(g["upper_bound_95"]), _left_out(g))
+        table.add_row(*(_short(g.group[k]) for k in keys), str(g.rounds),
+                      str(g.measured), str(g.failures), _pct(g.failure_rate),
+                      _pct(g.upper_bound_95), _left_out(g))
     return table
 
 
@@ -159,51 +162,49 @@ def _short(value: str) -> str:
     return _HEX64.sub(r"\1", value)
 
 
-def _side(side: dict[str, Any]) -> str:
-    return f"{_pct(side['failure_rate'])} ({side['failures']}/{side['measured']})"
+def _side(side: Side) -> str:
+    return f"{_pct(side.failure_rate)} ({side.failures}/{side.measured})"
 
 
-def change_table(changes: dict[str, Any]) -> RenderableType:
+def change_table(changes: ChangePoints) -> RenderableType:
     """The change points found, across rounds and across versions (or a line: none)."""
-    rounds, versions = changes.get("rounds") or [], changes.get("versions") or []
+    rounds, versions = changes.rounds, changes.versions
     if not rounds and not versions:
-        return f"change points: none in the failure rate ({changes.get('method', '')})"
+        return f"change points: none in the failure rate ({changes.method})"
     table = Table(title="change points in the failure rate (valid rounds)",
-                  box=box.SIMPLE_HEAD, caption=changes.get("method"))
+                  box=box.SIMPLE_HEAD, caption=changes.method)
     for name in ("where", "at", "before", "after", "what changed"):
         table.add_column(name, no_wrap=name != "what changed")
     for c in rounds:
         changed = "; ".join(f"{k} {_short(str(a))} -> {_short(str(b))}"
-                            for k, (a, b) in c["changed"].items()) or "nothing recorded"
-        table.add_row(f"rounds of {c['series']}", f"{c['soak_id']} round {c['round']} "
-                      f"({_when(c['started'])})", _side(c["before"]), _side(c["after"]),
-                      changed)
-    for c in versions:
-        table.add_row("vLLM versions", f"{c['from_version']} -> {c['to_version']}",
-                      _side(c["before"]), _side(c["after"]),
-                      f"versions {', '.join(c['before']['versions'])} | "
-                      f"{', '.join(c['after']['versions'])}")
+                            for k, (a, b) in c.changed.items()) or "nothing recorded"
+        table.add_row(f"rounds of {c.series}", f"{c.soak_id} round {c.round} "
+                      f"({_when(c.started)})", _side(c.before), _side(c.after), changed)
+    for v in versions:
+        table.add_row("vLLM versions", f"{v.from_version} -> {v.to_version}",
+                      _side(v.before), _side(v.after),
+                      f"versions {', '.join(v.before.versions or [])} | "
+                      f"{', '.join(v.after.versions or [])}")
     return table
 
 
-def trend_figure(rows: list[dict[str, Any]],
-                 change_points: list[dict[str, Any]] | None = None) -> Any:
+def trend_figure(rows: list[RoundRow], change_points: list[RoundChange] | None = None) -> Any:
     """Failure rate and its 95% bound per round (colour: vLLM version), invalid and
     partial rounds marked (not pooled), change points as dashed lines; and per version."""
     plt = pyplot()
-    versions = [v for v in per_version(rows) if v["measured"]]
+    versions = [v for v in per_version(rows) if v.measured]
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 3.6),
                                  gridspec_kw={"width_ratios": [3, 1]})
     palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    colour = {v["vllm_version"]: palette[i % len(palette)] for i, v in enumerate(versions)}
+    colour = {v.vllm_version: palette[i % len(palette)] for i, v in enumerate(versions)}
     for version in colour:
         pts = [(i, r) for i, r in enumerate(rows)
-               if (r.get("vllm_version") or UNKNOWN) == version and is_pooled(r)]
+               if (r.vllm_version or UNKNOWN) == version and is_pooled(r)]
         if not pts:
             continue
         xs = [i for i, _ in pts]
         rates = [100 * (failure_rate(r) or 0) for _, r in pts]
-        bounds = [100 * (r.get("upper_bound_95") or 0) for _, r in pts]
+        bounds = [100 * (r.upper_bound_95 or 0) for _, r in pts]
         ax.plot(xs, rates, "o", color=colour[version], label=f"{version}: failure rate")
         ax.vlines(xs, rates, bounds, color=colour[version], alpha=0.5)
         ax.plot(xs, bounds, "_", markersize=12, color=colour[version],
@@ -216,34 +217,35 @@ def trend_figure(rows: list[dict[str, Any]],
             ax.axvspan(i - 0.4, i + 0.4, color=shade, alpha=0.12, linewidth=0)
         ax.plot(xs, [100 * (failure_rate(rows[i]) or 0) for i in xs], marker, color=shade,
                 markersize=9, linestyle="none", label=f"{outcome} round (not pooled)")
-    index = {(r["soak_id"], r["round"]): i for i, r in enumerate(rows)}
+    index = {(r.soak_id, r.round): i for i, r in enumerate(rows)}
     for n, c in enumerate(change_points or []):
-        at = index.get((c["soak_id"], c["round"]))
+        at = index.get((c.soak_id, c.round))
         if at is not None:
             ax.axvline(at - 0.5, color="#333", linestyle="--", linewidth=1,
                        label="change point" if n == 0 else None)
     ax.set_xticks(range(len(rows)))
-    ax.set_xticklabels([str(r["round"]) for r in rows], fontsize=7)
+    ax.set_xticklabels([str(r.round) for r in rows], fontsize=7)
     ax.set_ylim(bottom=0)
     ax.set_xlabel("round (oldest first)")
     ax.set_ylabel("% of measured requests")
     ax.set_title("per round")
     if ax.get_legend_handles_labels()[1]:
         ax.legend(fontsize=7)
-    names = [v["vllm_version"] for v in versions]
-    bx.bar(names, [100 * v["failure_rate"] for v in versions],
-           color=[colour[n] for n in names], label="failure rate")
-    bx.errorbar(names, [100 * v["failure_rate"] for v in versions],
+    names = [v.vllm_version for v in versions]
+    rates = [100 * (v.failure_rate or 0) for v in versions]
+    bx.bar(names, rates, color=[colour[n] for n in names], label="failure rate")
+    bx.errorbar(names, rates,
                 yerr=[[0] * len(versions),
-                      [100 * ((v["upper_bound_95"] or 0) - v["failure_rate"]) for v in versions]],
+                      [100 * (v.upper_bound_95 or 0) - r for v, r in zip(versions, rates,
+                                                                         strict=True)]],
                 fmt="none", ecolor="#333", capsize=6, label="95% upper bound")
     bx.set_title("per vLLM version (valid rounds pooled)")
     bx.tick_params(axis="x", labelsize=7)
     return fig
 
 
-def write_trend_plot(rows: list[dict[str, Any]], path: Path,
-                     change_points: list[dict[str, Any]] | None = None) -> None:
+def write_trend_plot(rows: list[RoundRow], path: Path,
+                     change_points: list[RoundChange] | None = None) -> None:
     fig = trend_figure(rows, change_points)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(png_bytes(fig))

@@ -12,7 +12,7 @@ import pytest
 
 from loadgen.exit_codes import ExitCode
 from loadgen.fleet.verdict import NodeState, judge_fleet
-from loadgen.history import History, Soak
+from loadgen.history import History, RoundRow, Soak
 from loadgen.history.statuses import RoundStatus
 from tests.support.cli import run_cli
 
@@ -196,8 +196,9 @@ def test_random_fleets_fail_exactly_when_a_node_did_not_pass() -> None:
             for _ in range(rng.randint(0, 3)):
                 t += rng.uniform(0.5, 5) * HOUR
                 status, code = rng.choice(outcomes)
-                rows.append({"host": node, "started": t, "status": status,
-                             "exit_code": code, "measured": 10})
+                rows.append(RoundRow(soak_id=f"soak-{node}", round=len(rows) + 1,
+                                     host=node, started=t, status=status,
+                                     exit_code=code, measured=10))
                 if t >= NOW - 12 * HOUR:
                     last_state[node] = (status, code)
         rng.shuffle(rows)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from loadgen.history.rows import RoundRow
 from loadgen.report.trend import round_table
 from tests.loadgen.conftest import run_cli
 
@@ -113,7 +114,7 @@ def _render(table: object, width: int) -> list[str]:
 def test_the_history_table_fits_an_80_column_terminal(soaks: int) -> None:
     ids = [f"nightly-soak-20261129T101500Z-0123{i}-1" for i in range(soaks)]
     rows = [_round(ids[i % soaks], i + 1) for i in range(4)]
-    lines = _render(round_table(rows, 80), 80)
+    lines = _render(round_table([RoundRow.from_row(r) for r in rows], 80), 80)
     assert max(len(line) for line in lines) <= 80
     text = "\n".join(lines)
     assert "…" not in text  # nothing cut short
@@ -129,7 +130,7 @@ def test_the_history_table_fits_an_80_column_terminal(soaks: int) -> None:
 
 def test_a_wide_terminal_gets_every_column() -> None:
     rows = [_round("s-1", 1), _round("s-2", 2)]
-    text = "\n".join(_render(round_table(rows, 200), 200))
+    text = "\n".join(_render(round_table([RoundRow.from_row(r) for r in rows], 200), 200))
     for header in ("soak", "primed", "rate", "TTFT p50", "e2e p99", "exit"):
         assert header in text
     assert "a wider terminal" not in text

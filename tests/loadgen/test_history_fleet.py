@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from loadgen.commands.history import trend
-from loadgen.history import History, Soak
+from loadgen.history import History, RoundRow, Soak
 from loadgen.history.changes import segments
 from loadgen.report.trend import round_table, trend_figure
 from tests.loadgen.conftest import run_cli
@@ -175,10 +175,11 @@ def test_invalid_and_partial_rounds_are_shown_and_never_pooled(fake_server,
     assert "1 invalid" in table  # the version's rounds say what was left out
 
     # A partial round (interrupted) too: listed, marked, not pooled.
-    rows = doc["rounds"] + [{**doc["rounds"][0], "round": 4, "status": "partial",
-                             "exit_code": 130, "started": doc["rounds"][-1]["started"] + 1}]
+    rows = [RoundRow.from_row(r) for r in doc["rounds"] + [{
+        **doc["rounds"][0], "round": 4, "status": "partial", "exit_code": 130,
+        "started": doc["rounds"][-1]["started"] + 1}]]
     result = trend(rows, ["vllm"])
-    assert result["versions"][0]["rounds"] == 2 and result["versions"][0]["partial"] == 1
+    assert result.versions[0].rounds == 2 and result.versions[0].partial == 1
     text = _render(round_table(rows, 200))
     assert "partial" in text and "130" in text
     labels = trend_figure(rows).axes[0].get_legend_handles_labels()[1]
