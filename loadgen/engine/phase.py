@@ -29,12 +29,6 @@ class SeqSource:
     items: Iterator[WorkItem]
     next_seq: int = 0
 
-    def skip(self, count: int) -> None:
-        """Advance past seqs another process sent."""
-        for _ in range(count):
-            next(self.items)
-        self.next_seq += count
-
 
 @dataclass(frozen=True)
 class Shard:

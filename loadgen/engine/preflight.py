@@ -22,19 +22,19 @@ prose), so the lengths the scenario asks for are the lengths sent.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import orjson
 
+from loadgen.engine.plan import RunPlan
 from loadgen.engine.requests import RequestMaker
 from loadgen.exit_codes import RunInvalidError
 from loadgen.judge.scripts import message_texts
-from loadgen.scenario import Scenario
 from loadgen.targets.readiness import ServerReady
-from loadgen.workload import WorkItem, make_workload
+from loadgen.workload import WorkItem
 
 TOKENIZE_TIMEOUT_S = 30.0
 # Prose of the kind long-context documents are made of, for the chars-per-token
@@ -78,20 +78,6 @@ def _max_tokens(raw: bytes) -> int | None:
         if isinstance(value, int) and not isinstance(value, bool):
             return value
     return None
-
-
-def planned_items(scenario: Scenario, chars_per_token: float | None) -> Iterator[WorkItem]:
-    """Each distinct item the run's priming and measurement send (the reference phase
-    resends measured ones); workloads cycle, so this stops at the first repeat."""
-    load = scenario.load
-    seen: set[str] = set()
-    items = make_workload(scenario, chars_per_token).items()
-    for _ in range(load.priming + load.measurement):
-        item = next(items)
-        if item.item_id in seen:
-            return
-        seen.add(item.item_id)
-        yield item
 
 
 def longest_by_words(items: Iterable[WorkItem], maker: RequestMaker
@@ -145,12 +131,10 @@ async def tokenizer_count(http: httpx.AsyncClient, base_url: str, model: str,
 
 
 async def longest_request(http: httpx.AsyncClient, base_url: str, model: str,
-                          scenario: Scenario, chars_per_token: float | None,
-                          run_id: str = "") -> LongestRequest | None:
+                          plan: RunPlan) -> LongestRequest | None:
     """The run's request that needs the most context, counted as surely as the server
     allows; None when no request states max_tokens."""
-    maker = RequestMaker(scenario, run_id, model)
-    found = longest_by_words(planned_items(scenario, chars_per_token), maker)
+    found = longest_by_words(plan.distinct(), plan.maker)
     if found is None:
         return None
     item, max_tokens, floor = found
@@ -181,10 +165,9 @@ def misfit(ready: ServerReady, model: str, longest: LongestRequest) -> str | Non
 
 
 async def check_context_fits(http: httpx.AsyncClient, ready: list[ServerReady], model: str,
-                             scenario: Scenario, chars_per_token: float | None,
-                             note: Callable[[str], None] | None = None) -> None:
+                             plan: RunPlan, note: Callable[[str], None] | None = None) -> None:
     """RunInvalidError (nothing sent yet) when a server states a max_model_len that the
-    run's longest request cannot fit."""
+    run's longest request (of `plan`'s, whose bodies are `model`'s) cannot fit."""
     stating = [info for info in ready if info.max_model_len(model) is not None]
     if note is not None:
         for info in ready:
@@ -193,8 +176,7 @@ async def check_context_fits(http: httpx.AsyncClient, ready: list[ServerReady], 
                      "the requests fit its context is not checked before sending")
     if not stating:
         return
-    longest = await longest_request(http, stating[0].base_url, model, scenario,
-                                    chars_per_token)
+    longest = await longest_request(http, stating[0].base_url, model, plan)
     if longest is None:
         return
     for info in stating:

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.engine.observer import RunObserver
-from loadgen.engine.phase import SeqSource, run_phase
+from loadgen.engine.phase import run_phase
+from loadgen.engine.plan import REFERENCE, RunPlan
 from loadgen.engine.preflight import calibrate_chars_per_token, check_context_fits
 from loadgen.engine.progress import Progress
-from loadgen.engine.reference import reference_items
 from loadgen.engine.requests import RequestMaker
 from loadgen.engine.session import Session
 from loadgen.engine.shard_worker import ShardReport
@@ -25,10 +25,6 @@ from loadgen.run_facts import RunFacts
 from loadgen.scenario import Scenario
 from loadgen.targets.readiness import ServerReady, choose_model, wait_ready
 from loadgen.targets.telemetry import Telemetry
-from loadgen.workload import make_workload
-
-PHASES = ("priming", "measurement")
-REFERENCE = "reference"
 
 
 class Runner:
@@ -58,21 +54,17 @@ class Runner:
                                        scenario.target.receipts_dir,
                                        scenario.telemetry.scrape_interval_s)
             try:
-                await session.stopper.guarded(self._prepare(session))
-                if session.stopper.stopped:
+                plan = await session.stopper.guarded(self._prepare(session))
+                if plan is None or session.stopper.stopped:
                     return self._finish()
-                source = SeqSource(make_workload(scenario, self.facts.chars_per_token).items())
-                maker = RequestMaker(scenario, self.facts.run_id, self.facts.model)
                 await self.telemetry.begin()
                 session.selfmon.start()
-                for phase in self._plan():
+                for phase in plan.phases:
                     async with self.telemetry.phase(phase):
                         if phase == REFERENCE:
-                            await self._reference(session, maker)
+                            await self._reference(session, plan)
                         else:
-                            load = scenario.load
-                            count = load.priming if phase == "priming" else load.measurement
-                            await self._phase(session, source, maker, phase, count)
+                            await self._phase(session, plan, phase)
                     if session.stopper.stopped:
                         break
                     self.facts.phases_done.append(phase)
@@ -93,17 +85,20 @@ class Runner:
         self.facts.finished = time.time()
         return self.facts
 
-    async def _prepare(self, session: Session) -> None:
-        """Every server ready, the model chosen, long-context lengths calibrated, and
-        the longest request checked against each server's max_model_len (a run that
-        cannot fit is invalid before anything is sent)."""
+    async def _prepare(self, session: Session) -> RunPlan:
+        """Every server ready, the model chosen, long-context lengths calibrated, the
+        run planned on them, and its longest request checked against each server's
+        max_model_len (a run that cannot fit is invalid before anything is sent)."""
         ready = await self._wait_all_ready(session)
         self.facts.model = choose_model(self.scenario.target.model, ready[0])
         if self.scenario.workload.kind == "long-context":
             self.facts.chars_per_token = await calibrate_chars_per_token(
                 session.http, self.facts.base_urls[0], self.facts.model)
-        await check_context_fits(session.http, ready, self.facts.model, self.scenario,
-                                 self.facts.chars_per_token, note=session.progress.note)
+        plan = RunPlan.build(self.scenario, self.facts.chars_per_token,
+                             RequestMaker(self.scenario, self.facts.run_id, self.facts.model))
+        await check_context_fits(session.http, ready, self.facts.model, plan,
+                                 note=session.progress.note)
+        return plan
 
     async def _wait_all_ready(self, session: Session) -> list[ServerReady]:
         ready = []
@@ -115,33 +110,23 @@ class Runner:
             ready.append(info)
         return ready
 
-    def _plan(self) -> list[str]:
-        """The phases in order: the reference phase (one request at a time) before
-        priming or after measurement, when the scenario asks for one."""
-        reference = self.scenario.reference
-        if reference.requests <= 0:
-            return list(PHASES)
-        return [REFERENCE, *PHASES] if reference.when == "before" else [*PHASES, REFERENCE]
-
-    async def _reference(self, session: Session, maker: RequestMaker) -> None:
+    async def _reference(self, session: Session, plan: RunPlan) -> None:
         """Each sampled body once, nothing else in flight (its seqs follow the measured
-        ones whenever it runs, so a seq names the same request in every phase plan)."""
-        items = reference_items(self.scenario, self.facts.chars_per_token)
-        load = self.scenario.load
-        self.facts.reference_items = [item.item_id for item in items]
-        source = SeqSource(iter(items), next_seq=load.priming + load.measurement)
-        await run_phase(session, source, maker, REFERENCE, len(items), concurrency=1)
+        ones whenever it runs, so a seq names the same request in every phase order)."""
+        self.facts.reference_items = [item.item_id for item in plan.reference]
+        await run_phase(session, plan.source(REFERENCE), plan.maker, REFERENCE,
+                        plan.count(REFERENCE), concurrency=1)
 
-    async def _phase(self, session: Session, source: SeqSource, maker: RequestMaker,
-                     phase: str, count: int) -> None:
+    async def _phase(self, session: Session, plan: RunPlan, phase: str) -> None:
+        count = plan.count(phase)
         if self.workers > 1 and count > 0:
             from loadgen.engine.sharding import run_sharded_phase
 
             reports = await session.stopper.guarded(run_sharded_phase(
                 session, self.out_dir, self.workers, transport=self.transport,
-                api_key=self.api_key, phase=phase, start=source.next_seq, count=count)) or []
+                api_key=self.api_key, phase=phase, start=plan.first_seq(phase),
+                count=count)) or []
             self._worker_reports += reports
-            source.skip(count)
             reason = session.stopper.reason  # the workers' errors together over the limit
             if reason is not None and reason.kind == "invalid":
                 raise RunInvalidError(reason.message)
@@ -149,7 +134,7 @@ class Runner:
             if invalid:
                 raise RunInvalidError(invalid)
             return
-        await run_phase(session, source, maker, phase, count)
+        await run_phase(session, plan.source(phase), plan.maker, phase, count)
 
     def server_document(self) -> dict[str, Any]:
         return self.telemetry.document() if self.telemetry else {}

@@ -18,13 +18,13 @@ from typing import Any
 from loadgen.engine import loop
 from loadgen.engine.in_flight import InFlight
 from loadgen.engine.phase import SeqSource, Shard, run_phase
+from loadgen.engine.plan import RunPlan
 from loadgen.engine.progress import Progress
 from loadgen.engine.requests import RequestMaker
 from loadgen.engine.session import Session
 from loadgen.exit_codes import RunInvalidError
 from loadgen.run_facts import RunFacts
 from loadgen.scenario import Scenario
-from loadgen.workload import make_workload
 
 BARRIER_TIMEOUT_S = 120
 #: The parent's word that the run became invalid (the phase's infrastructure errors
@@ -80,9 +80,10 @@ async def send_shard(spec: ShardSpec, shared_in_flight: Any, barrier: Any) -> Sh
     async with Session(scenario, Path(spec.out_dir), facts, transport=spec.transport,
                        api_key=spec.api_key, progress=Progress(quiet=True),
                        in_flight=InFlight(shared_in_flight)) as session:
-        source = SeqSource(make_workload(scenario, spec.chars_per_token).items())
-        source.skip(spec.start_seq)  # the same item for the same seq as one process
-        maker = RequestMaker(scenario, spec.run_id, spec.model, worker=spec.index)
+        # The parent's plan, built again here: the same item for the same seq.
+        plan = RunPlan.build(scenario, spec.chars_per_token,
+                             RequestMaker(scenario, spec.run_id, spec.model, worker=spec.index))
+        source = SeqSource(plan.items(spec.start_seq), next_seq=spec.start_seq)
         asyncio.get_running_loop().add_signal_handler(
             STOP_INVALID, session.stopper.stop, "invalid", STOPPED_BY_PARENT)
         if barrier is not None:
@@ -90,7 +91,7 @@ async def send_shard(spec: ShardSpec, shared_in_flight: Any, barrier: Any) -> Sh
                                                              BARRIER_TIMEOUT_S)
         session.selfmon.start()
         try:
-            await run_phase(session, source, maker, spec.phase, spec.seq_count,
+            await run_phase(session, source, plan.maker, spec.phase, spec.seq_count,
                             Shard(spec.index, spec.count))
         except RunInvalidError as exc:
             facts.invalid = str(exc)

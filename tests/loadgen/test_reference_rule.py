@@ -70,8 +70,12 @@ def test_agreement_says_where_two_texts_part_and_how_alike_they_are() -> None:
 
 
 def test_the_sample_is_of_distinct_bodies_evenly_over_the_measured_range(tmp_path) -> None:
-    from loadgen.engine.reference import reference_items
+    from loadgen.engine.plan import RunPlan
+    from loadgen.engine.requests import RequestMaker
     from loadgen.scenario import Scenario
+
+    def reference_items(sc: Scenario, chars_per_token: float | None) -> tuple:
+        return RunPlan.build(sc, chars_per_token, RequestMaker(sc, "", "")).reference
 
     lines = [f'{{"messages": [{{"role": "user", "content": "q{i % 4}"}}]}}' for i in range(8)]
     (tmp_path / "b.jsonl").write_text("\n".join(lines))
