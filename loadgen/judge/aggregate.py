@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from loadgen.judge.findings import Findings
 from loadgen.judge.run_level import (
     Changed,
     Revision,
@@ -58,6 +59,11 @@ class FailureTail:
     content_tail: str
     tool_calls: list[dict[str, Any]]
     findings: dict[str, Any]  # why each verdict was given (the loop, the leak, the call)
+
+    @property
+    def why(self) -> Findings:
+        """The findings typed, as every report reads them."""
+        return Findings.read(self.findings)
 
 
 @dataclass

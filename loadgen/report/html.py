@@ -91,7 +91,7 @@ loop lag p99 {{ r.run.client.loop_lag_ms_p99 }} ms {% if r.run.client.saturated 
 {% for f in failures %}<h3>seq {{ f.seq }}: {{ f.verdicts | join(', ') }}</h3>
 <p>finish_reason {{ f.finish_reason }}, completion tokens {{ f.completion_tokens }}
 {% if f.error %}, error: {{ f.error }}{% endif %}</p>
-{% if findings(f.findings) %}<ul>{% for line in findings(f.findings) %}<li>{{ line }}</li>
+{% if findings(f.why) %}<ul>{% for line in findings(f.why) %}<li>{{ line }}</li>
 {% endfor %}</ul>{% endif %}
 {% if f.reasoning_tail %}<p>reasoning tail</p><pre>{{ f.reasoning_tail }}</pre>{% endif %}
 {% if f.content_tail %}<p>content tail</p><pre>{{ f.content_tail }}</pre>{% endif %}

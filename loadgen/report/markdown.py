@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from loadgen.bounds import describe_bound
 from loadgen.exit_codes import EXIT_WORDS
+from loadgen.judge.findings import Findings
 from loadgen.judge.run_report import RunReport
 from loadgen.report.facts_text import server_words
 from loadgen.report.run_text import load_text, reference_lines, run_level_text
@@ -17,46 +16,42 @@ def _fmt(value: float | None, scale: float = 1.0, digits: int = 3) -> str:
     return "-" if value is None else f"{value * scale:.{digits}f}"
 
 
-def findings_lines(findings: dict[str, Any]) -> list[str]:
+def findings_lines(findings: Findings) -> list[str]:
     """Why the verdicts were given, one line each (stuck looping or merely long, ...)."""
     lines = []
-    if findings.get("stuck"):
-        lines.append(f"stuck: {findings['stuck']}")
-    loop = findings.get("loop")
-    if isinstance(loop, dict):
-        lines.append(f"loop in the {loop.get('field')}: {str(loop.get('unit'))[:80]!r} "
-                     f"x{loop.get('repeats')} ({loop.get('kind')})")
-    if findings.get("leak"):
-        lines.append(f"leak: {findings['leak']}")
-    for problem in findings.get("tool_calls") or []:
-        lines.append(f"tool call: {problem}")
-    if findings.get("finish"):
-        lines.append(f"finish_reason: {findings['finish']}")
-    for wrong in findings.get("wrong_answer") or []:
-        if isinstance(wrong, dict):
-            got = "nothing" if wrong.get("got") is None else repr(wrong.get("got"))
-            lines.append(f"wrong answer: {wrong.get('field')} states {got}, the request's "
-                         f"{wrong.get('fact')} is {wrong.get('expected')!r}")
-    cross = findings.get("cross_talk")
-    if isinstance(cross, dict):
-        for src in cross.get("sources") or []:
-            written = src.get("written")
-            how = (f" written {written!r}" if written and written != src.get("code") else "") \
-                + (" (a part of it)" if src.get("part") else "")
-            lines.append(f"cross-talk: {src.get('code')}{how} "
-                         f"(in {', '.join(src.get('where') or [])})"
-                         f" belongs to seq {src.get('source_seq')} ({src.get('source_item')}), "
-                         + ("in flight at the same time" if src.get("in_flight_together")
-                            else "not in flight at the same time"))
-    garble = findings.get("garbled")
-    if isinstance(garble, dict):
-        lines.append(f"garbled {garble.get('field')}: {garble.get('kind')}: "
-                     f"{garble.get('detail')}")
-    mismatch = findings.get("reference_mismatch")
-    if isinstance(mismatch, dict):
-        lines.append(f"unlike its solo reply (seq {mismatch.get('reference_seq')}): "
-                     f"{mismatch.get('field')}: loaded {mismatch.get('loaded', '')} vs alone "
-                     f"{mismatch.get('reference', '')}{mismatch.get('detail', '')}")
+    if findings.stuck:
+        lines.append(f"stuck: {findings.stuck}")
+    if (loop := findings.loop) is not None:
+        lines.append(f"loop in the {loop.field}: {loop.unit[:80]!r} x{loop.repeats} "
+                     f"({loop.kind})")
+    if findings.leak:
+        lines.append(f"leak: {findings.leak}")
+    lines += [f"tool call: {problem}" for problem in findings.tool_calls]
+    if findings.finish:
+        lines.append(f"finish_reason: {findings.finish}")
+    for wrong in findings.wrong_answer:
+        got = "nothing" if wrong.got is None else repr(wrong.got)
+        lines.append(f"wrong answer: {wrong.field} states {got}, the request's "
+                     f"{wrong.fact} is {wrong.expected!r}")
+    if (other := findings.wrong_language) is not None:
+        lines.append(f"wrong language: the answer is {other.language} "
+                     f"(confidence {other.confidence:.2f}); the request's: "
+                     f"{', '.join(other.request_languages)}")
+    if (cut := findings.unfinished) is not None:
+        lines.append(f"unfinished: {cut.why}; it ends {cut.tail[-40:]!r}")
+    for src in findings.cross_talk.sources if findings.cross_talk is not None else []:
+        how = (f" written {src.written!r}" if src.written and src.written != src.code
+               else "") + (" (a part of it)" if src.part else "")
+        lines.append(f"cross-talk: {src.code}{how} (in {', '.join(src.where)})"
+                     f" belongs to seq {src.source_seq} ({src.source_item}), "
+                     + ("in flight at the same time" if src.in_flight_together
+                        else "not in flight at the same time"))
+    if (garble := findings.garbled) is not None:
+        lines.append(f"garbled {garble.field}: {garble.kind}: {garble.detail}")
+    if (mismatch := findings.reference_mismatch) is not None:
+        lines.append(f"unlike its solo reply (seq {mismatch.reference_seq}): "
+                     f"{mismatch.field}: loaded {mismatch.loaded} vs alone "
+                     f"{mismatch.reference}{mismatch.detail}")
     return lines
 
 
@@ -165,7 +160,7 @@ def render_markdown(report: RunReport) -> str:
             lines += ["", f"### seq {f.seq}: {', '.join(f.verdicts)}",
                       f"finish_reason {f.finish_reason}, completion tokens "
                       f"{f.completion_tokens}{error}"]
-            lines += [f"- {line}" for line in findings_lines(f.findings)]
+            lines += [f"- {line}" for line in findings_lines(f.why)]
             if f.reasoning_tail:
                 lines += ["", "reasoning tail:", _fence(f.reasoning_tail)]
             if f.content_tail:

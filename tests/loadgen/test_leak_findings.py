@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import orjson
 
+from loadgen.judge.findings import Findings
 from loadgen.judge.verdicts import classify
 from loadgen.records import RequestRecord
 from loadgen.report.markdown import findings_lines
@@ -38,14 +39,14 @@ def test_a_leak_in_the_content_is_named_with_its_token() -> None:
     r = rec(finish_reason="stop", reasoning="Upgrade it.", content="Upgraded.</think>")
     assert classify(r, CFG) == ["token_leak"]
     assert carried(r) == {"leak": "content: '</think>'"}
-    assert findings_lines(carried(r)) == ["leak: content: '</think>'"]
+    assert findings_lines(Findings.read(carried(r))) == ["leak: content: '</think>'"]
 
 
 def test_a_leak_in_the_reasoning_is_named_as_the_reasoning_s() -> None:
     r = rec(finish_reason="stop", reasoning="Let me think.</think>", content="Done.")
     assert classify(r, CFG) == ["token_leak"]
     assert carried(r) == {"leak": "reasoning: '</think>'"}
-    assert findings_lines(carried(r)) == ["leak: reasoning: '</think>'"]
+    assert findings_lines(Findings.read(carried(r))) == ["leak: reasoning: '</think>'"]
 
 
 def test_the_content_s_leak_is_the_one_reported_when_both_leak() -> None:
@@ -63,7 +64,7 @@ def test_a_configured_token_found_only_in_the_reasoning_is_a_leak() -> None:
     assert carried(r) == {}
     assert classify(r, IM_END) == ["token_leak"]
     assert carried(r) == {"leak": "special token '<|im_end|>'"}
-    assert findings_lines(carried(r)) == ["leak: special token '<|im_end|>'"]
+    assert findings_lines(Findings.read(carried(r))) == ["leak: special token '<|im_end|>'"]
 
 
 def test_a_configured_token_talked_about_in_the_content_is_a_leak() -> None:
@@ -88,5 +89,5 @@ def test_a_leak_and_a_loop_in_one_reply_both_have_their_finding() -> None:
     assert carried(r) == {
         "loop": {"field": "reasoning", "kind": "period", "unit": sentence, "repeats": 6},
         "leak": "content: '<|im_end|>'"}
-    assert findings_lines(carried(r)) == [
+    assert findings_lines(Findings.read(carried(r))) == [
         f"loop in the reasoning: {sentence!r} x6 (period)", "leak: content: '<|im_end|>'"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import orjson
 
 from loadgen.expectations import Expectation, ExpectedCall
+from loadgen.judge.findings import Findings
 from loadgen.judge.substance import WrongField, find_wrong
 from loadgen.judge.verdicts import classify
 from loadgen.records import RequestRecord
@@ -22,7 +23,7 @@ from tests.loadgen.test_substance import ANSWER, OFFERED, answer, call, turn
 def report_lines(record: RequestRecord) -> list[str]:
     """The verdicts and the report's lines about the wrong answer of one record."""
     classify(record, VerdictConfig())
-    return [line for line in findings_lines(record.findings or {})
+    return [line for line in findings_lines(Findings.read(record.findings))
             if line.startswith("wrong answer")]
 
 
