@@ -25,6 +25,51 @@ def node_name() -> str | None:
 
 
 @dataclass
+class ClientReport:
+    """The load generator's view of itself over the run: was it the bottleneck?
+
+    summary.json's `client`; with worker processes, their CPU pooled and each one's
+    figures under `per_worker`."""
+
+    cpu_s: float | None = None
+    wall_s: float | None = None
+    cpu_util: float | None = None
+    cpu_ms_per_request: float | None = None
+    loop_lag_ms_p50: float | None = None
+    loop_lag_ms_p99: float | None = None
+    loop_lag_ms_max: float | None = None
+    saturated: bool = False
+    workers: int | None = None  # worker processes (None: the run sent from one)
+    per_worker: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> ClientReport:
+        return _known(cls, data)
+
+
+@dataclass
+class ReadyProbe:
+    """How a server became ready: how long the run waited, and what said so."""
+
+    base_url: str = ""
+    waited_s: float | None = None
+    readiness: str | None = None  # BOTH_PROBES, or the one probe that answered
+
+    @classmethod
+    def from_dict(cls, data: Any) -> ReadyProbe:
+        return _known(cls, data)
+
+
+def _known(cls: Any, data: Any) -> Any:
+    """An instance of `cls` from the keys of `data` it knows (an older or newer writer's
+    others left out; anything not a mapping reads as the defaults)."""
+    if not isinstance(data, dict):
+        return cls()
+    names = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass
 class RunFacts:
     """What a run learnt beyond its records (run.json's `run`, summary.json's `run`)."""
 
@@ -36,7 +81,7 @@ class RunFacts:
     finished: float | None = None
     interrupted: str | None = None
     invalid: str | None = None
-    ready: list[dict[str, Any]] = field(default_factory=list)
+    ready: list[ReadyProbe] = field(default_factory=list)
     chars_per_token: float | None = None
     server_restarts: int = 0
     phases_done: list[str] = field(default_factory=list)
@@ -44,7 +89,7 @@ class RunFacts:
     reference_items: list[str] = field(default_factory=list)
     #: The load as shipped and as run (`load_claim.LoadClaim.to_dict`).
     load: dict[str, Any] = field(default_factory=dict)
-    client: dict[str, Any] = field(default_factory=dict)
+    client: ClientReport = field(default_factory=ClientReport)
     #: The node it ran for (None in a run.json written before it was recorded).
     node: str | None = field(default_factory=node_name)
 
@@ -60,6 +105,8 @@ class RunFacts:
         values.setdefault("scenario", "")
         values.setdefault("base_urls", [])
         values.setdefault("node", None)  # not recorded then: unknown, not this machine
+        values["client"] = ClientReport.from_dict(values.get("client"))
+        values["ready"] = [ReadyProbe.from_dict(r) for r in values.get("ready") or []]
         return cls(**values)
 
     @property

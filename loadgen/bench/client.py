@@ -109,12 +109,11 @@ def _child(argv: list[str]) -> None:
     me = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     rss = max(me.ru_maxrss, kids.ru_maxrss) / 1024
-    phase = outcome.summary["phases"]["measurement"]
+    phase = outcome.report.phase_summaries["measurement"]
     # The client's own CPU over its phases (self-monitoring), not start-up or reports.
-    cpu = outcome.summary["client"]["cpu_s"]
-    print(json.dumps({"wall_s": phase["wall_s"], "cpu_s": cpu, "peak_rss_mb": rss,
-                      "requests": phase["requests"],
-                      "ok": phase["verdicts"].get("ok", 0)}))
+    cpu = outcome.report.run.client.cpu_s
+    print(json.dumps({"wall_s": phase.wall_s, "cpu_s": cpu, "peak_rss_mb": rss,
+                      "requests": phase.requests, "ok": phase.verdicts.get("ok", 0)}))
 
 
 def bench(concurrencies: list[int], modes: list[str], transports: list[str],

@@ -8,6 +8,7 @@ records.jsonl the moment it completes; memory holds counters, never the records.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from loadgen.engine.requests import RequestMaker
 from loadgen.engine.session import Session
 from loadgen.engine.shard_worker import ShardReport
 from loadgen.exit_codes import RunInvalidError
-from loadgen.run_facts import RunFacts
+from loadgen.run_facts import ClientReport, ReadyProbe, RunFacts
 from loadgen.scenario import Scenario
 from loadgen.targets.readiness import ServerReady, choose_model, wait_ready
 from loadgen.targets.telemetry import Telemetry
@@ -105,8 +106,8 @@ class Runner:
         for url in self.facts.base_urls:
             info = await wait_ready(session.http, url, self.scenario.target.ready_timeout_s,
                                     say=session.progress.note)
-            self.facts.ready.append({"base_url": url, "waited_s": round(info.waited_s, 3),
-                                     "readiness": info.readiness})
+            self.facts.ready.append(ReadyProbe(base_url=url, waited_s=round(info.waited_s, 3),
+                                               readiness=info.readiness))
             ready.append(info)
         return ready
 
@@ -140,17 +141,17 @@ class Runner:
         return self.telemetry.document() if self.telemetry else {}
 
 
-def combine_reports(parent: dict[str, Any], workers: list[ShardReport]) -> dict[str, Any]:
+def combine_reports(parent: ClientReport, workers: list[ShardReport]) -> ClientReport:
     """The client's self-monitoring over all worker processes."""
-    cpu = sum(w.client.get("cpu_s") or 0.0 for w in workers)
+    cpu = sum(w.client.cpu_s or 0.0 for w in workers)
     records = sum(w.records for w in workers)
-    lags = [lag for w in workers if (lag := w.client.get("loop_lag_ms_p99")) is not None]
-    return {
-        **parent,
-        "workers": len({w.worker for w in workers}) or len(workers),
-        "cpu_s": round(cpu, 3),
-        "cpu_ms_per_request": round(cpu * 1000 / records, 3) if records else None,
-        "loop_lag_ms_p99": max(lags) if lags else None,
-        "saturated": any(w.client.get("saturated") for w in workers),
-        "per_worker": [w.to_dict() for w in workers],
-    }
+    lags = [lag for w in workers if (lag := w.client.loop_lag_ms_p99) is not None]
+    return dataclasses.replace(
+        parent,
+        workers=len({w.worker for w in workers}) or len(workers),
+        cpu_s=round(cpu, 3),
+        cpu_ms_per_request=round(cpu * 1000 / records, 3) if records else None,
+        loop_lag_ms_p99=max(lags) if lags else None,
+        saturated=any(w.client.saturated for w in workers),
+        per_worker=[w.to_dict() for w in workers],
+    )

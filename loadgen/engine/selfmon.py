@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
 
 from loadgen.background import cancel
+from loadgen.run_facts import ClientReport
 
 # Beyond these the client's own scheduling distorts the timings it reports.
 SATURATED_LAG_P99_S = 0.050
@@ -43,7 +43,7 @@ class SelfMonitor:
         await cancel(self._task)
         self._task = None
 
-    def report(self, requests: int) -> dict[str, Any]:
+    def report(self, requests: int) -> ClientReport:
         cpu = time.process_time() - self._cpu0
         wall = max(1e-9, time.monotonic() - self._wall0)
         lags = sorted(self.lags)
@@ -57,13 +57,13 @@ class SelfMonitor:
 
         util = cpu / wall
         saturated = util >= SATURATED_CPU_UTIL or (lag_s(0.99) or 0.0) >= SATURATED_LAG_P99_S
-        return {
-            "cpu_s": round(cpu, 3),
-            "wall_s": round(wall, 3),
-            "cpu_util": round(util, 3),
-            "cpu_ms_per_request": round(cpu * 1000 / requests, 3) if requests else None,
-            "loop_lag_ms_p50": pct(0.50),
-            "loop_lag_ms_p99": pct(0.99),
-            "loop_lag_ms_max": round(lags[-1] * 1000, 3) if lags else None,
-            "saturated": saturated,
-        }
+        return ClientReport(
+            cpu_s=round(cpu, 3),
+            wall_s=round(wall, 3),
+            cpu_util=round(util, 3),
+            cpu_ms_per_request=round(cpu * 1000 / requests, 3) if requests else None,
+            loop_lag_ms_p50=pct(0.50),
+            loop_lag_ms_p99=pct(0.99),
+            loop_lag_ms_max=round(lags[-1] * 1000, 3) if lags else None,
+            saturated=saturated,
+        )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ from loadgen.engine.progress import Progress
 from loadgen.engine.requests import RequestMaker
 from loadgen.engine.session import Session
 from loadgen.exit_codes import RunInvalidError
-from loadgen.run_facts import RunFacts
+from loadgen.run_facts import ClientReport, RunFacts
 from loadgen.scenario import Scenario
 
 BARRIER_TIMEOUT_S = 120
@@ -62,11 +62,12 @@ class ShardReport:
     records: int = 0
     interrupted: str | None = None  # why it stopped early, in the stop signal's words
     invalid: str | None = None  # why the run became invalid in this worker
-    client: dict[str, Any] = field(default_factory=dict)  # SelfMonitor.report: CPU, lag
+    client: ClientReport = field(default_factory=ClientReport)  # SelfMonitor.report
 
     def to_dict(self) -> dict[str, Any]:
         """summary.json's `client.per_worker` entry."""
-        return {**self.client, "records": self.records, "interrupted": self.interrupted,
+        own = {k: v for k, v in asdict(self.client).items() if k not in ("workers", "per_worker")}
+        return {**own, "records": self.records, "interrupted": self.interrupted,
                 "invalid": self.invalid, "worker": self.worker}
 
 

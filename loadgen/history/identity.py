@@ -29,6 +29,7 @@ from typing import Any
 from loadgen.run_facts import node_name
 from loadgen.scenario import Scenario
 from loadgen.targets.facts import ServerFacts, model_identity
+from loadgen.targets.receipts import Device
 
 IMAGE_ENV = "DSV4_QUAL_SERVER_IMAGE"
 IMAGE_DIGEST_ENV = "DSV4_QUAL_SERVER_IMAGE_DIGEST"
@@ -63,21 +64,21 @@ def server_columns(server: ServerFacts, model_name: str | None) -> dict[str, Any
     """The round columns the server's own facts give (GPUs, model, revision)."""
     identity = model_identity(model_name or "", server)
     model = ",".join(identity.models or identity.roots) or model_name or None
-    devices = [d for d in _model_devices(server) if d.get("name") or d.get("driver")]
-    names = sorted({str(d["name"]) for d in devices if d.get("name")})
-    drivers = sorted({str(d["driver"]) for d in devices if d.get("driver")})
-    uuids = {str(d["uuid"]) for d in devices if d.get("uuid")}
+    devices = [d for d in _model_devices(server) if d.name or d.driver]
+    names = sorted({d.name for d in devices if d.name})
+    drivers = sorted({d.driver for d in devices if d.driver})
+    uuids = {d.uuid for d in devices if d.uuid}
     return {
         "model": model,
         "model_revision": ",".join(identity.revisions) or None,
         "gpu_name": ",".join(names) or None,
         # Counted only where every device names its UUID: two workers on one GPU are one.
         "gpu_count": len(uuids) if devices and len(uuids) and
-        all(d.get("uuid") for d in devices) else None,
+        all(d.uuid for d in devices) else None,
         "gpu_driver": ",".join(drivers) or None,
     }
 
 
-def _model_devices(server: ServerFacts) -> list[dict[str, Any]]:
+def _model_devices(server: ServerFacts) -> list[Device]:
     """The `device` of each counted receipt of a process that loaded the model."""
     return [p.device for p in server.receipts.model_processes if p.device]

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from loadgen.targets.facts import ServerFacts
 from loadgen.targets.receipts import ReceiptFacts
-from loadgen.targets.telemetry_summary import MIN_SAMPLES
+from loadgen.targets.telemetry_summary import MIN_SAMPLES, TelemetryTotals
 
 
 def layout_text(server: ServerFacts) -> str:
@@ -51,12 +51,12 @@ def num(value: float | None, fmt: str) -> str:
     return "-" if value is None else format(value, fmt)
 
 
-def acceptance_text(block: dict) -> str:
-    rate = block.get("spec_acceptance_rate")
+def acceptance_text(block: TelemetryTotals) -> str:
+    rate = block.spec_acceptance_rate
     if rate is None:
         return "-"
-    return (f"{100 * rate:.1f}% ({block.get('spec_accepted_tokens'):.0f} of "
-            f"{block.get('spec_draft_tokens'):.0f} drafted)")
+    return (f"{100 * rate:.1f}% ({block.spec_accepted_tokens:.0f} of "
+            f"{block.spec_draft_tokens:.0f} drafted)")
 
 
 TELEMETRY_COLUMNS = ("server", "samples", "max running", "max waiting", "max KV cache",
@@ -66,8 +66,8 @@ TELEMETRY_COLUMNS = ("server", "samples", "max running", "max waiting", "max KV 
 
 def telemetry_note(server: ServerFacts) -> str:
     """What the telemetry table leaves out: servers the run was too short to sample."""
-    short = {url: b["samples"] for url, b in (server.telemetry.get("servers") or {}).items()
-             if b["samples"] < MIN_SAMPLES}
+    short = {url: b.samples for url, b in server.telemetry.servers.items()
+             if b.samples < MIN_SAMPLES}
     return "; ".join(f"{url}: {n} /metrics sample(s), the run was too short to sample the "
                      "server under load" for url, n in short.items())
 
@@ -76,17 +76,16 @@ def telemetry_rows(server: ServerFacts) -> list[tuple[str, ...]]:
     """One row per server of what its /metrics said (TELEMETRY_COLUMNS), for servers
     sampled often enough to show something (`telemetry_note` names the others)."""
     rows: list[tuple[str, ...]] = []
-    for url, b in (server.telemetry.get("servers") or {}).items():
-        if b["samples"] < MIN_SAMPLES:
+    for url, b in server.telemetry.servers.items():
+        if b.samples < MIN_SAMPLES:
             continue
-        kv = b.get("max_kv_cache_usage")
+        kv = b.max_kv_cache_usage
         rows.append((
-            url, str(b["samples"]), num(b.get("max_requests_running"), ".0f"),
-            num(b.get("max_requests_waiting"), ".0f"),
+            url, str(b.samples), num(b.max_requests_running, ".0f"),
+            num(b.max_requests_waiting, ".0f"),
             f"{num(None if kv is None else 100 * kv, '.1f')}%",
-            num(b.get("prompt_tokens_per_s"), ".1f"),
-            num(b.get("generation_tokens_per_s"), ".1f"),
-            num(b.get("preemptions"), ".0f"), acceptance_text(b)))
+            num(b.prompt_tokens_per_s, ".1f"), num(b.generation_tokens_per_s, ".1f"),
+            num(b.preemptions, ".0f"), acceptance_text(b)))
     return rows
 
 

@@ -100,8 +100,8 @@ def render_markdown(report: RunReport) -> str:
         f"| vLLM | {', '.join(server.vllm_versions) or '-'} |",
     ]
     # Where /health was not routed, readiness rested on /v1/models alone: say so.
-    lines += [f"| readiness | {r.get('base_url')}: {r['readiness']} |" for r in run.ready
-              if isinstance(r, dict) and r.get("readiness") not in (None, BOTH_PROBES)]
+    lines += [f"| readiness | {r.base_url}: {r.readiness} |" for r in run.ready
+              if r.readiness not in (None, BOTH_PROBES)]
     if words.processes:
         lines.append(f"| patch receipts | {words.processes} |")
     if words.receipts:
@@ -118,10 +118,10 @@ def render_markdown(report: RunReport) -> str:
     if words.telemetry_note:
         lines += ["", words.telemetry_note + "."]
     client = run.client
-    if client.get("saturated"):
+    if client.saturated:
         lines += ["", "> **Client saturated**: the load generator's own CPU or event loop "
-                  f"was the bottleneck (CPU {client.get('cpu_util')}, loop lag p99 "
-                  f"{client.get('loop_lag_ms_p99')} ms); timings are the client's."]
+                  f"was the bottleneck (CPU {client.cpu_util}, loop lag p99 "
+                  f"{client.loop_lag_ms_p99} ms); timings are the client's."]
     for name, ph in report.phase_summaries.items():
         lat = ph.latency_s
         lines += [

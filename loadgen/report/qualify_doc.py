@@ -82,8 +82,7 @@ def side_facts(report: RunReport, base: Path) -> SideFacts:
         finish_reasons=measurement.finish_reasons if measurement else {},
         latency_s=measurement.latency_s if measurement else {},
         completion_tokens=measurement.tokens.completion_per_request if measurement else None,
-        spec_acceptance_rate=(report.server.telemetry.get("total") or {}).get(
-            "spec_acceptance_rate"),
+        spec_acceptance_rate=report.server.telemetry.total.spec_acceptance_rate,
     )
 
 

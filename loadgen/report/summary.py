@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from loadgen.judge.run_level import RUN_LEVEL_FILE
@@ -27,14 +28,14 @@ def summary_document(report: RunReport) -> dict[str, Any]:
             "receipts_selection": (server.selection.to_dict()
                                    if server.selection != ReceiptsSelection() else None),
         },
-        "telemetry": server.telemetry,
+        "telemetry": server.telemetry.to_dict(),
         "phases": {name: ph.to_dict() for name, ph in report.phase_summaries.items()},
         "divergent_seqs": report.stats.seqs_with(Verdict.DIVERGENT)[:1000],
         "run_level": run_level_summary(report),
         "reference": report.stats.reference.to_dict() if report.stats.reference else None,
         "load": report.run.load or None,
         "gate": report.gate.to_dict(),
-        "client": report.run.client,
+        "client": asdict(report.run.client),
     }
 
 

@@ -19,7 +19,12 @@ from loadgen.targets.epochs import (
     select_receipts,
 )
 from loadgen.targets.receipts import ReceiptFacts, ReceiptsSelection
-from loadgen.targets.telemetry_summary import acceptance_by_server, phase_acceptance, summarize
+from loadgen.targets.telemetry_summary import (
+    TelemetrySummary,
+    acceptance_by_server,
+    phase_acceptance,
+    summarize,
+)
 
 
 def server_versions(document: dict[str, Any]) -> list[str]:
@@ -54,7 +59,7 @@ class ServerFacts:
     receipts: ReceiptFacts = field(default_factory=ReceiptFacts)  # of this server start
     selection: ReceiptsSelection = field(default_factory=ReceiptsSelection)
     versions: list[str] = field(default_factory=list)  # from /version
-    telemetry: dict[str, Any] = field(default_factory=dict)  # rates per server and total
+    telemetry: TelemetrySummary = field(default_factory=TelemetrySummary)
     looks: dict[str, EndpointLooks] = field(default_factory=dict)  # each endpoint's start
     #: Speculative decoding per phase (`telemetry_summary.phase_acceptance`), pooled...
     acceptance: dict[str, dict[str, float]] = field(default_factory=dict)

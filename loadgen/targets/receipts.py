@@ -86,6 +86,24 @@ def _opt_int(value: Any) -> int | None:
 
 
 @dataclass(frozen=True)
+class Device:
+    """The GPU a process ran on, as NVML named it (each part None where not said)."""
+
+    name: str | None = None
+    uuid: str | None = None
+    driver: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Device | None:
+        """None where the receipt names no device at all."""
+        if not isinstance(data, dict):
+            return None
+        found = cls(**{k: str(v) for k in ("name", "uuid", "driver")
+                       if (v := data.get(k)) not in (None, "")})
+        return found if found != cls() else None
+
+
+@dataclass(frozen=True)
 class Parallel:
     """Where a model process sits in its server: data-parallel rank, worker rank."""
 
@@ -150,7 +168,7 @@ class ProcessReceipt:
     ratios_known: bool = False  # the receipt states the config's compress ratios
     compress_ratios: tuple[int, ...] | None = None  # None: the config has no such key
     parallel: Parallel | None = None
-    device: dict[str, Any] | None = None  # the GPU it ran on: name, uuid, driver
+    device: Device | None = None  # the GPU it ran on
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ProcessReceipt:
@@ -190,7 +208,7 @@ class ProcessReceipt:
             compress_ratios=tuple(int(r) for r in ratios if isinstance(r, int))
             if isinstance(ratios, list) else None,
             parallel=Parallel.from_dict(section.get("parallel")),
-            device=fields.section(section, "device") or None,
+            device=Device.from_dict(section.get("device")),
         )
 
     @property

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 GAUGES = ("requests_running", "requests_waiting", "kv_cache_usage")
@@ -80,7 +80,60 @@ def _span(points: list[dict[str, Any]], key: str) -> float | None:
     return total
 
 
-def summarize(server_doc: dict[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class TelemetryTotals:
+    """Counters grown over the run, summed over the servers (None: no server said)."""
+
+    prompt_tokens: float | None = None
+    generation_tokens: float | None = None
+    preemptions: float | None = None
+    spec_accepted_tokens: float | None = None
+    spec_draft_tokens: float | None = None
+    prompt_tokens_per_s: float | None = None
+    generation_tokens_per_s: float | None = None
+
+    @property
+    def spec_acceptance_rate(self) -> float | None:
+        if self.spec_accepted_tokens is None or not self.spec_draft_tokens:
+            return None
+        return self.spec_accepted_tokens / self.spec_draft_tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        """Only what some server said (summary.json's `telemetry.total`)."""
+        doc = {k: v for k, v in asdict(self).items() if v is not None}
+        if self.spec_acceptance_rate is not None:
+            doc["spec_acceptance_rate"] = self.spec_acceptance_rate
+        return doc
+
+
+@dataclass(frozen=True)
+class ServerTelemetry(TelemetryTotals):
+    """One server's /metrics over the run: how often it was sampled, its peaks and rates."""
+
+    samples: int = 0
+    seconds: float = 0.0
+    max_requests_running: float | None = None
+    max_requests_waiting: float | None = None
+    max_kv_cache_usage: float | None = None
+    process_starts_seen: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """summary.json's block of this server: every figure, None where not said."""
+        return {**asdict(self), "spec_acceptance_rate": self.spec_acceptance_rate}
+
+
+@dataclass(frozen=True)
+class TelemetrySummary:
+    servers: dict[str, ServerTelemetry] = field(default_factory=dict)
+    total: TelemetryTotals = field(default_factory=TelemetryTotals)
+
+    def to_dict(self) -> dict[str, Any]:
+        """summary.json's `telemetry`."""
+        return {"servers": {url: b.to_dict() for url, b in self.servers.items()},
+                "total": self.total.to_dict()}
+
+
+def summarize(server_doc: dict[str, Any]) -> TelemetrySummary:
     """One block per server plus the totals: what summary.json and the reports state."""
     servers = {}
     totals: dict[str, float] = defaultdict(float)
@@ -90,35 +143,16 @@ def summarize(server_doc: dict[str, Any]) -> dict[str, Any]:
         peaks = {f"max_{key}": max((float(p[key]) for p in points if key in p), default=None)
                  for key in GAUGES}
         starts = {p["process_start_time"] for p in points if "process_start_time" in p}
-        acc, drafted = grown["spec_accepted_tokens"], grown["spec_draft_tokens"]
-        block = {
-            "samples": len(points),
-            "seconds": seconds,
-            **peaks,
-            "prompt_tokens": grown["prompt_tokens"],
-            "generation_tokens": grown["generation_tokens"],
-            "prompt_tokens_per_s": (grown["prompt_tokens"] / seconds
-                                    if seconds and grown["prompt_tokens"] is not None else None),
-            "generation_tokens_per_s": (grown["generation_tokens"] / seconds
-                                        if seconds and grown["generation_tokens"] is not None
-                                        else None),
-            "preemptions": grown["preemptions"],
-            "spec_accepted_tokens": acc,
-            "spec_draft_tokens": drafted,
-            "spec_acceptance_rate": (acc / drafted) if acc is not None and drafted else None,
-            "process_starts_seen": len(starts),
-        }
+        rates = {f"{key}_per_s": (None if not seconds or (n := grown[key]) is None
+                                  else n / seconds)
+                 for key in ("prompt_tokens", "generation_tokens")}
+        block = ServerTelemetry(samples=len(points), seconds=seconds, **peaks, **grown, **rates,
+                                process_starts_seen=len(starts))
         servers[url] = block
-        for key in ("prompt_tokens", "generation_tokens", "preemptions",
-                    "spec_accepted_tokens", "spec_draft_tokens",
-                    "prompt_tokens_per_s", "generation_tokens_per_s"):
-            value = block[key]
+        for key, value in {**grown, **rates}.items():
             if value is not None:
                 totals[key] += value
-    total: dict[str, Any] = dict(totals)
-    if total.get("spec_draft_tokens"):
-        total["spec_acceptance_rate"] = total["spec_accepted_tokens"] / total["spec_draft_tokens"]
-    return {"servers": servers, "total": total}
+    return TelemetrySummary(servers, TelemetryTotals(**totals))
 
 
 def _increase(points: list[dict[str, Any]], key: str) -> tuple[float, int] | None:

@@ -41,7 +41,7 @@ def test_rates_come_from_counter_deltas_and_a_reset_is_not_a_rate() -> None:
     assert [iv.generation_tps for iv in ivs] == [100.0, None, 100.0]
     assert [iv.spec_acceptance for iv in ivs] == [0.6, None, 0.75]
     assert ivs[0].prompt_tps == 500.0 and ivs[0].preemptions == 1
-    block = summarize({"samples": samples})["servers"][s]
+    block = summarize({"samples": samples}).servers[s].to_dict()
     assert block["max_requests_running"] == 8 and block["max_kv_cache_usage"] == 0.7
     # 200 before the reset, 50 counted from zero after it, then 100 more.
     assert block["generation_tokens"] == 350
