@@ -13,6 +13,8 @@ import time
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from loadgen.load_claim import LoadClaim
+
 #: The node a load generator runs for (compose and the fleet recipes set it: in a
 #: container the hostname is the container's id).
 HOST_ENV = "DSV4_QUAL_HOST"
@@ -87,14 +89,14 @@ class RunFacts:
     phases_done: list[str] = field(default_factory=list)
     #: The items the reference phase sent, one request each (empty: no reference phase).
     reference_items: list[str] = field(default_factory=list)
-    #: The load as shipped and as run (`load_claim.LoadClaim.to_dict`).
-    load: dict[str, Any] = field(default_factory=dict)
+    #: The load as shipped and as run (None: a run.json from before it was recorded).
+    load: LoadClaim | None = None
     client: ClientReport = field(default_factory=ClientReport)
     #: The node it ran for (None in a run.json written before it was recorded).
     node: str | None = field(default_factory=node_name)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "load": self.load.to_dict() if self.load else {}}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunFacts:
@@ -106,6 +108,7 @@ class RunFacts:
         values.setdefault("base_urls", [])
         values.setdefault("node", None)  # not recorded then: unknown, not this machine
         values["client"] = ClientReport.from_dict(values.get("client"))
+        values["load"] = LoadClaim.from_dict(values.get("load"))
         values["ready"] = [ReadyProbe.from_dict(r) for r in values.get("ready") or []]
         return cls(**values)
 

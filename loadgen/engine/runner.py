@@ -37,7 +37,7 @@ class Runner:
         self.out_dir = out_dir
         self.facts = RunFacts(run_id=run_id, scenario=scenario.name,
                               base_urls=list(scenario.target.base_urls),
-                              load=scenario.load_claim().to_dict())
+                              load=scenario.load_claim())
         self.transport = transport
         self.api_key = api_key
         self.workers = workers

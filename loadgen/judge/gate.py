@@ -307,7 +307,7 @@ def evaluate(cfg: GateConfig, stats: PhaseStats | None, run: RunFacts,
         statement=" ".join(filter(None, (
             f"{without[0].upper()}{without[1:]}: this run proves nothing." if without else
             statement(cfg, failures, measured, upper, lower, detectable, spread,
-                      LoadClaim.from_dict(run.load)),
+                      run.load),
             None if without or not st.infra_errors else
             f"{st.infra_errors} further measured request(s) got no reply from the model "
             f"(infrastructure errors, within the limit of {cfg.max_infra_errors}) and are "

@@ -20,7 +20,7 @@ RUN_LEVEL_MEANING = {
 
 
 def load_claim(report: RunReport) -> LoadClaim | None:
-    return LoadClaim.from_dict(report.run.load)
+    return report.run.load
 
 
 def load_text(report: RunReport) -> str:

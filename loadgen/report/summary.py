@@ -33,7 +33,7 @@ def summary_document(report: RunReport) -> dict[str, Any]:
         "divergent_seqs": report.stats.seqs_with(Verdict.DIVERGENT)[:1000],
         "run_level": run_level_summary(report),
         "reference": report.stats.reference.to_dict() if report.stats.reference else None,
-        "load": report.run.load or None,
+        "load": report.run.load.to_dict() if report.run.load else None,
         "gate": report.gate.to_dict(),
         "client": asdict(report.run.client),
     }

@@ -15,6 +15,7 @@ from loadgen.judge import gate as gate_mod
 from loadgen.judge.aggregate import PhaseStats, TimelinePoint
 from loadgen.judge.gate import GateContext, GateResult
 from loadgen.judge.run_level.reference import ReferenceSummary
+from loadgen.load_claim import LoadClaim
 from loadgen.run_facts import RunFacts
 from loadgen.scenario import GateConfig
 from loadgen.targets.facts import ServerFacts
@@ -262,21 +263,20 @@ LOAD = {"concurrency": 64, "priming": 256, "measurement": 1024, "max_tokens": 16
 
 
 def test_the_statement_names_the_load_and_a_weakened_one() -> None:
-    shipped = gate(GateConfig(), stats(100), load={"shipped": LOAD, "effective": LOAD})
+    shipped = gate(GateConfig(), stats(100), load=LoadClaim(LOAD, LOAD))
     assert ("the failure rate under this load (concurrency 64, priming 256, 1024 measured, "
             "max_tokens 16384, no rate limit) is below") in shipped.statement
     assert "command line" not in shipped.statement
     weaker = {**LOAD, "concurrency": 8}
-    weak = gate(GateConfig(), stats(100), load={"shipped": LOAD, "effective": weaker,
-                                                "weaker_accepted": True})
+    weak = gate(GateConfig(), stats(100), load=LoadClaim(LOAD, weaker, weaker_accepted=True))
     assert "under this load (concurrency 8," in weak.statement
     assert "The load was weakened on the command line" in weak.statement
     control = gate(GateConfig(role="control"), stats(64, 5),
-                   load={"shipped": LOAD, "effective": weaker, "weaker_accepted": True})
+                   load=LoadClaim(LOAD, weaker, weaker_accepted=True))
     assert "reproduced the bug under this load (concurrency 8," in control.statement
     assert "The load was weakened on the command line" in control.statement
     none = gate(GateConfig(role="control"), stats(64),
-                load={"shipped": LOAD, "effective": weaker, "weaker_accepted": True})
+                load=LoadClaim(LOAD, weaker, weaker_accepted=True))
     assert "The load was weakened on the command line" in none.statement
 
 
