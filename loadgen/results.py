@@ -32,6 +32,14 @@ CANDIDATE_DIR = "candidate"
 
 RESULTS_ROOT_ENV = "DSV4_QUAL_RESULTS_ROOT"
 
+#: The results directory's format, stamped on run.json, server.json and summary.json.
+#: 1: files written before the stamp, read as written (every reader takes a key it
+#: does not find as unknown, never as a figure); 2: the stamp. A directory stamped by a
+#: newer release is refused, not half-read: its verdict could rest on what this one
+#: does not know.
+RESULTS_SCHEMA = 2
+SCHEMA_KEY = "schema"
+
 _RUN_IDS = itertools.count(1)
 
 
@@ -72,10 +80,32 @@ def prepare_out_dir(out: Path) -> Path:
     return out
 
 
+def stamped(doc: dict[str, Any]) -> dict[str, Any]:
+    """`doc` with this release's results schema, as every file of a run is written."""
+    return {SCHEMA_KEY: RESULTS_SCHEMA, **doc}
+
+
+def check_schema(path: Path, doc: dict[str, Any]) -> int:
+    """The schema a file was written with (1: no stamp); a newer one is bad input."""
+    version = doc.get(SCHEMA_KEY, 1)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise BadInputError(f"{path}: results schema {version!r} is not a version")
+    if version > RESULTS_SCHEMA:
+        raise BadInputError(f"{path}: written by a newer dsv4-qual (results schema {version}; "
+                            f"this release reads up to {RESULTS_SCHEMA}): read it with that "
+                            "release or a later one")
+    return version
+
+
 def write_run(out_dir: Path, scenario: Scenario, facts: RunFacts) -> None:
     """run.json: the resolved scenario and the run's facts (`report` needs both)."""
-    write_json(out_dir / RUN_FILE, {"scenario": scenario.model_dump(mode="json"),
-                                    "run": facts.to_dict()})
+    write_json(out_dir / RUN_FILE, stamped({"scenario": scenario.model_dump(mode="json"),
+                                            "run": facts.to_dict()}))
+
+
+def write_server(out_dir: Path, document: dict[str, Any]) -> None:
+    """server.json: what the servers said, their /metrics and the receipts selected."""
+    write_json(out_dir / SERVER_FILE, stamped(document))
 
 
 def is_run_dir(out_dir: Path) -> bool:
@@ -87,6 +117,7 @@ def load_run(out_dir: Path) -> tuple[Scenario, RunFacts]:
     doc = read_json(out_dir / RUN_FILE)
     if not doc:
         raise BadInputError(f"{out_dir}: no {RUN_FILE}: not a dsv4-qual results directory")
+    check_schema(out_dir / RUN_FILE, doc)
     try:
         scenario = Scenario.model_validate(doc.get("scenario") or {})
     except ValueError as exc:
@@ -96,4 +127,6 @@ def load_run(out_dir: Path) -> tuple[Scenario, RunFacts]:
 
 def load_server(out_dir: Path) -> dict[str, Any]:
     """server.json (what the server told us and its receipts); {} when the run never got there."""
-    return read_json(out_dir / SERVER_FILE)
+    doc = read_json(out_dir / SERVER_FILE)
+    check_schema(out_dir / SERVER_FILE, doc)
+    return doc

@@ -18,10 +18,15 @@ from loadgen.commands import interrupts
 from loadgen.engine import loop
 from loadgen.engine.runner import Runner
 from loadgen.exit_codes import BadInputError
-from loadgen.files import write_json
 from loadgen.report.outcome import RunOutcome, one_line, rebuild_reports
 from loadgen.report.run_text import run_level_lines
-from loadgen.results import SERVER_FILE, default_out_dir, new_run_id, prepare_out_dir, write_run
+from loadgen.results import (
+    default_out_dir,
+    new_run_id,
+    prepare_out_dir,
+    write_run,
+    write_server,
+)
 from loadgen.scenario import Scenario
 from loadgen.targets.embedded import serving
 from loadgen.targets.epochs import select_receipts
@@ -85,7 +90,7 @@ def run_scenario(
         # and the exit code printed is the one returned (a caller that goes on resumes them).
         interrupts.hold()
         # server.json keeps every receipt whole, so an embedded target's own folder can go.
-        write_json(out_dir / SERVER_FILE, select_receipts(runner.server_document()))
+        write_server(out_dir, select_receipts(runner.server_document()))
     write_run(out_dir, scenario, facts)
     outcome = rebuild_reports(out_dir, html=html)
     outcome.interrupted_after = interrupts.HELD.signal

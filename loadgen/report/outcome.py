@@ -19,7 +19,7 @@ from loadgen.report.junit import render_junit
 from loadgen.report.markdown import render_markdown
 from loadgen.report.run_text import load_text
 from loadgen.report.summary import summary_document
-from loadgen.results import HTML_FILE, JUNIT_FILE, MARKDOWN_FILE, SUMMARY_FILE
+from loadgen.results import HTML_FILE, JUNIT_FILE, MARKDOWN_FILE, SUMMARY_FILE, stamped
 from loadgen.scenario import Role
 
 
@@ -56,7 +56,7 @@ def write_run_reports(report: RunReport, html: bool = True) -> dict[str, Any]:
     Each file is written whole or not at all, so a run stopped mid-write never leaves a
     half report that a CI job would read as the result."""
     out = report.out_dir
-    summary = rounded(summary_document(report))
+    summary = rounded(stamped(summary_document(report)))
     write_json(out / SUMMARY_FILE, summary)
     write_atomic(out / MARKDOWN_FILE, render_markdown(report).encode())
     write_atomic(out / JUNIT_FILE, render_junit(report))

@@ -9,10 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from loadgen.files import write_json
 from loadgen.judge.run_report import RunReport, judge_run
 from loadgen.records import RecordWriter, RequestRecord
-from loadgen.results import RECORDS_FILE, SERVER_FILE, write_run
+from loadgen.results import RECORDS_FILE, write_run, write_server
 from loadgen.run_facts import RunFacts
 from loadgen.scenario import Scenario
 
@@ -43,7 +42,7 @@ def write_run_dir(out: Path, records: list[RequestRecord], *,
         for rec in records:
             writer.write(rec)
     if server is not None:
-        write_json(out / SERVER_FILE, server)
+        write_server(out, server)
     return out
 
 
