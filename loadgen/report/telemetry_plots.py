@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from loadgen.report.figures import png_data_uri, pyplot
-from loadgen.targets.telemetry_summary import MIN_SAMPLES, by_server, intervals
+from loadgen.targets.telemetry_summary import MIN_SAMPLES, by_server, gauge_series, intervals
 
 
 def _label(url: str, many: bool, name: str) -> str:
@@ -45,7 +45,7 @@ def telemetry_plots(samples: list[dict[str, Any]]) -> list[tuple[str, str | None
         drawn = False
         for url, points in series.items():
             for key in keys:
-                pts = [(p["t"], p[key] * scale) for p in points if key in p]
+                pts = [(t, value * scale) for t, value in gauge_series(points, key)]
                 if pts:
                     ax.plot(*zip(*pts, strict=True), marker=".", label=_label(url, many, key))
                     drawn = True

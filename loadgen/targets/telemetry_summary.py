@@ -50,6 +50,11 @@ def _delta(a: dict[str, Any], b: dict[str, Any], key: str) -> float | None:
     return d if d >= 0 else None  # a counter went down: the server restarted
 
 
+def gauge_series(points: list[dict[str, Any]], gauge: str) -> list[tuple[float, float]]:
+    """(seconds, value) of a gauge (GAUGES) over one server's samples, where sampled."""
+    return [(float(p["t"]), float(p[gauge])) for p in points if gauge in p]
+
+
 def intervals(points: list[dict[str, Any]]) -> list[Interval]:
     out = []
     for a, b in itertools.pairwise(points):
