@@ -17,8 +17,8 @@ model has random weights: what it writes after `</think>` is noise by constructi
 (random tokens, `</think>` again, cut by max_tokens). This tier proves the compose path
 and the #52448 signature, so its gates gate `stuck_in_reasoning` and name every other
 failure verdict in `gate.ignore`: the statement lists what was detected but not gated
-(the test reads it). Scenario files are written as text; the loadgen in the container
-validates them.
+(the test reads it). Scenario files are written here (tests.support.scenario_files,
+nothing from the model's defaults); the loadgen in the container validates them.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from pathlib import Path
 from capture_fixtures import BAN_SPECIALS, MESSAGES, TOWARDS_THINK_END
 
 from loadgen.taxonomy import DEFAULT_FAIL_ON, Verdict
+from tests.support.scenario_files import BARE, scenario_toml
 
 REPO = Path(__file__).resolve().parents[2]
 MODEL = "tiny"
@@ -50,44 +51,25 @@ class TierScenario:
     body: dict[str, object]
     measurement: int
     on_server_restart: str
-    extra: str = ""
+    soak: dict[str, object] | None = None
 
     @property
     def container_path(self) -> str:
         return f"{MOUNT}/{self.name}.toml"
 
     def toml(self) -> str:
-        return f"""\
-description = "docker tier: {self.name} (tests/docker/tier_scenarios.py)"
-
-[target]
-model = "{MODEL}"
-ready_timeout_s = 120
-
-[load]
-concurrency = {CONCURRENCY}
-priming = 0
-measurement = {self.measurement}
-on_server_restart = "{self.on_server_restart}"
-restart_ready_timeout_s = 300
-
-[request]
-max_tokens = {MAX_TOKENS}
-temperature = {self.body["temperature"]}
-
-[workload]
-kind = "replay"
-path = "{self.name}.jsonl"
-
-[gate]
-role = "candidate"
-fail_on = ["{GATED}"]
-ignore = {json.dumps(list(IGNORED))}
-allowed = 0
-max_infra_errors = 0
-prove_below = 0.5
-require_receipts = true
-{self.extra}"""
+        return scenario_toml(
+            BARE, description=f"docker tier: {self.name} (tests/docker/tier_scenarios.py)",
+            target={"model": MODEL, "ready_timeout_s": 120},
+            load={"concurrency": CONCURRENCY, "priming": 0, "measurement": self.measurement,
+                  "on_server_restart": self.on_server_restart,
+                  "restart_ready_timeout_s": 300},
+            request={"max_tokens": MAX_TOKENS, "temperature": self.body["temperature"]},
+            workload={"kind": "replay", "path": f"{self.name}.jsonl"},
+            gate={"role": "candidate", "fail_on": [GATED], "ignore": list(IGNORED),
+                  "allowed": 0, "max_infra_errors": 0, "prove_below": 0.5,
+                  "require_receipts": True},
+            soak=self.soak)
 
 
 def shipped_restart_rule(name: str) -> str:
@@ -110,7 +92,7 @@ LONG = TierScenario("long", _body(TOWARDS_THINK_END, 1.0), 5000,
 # ~10 s a round on two cores: time to kill the server in the middle of one.
 SOAK = TierScenario("soak", _body(TOWARDS_THINK_END, 1.0), 600,
                     shipped_restart_rule("nightly-soak"),
-                    extra=f"\n[soak]\nrounds = {SOAK_ROUNDS}\n")
+                    soak={"rounds": SOAK_ROUNDS})
 ALL = (CLEAN, STUCK, LONG, SOAK)
 
 

@@ -15,6 +15,7 @@ from loadgen.fleet.verdict import NodeState, judge_fleet
 from loadgen.history import History, RoundRow, Soak
 from loadgen.history.statuses import RoundStatus
 from tests.support.cli import run_cli
+from tests.support.scenario_files import write_scenario
 
 NOW = time.time()
 HOUR = 3600.0
@@ -210,20 +211,8 @@ def test_random_fleets_fail_exactly_when_a_node_did_not_pass() -> None:
             n for n in nodes if last_state.get(n) != (RoundStatus.COMPLETE, 0)}
 
 
-QUALIFY_SC = """
-[load]
-concurrency = 4
-priming = 0
-measurement = 12
-[request]
-max_tokens = 64
-[workload]
-kind = "tool-turn"
-accounts = 64
-[gate]
-prove_below = 0.9
-min_measured = 1
-"""
+QUALIFY_SC = {"load": {"measurement": 12}, "workload": {"accounts": 64},
+              "gate": {"min_measured": 1}}
 
 
 def test_a_qualification_across_nodes_names_the_node_that_did_not_qualify(
@@ -231,8 +220,7 @@ def test_a_qualification_across_nodes_names_the_node_that_did_not_qualify(
     """Each node runs `qualify` into one shared folder; `fleet FOLDER` reads every
     qualify.json: QUALIFIED passes, a candidate that failed its gate fails that node,
     a node that never qualified fails too."""
-    scenario = tmp_path / "q.toml"
-    scenario.write_text(QUALIFY_SC)
+    scenario = write_scenario(tmp_path / "q.toml", QUALIFY_SC)
     shared = tmp_path / "shared"
     for node, candidate_plan in (("gpu-1", ["ok"]), ("gpu-2", ["ok"]), ("gpu-3", ["stuck"])):
         _, control = fake_server(["stuck"] * 12)

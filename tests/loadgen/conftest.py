@@ -12,7 +12,7 @@ from tests.support.cli import REPO, run_cli, run_cli_process
 from tests.support.openai_fake import FakeOpenAI, ServerThread
 from tests.support.postgres import Cluster  # at collection: it reads the machine temp dir
 
-__all__ = ["REPO", "fake_server", "run_cli", "run_cli_process", "write_scenario"]
+__all__ = ["REPO", "fake_server", "run_cli", "run_cli_process"]
 
 
 @pytest.fixture
@@ -29,11 +29,6 @@ def fake_server() -> Iterator[Callable[..., tuple[FakeOpenAI, ServerThread]]]:
     yield start
     for thread in started:
         thread.stop()
-
-
-def write_scenario(path: Path, text: str) -> Path:
-    path.write_text(text)
-    return path
 
 
 @pytest.fixture(scope="session")

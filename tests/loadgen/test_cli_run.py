@@ -8,33 +8,22 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.loadgen.conftest import run_cli
 from tests.support.cli import cli_command, cli_env
+from tests.support.scenario_files import write_scenario
 
-SMALL = """
-[target]
-ready_timeout_s = {ready}
-[load]
-concurrency = 4
-priming = 2
-measurement = {measurement}
-[request]
-max_tokens = 64
-[workload]
-kind = "tool-turn"
-[gate]
-prove_below = 0.9
-min_measured = 1
-"""
+#: A few seconds' run: the helper's default, primed, with a ready timeout of its own.
+SMALL = {"load": {"priming": 2}, "gate": {"min_measured": 1}}
 
 
-def scenario(tmp_path: Path, ready: float = 30, measurement: int = 8, extra: str = "") -> Path:
-    p = tmp_path / "small.toml"
-    p.write_text(SMALL.format(ready=ready, measurement=measurement) + extra)
-    return p
+def scenario(tmp_path: Path, ready: float = 30, measurement: int = 8, **tables: Any) -> Path:
+    return write_scenario(tmp_path / "small.toml", SMALL,
+                          {"target": {"ready_timeout_s": ready},
+                           "load": {"measurement": measurement}}, **tables)
 
 
 def free_port() -> int:
@@ -83,9 +72,7 @@ def test_existing_results_are_never_overwritten(fake_server, tmp_path: Path) -> 
 
 def test_missing_api_key_env_exits_3(fake_server, tmp_path: Path) -> None:
     _, srv = fake_server()
-    sc = scenario(tmp_path, extra="")
-    text = sc.read_text().replace("[target]\n", "[target]\napi_key_env = \"DSV4_TEST_KEY\"\n")
-    sc.write_text(text)
+    sc = scenario(tmp_path, target={"api_key_env": "DSV4_TEST_KEY"})
     proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(tmp_path / "o"),
                    env={"DSV4_TEST_KEY": None})
     assert proc.returncode == 3 and "DSV4_TEST_KEY is not set" in proc.stderr
@@ -94,8 +81,7 @@ def test_missing_api_key_env_exits_3(fake_server, tmp_path: Path) -> None:
 
 def test_api_key_is_sent_and_never_written(fake_server, tmp_path: Path) -> None:
     fake, srv = fake_server()
-    sc = scenario(tmp_path)
-    sc.write_text(sc.read_text().replace("[target]\n", "[target]\napi_key_env = \"K_VAR\"\n"))
+    sc = scenario(tmp_path, target={"api_key_env": "K_VAR"})
     secret = "sk-live-7f3e9a-do-not-leak"
     out = tmp_path / "o"
     proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out),
@@ -205,10 +191,9 @@ def test_results_root_from_the_environment(fake_server, tmp_path: Path) -> None:
 def test_rate_limit_paces_sends(fake_server, tmp_path: Path) -> None:
     _, srv = fake_server()
     out = tmp_path / "out"
-    sc = scenario(tmp_path, measurement=20).read_text().replace(
-        "concurrency = 4", "concurrency = 20").replace("priming = 2", "priming = 0")
-    (tmp_path / "rate.toml").write_text(sc)
-    proc = run_cli("run", str(tmp_path / "rate.toml"), "--base-url", srv.url, "--out",
+    sc = write_scenario(tmp_path / "rate.toml", SMALL, target={"ready_timeout_s": 30},
+                        load={"concurrency": 20, "priming": 0, "measurement": 20})
+    proc = run_cli("run", str(sc), "--base-url", srv.url, "--out",
                    str(out), "--quiet", "--rate-limit", "10", "--accept-weaker-load")
     assert proc.returncode == 0, proc.stderr
     sent = sorted(json.loads(x)["timings"]["sent"]

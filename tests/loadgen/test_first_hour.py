@@ -14,6 +14,7 @@ import pytest
 from loadgen.exit_codes import RunInvalidError
 from loadgen.targets.readiness import wait_ready
 from tests.loadgen.conftest import REPO, run_cli
+from tests.support.scenario_files import BARE, write_scenario
 
 SMOKE = str(REPO / "scenarios" / "smoke.toml")
 
@@ -152,8 +153,8 @@ def test_ctrl_c_while_reports_are_written_leaves_them_whole(fake_server, tmp_pat
     from loadgen.commands import run as run_module
 
     _, srv = fake_server(("ok",))
-    sc = tmp_path / "s.toml"
-    sc.write_text("[load]\nconcurrency = 4\nmeasurement = 8\n[gate]\nprove_below = 0.5\n")
+    sc = write_scenario(tmp_path / "s.toml", BARE, load={"concurrency": 4, "measurement": 8},
+                        gate={"prove_below": 0.5})
     sent = _signal_during(monkeypatch, run_module, "rebuild_reports")
     out = tmp_path / "o"
     proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet")
@@ -266,12 +267,11 @@ def test_a_control_states_its_reproduction_rate_and_its_expected_guard_line(
 
 def test_a_short_runs_report_says_what_it_could_not_see(fake_server, tmp_path: Path) -> None:
     _, srv = fake_server(("ok",))
-    sc = tmp_path / "s.toml"
     # No scrape while the run sends: only the idle before/after samples. (An interval
     # longer than the run still scrapes once 0.5 s in, and a busy machine's run of eight
     # requests can last that long.)
-    sc.write_text("[load]\nconcurrency = 4\nmeasurement = 8\n[gate]\nprove_below = 0.5\n"
-                  "[telemetry]\nscrape_interval_s = 0\n")
+    sc = write_scenario(tmp_path / "s.toml", BARE, load={"concurrency": 4, "measurement": 8},
+                        gate={"prove_below": 0.5}, telemetry={"scrape_interval_s": 0})
     out = tmp_path / "o"
     assert run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out)).returncode == 0
     page = (out / "report.html").read_text()
@@ -304,35 +304,16 @@ def test_documents_people_read_have_rounded_numbers(
 
 
 #: A sim scenario small enough for a few seconds' run.
-TINY_SIM = """\
-[target.sim]
-max_num_seqs = 8
-max_model_len = 2048
-
-[load]
-concurrency = 4
-priming = 2
-measurement = 8
-
-[request]
-max_tokens = 64
-
-[workload]
-kind = "long-context"
-context_tokens = [96, 256]
-tools = true
-
-[gate]
-prove_below = 0.5
-require_receipts = true
-"""
+TINY_SIM = {"target": {"sim": {"max_num_seqs": 8, "max_model_len": 2048}},
+            "load": {"priming": 2},
+            "workload": {"kind": "long-context", "context_tokens": [96, 256], "tools": True},
+            "gate": {"prove_below": 0.5, "require_receipts": True}}
 
 
 @pytest.mark.parametrize("command", ["run", "soak", "qualify", "demo"])
 def test_runs_on_the_sim_leave_nothing_in_the_temp_dir(command: str, tmp_path: Path,
                                                        temp_dir: Path) -> None:
-    sc = tmp_path / "tiny.toml"
-    sc.write_text(TINY_SIM)
+    sc = write_scenario(tmp_path / "tiny.toml", TINY_SIM)
     out = tmp_path / "o"
     args = {"run": ["run", str(sc)], "soak": ["soak", str(sc), "--rounds", "1"],
             "qualify": ["qualify", str(sc)], "demo": ["demo", "--scenario", str(sc)]}[command]
@@ -348,8 +329,7 @@ def test_runs_on_the_sim_leave_nothing_in_the_temp_dir(command: str, tmp_path: P
 
 
 def test_a_receipts_folder_the_user_named_is_kept(tmp_path: Path, temp_dir: Path) -> None:
-    sc = tmp_path / "tiny.toml"
-    sc.write_text(TINY_SIM)
+    sc = write_scenario(tmp_path / "tiny.toml", TINY_SIM)
     receipts = tmp_path / "receipts"
     proc = run_cli("run", str(sc), "--receipts-dir", str(receipts), "--out",
                    str(tmp_path / "o"), "--quiet")
@@ -366,7 +346,7 @@ DEFAULT_FORMS = {"results/<scenario>-<id>", "results/qualify-<scenario>-<id>",
 def test_the_demo_is_named_demo_in_its_folder_pages_and_report(tmp_path: Path) -> None:
     import re
 
-    (tmp_path / "tiny.toml").write_text(TINY_SIM)
+    write_scenario(tmp_path / "tiny.toml", TINY_SIM)
     proc = run_cli("demo", "--scenario", "tiny.toml", "--quiet")
     assert proc.returncode in (0, 2), proc.stdout
     [out] = (tmp_path / "results").iterdir()
@@ -414,9 +394,8 @@ def test_the_progress_lines_are_told_what_the_run_level_rules_changed(
     # Identical greedy tool turns; every fourth reply answers at length: its own verdict is
     # ok as it completes, `divergent` once the run is judged as a whole.
     _, srv = fake_server(("ok", "ok", "ok", "big_chunk"))
-    sc = tmp_path / "s.toml"
-    sc.write_text("[load]\nconcurrency = 1\nmeasurement = 12\n[workload]\nkind = \"tool-turn\"\n"
-                  "[gate]\nprove_below = 0.9\n")
+    sc = write_scenario(tmp_path / "s.toml", BARE, load={"concurrency": 1, "measurement": 12},
+                        workload={"kind": "tool-turn"}, gate={"prove_below": 0.9})
     proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(tmp_path / "o"))
     assert proc.returncode == 0, proc.stdout
     assert "measurement: 12/12 done, 0 in flight" in proc.stderr and " ok=12 (done)" in proc.stderr
@@ -435,8 +414,7 @@ def quiet_tiny_demo(tmp_path_factory: pytest.TempPathFactory
                     ) -> tuple[object, Path, list[logging.LogRecord]]:
     """A quiet demo of TINY_SIM, run once for the tests that read its table and lines."""
     folder = tmp_path_factory.mktemp("tiny-demo")
-    sc = folder / "tiny.toml"
-    sc.write_text(TINY_SIM)
+    sc = write_scenario(folder / "tiny.toml", TINY_SIM)
     out = folder / "d"
     proc, records = _logged_run("demo", "--scenario", str(sc), "--out", str(out), "--quiet",
                                 level=logging.DEBUG)
@@ -487,7 +465,7 @@ def test_a_quiet_demo_prints_its_table_and_one_line(
 
 
 def test_qualify_with_no_url_runs_the_sim_on_both_sides_as_the_demo(tmp_path: Path) -> None:
-    (tmp_path / "tiny.toml").write_text(TINY_SIM)
+    write_scenario(tmp_path / "tiny.toml", TINY_SIM)
     proc = run_cli("qualify", "tiny.toml", "--out", "q", "--quiet")
     assert proc.returncode in (0, 2), proc.stdout + proc.stderr
     assert any(line.startswith("qualify tiny: ") for line in proc.stdout.splitlines())
@@ -515,9 +493,9 @@ def test_qualify_with_one_url_says_what_is_missing(given: str, tmp_path: Path) -
 def test_a_control_that_did_not_reproduce_states_no_meaningless_bound(
         fake_server, tmp_path: Path) -> None:
     _, srv = fake_server(("ok",))
-    sc = tmp_path / "c.toml"
-    sc.write_text("[load]\nconcurrency = 4\nmeasurement = 8\n[workload]\nkind = \"tool-turn\"\n"
-                  "[gate]\nrole = \"control\"\nfail_on = [\"stuck_in_reasoning\"]\n")
+    sc = write_scenario(tmp_path / "c.toml", BARE, load={"concurrency": 4, "measurement": 8},
+                        workload={"kind": "tool-turn"},
+                        gate={"role": "control", "fail_on": ["stuck_in_reasoning"]})
     out = tmp_path / "o"
     proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet")
     assert proc.returncode == 1, proc.stdout
@@ -535,8 +513,8 @@ def test_ctrl_c_ends_the_progress_line_interrupted_not_done(fake_server, tmp_pat
     from loadgen.engine.progress import Progress
 
     _, srv = fake_server(("ok",))
-    sc = tmp_path / "s.toml"
-    sc.write_text("[load]\nconcurrency = 2\nmeasurement = 200\n[gate]\nprove_below = 0.5\n")
+    sc = write_scenario(tmp_path / "s.toml", BARE, load={"concurrency": 2, "measurement": 200},
+                        gate={"prove_below": 0.5})
     sent = _signal_during(monkeypatch, Progress, "update")
     proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(tmp_path / "o"))
     assert sent == [1] and proc.returncode == 130, proc.stdout
@@ -549,9 +527,9 @@ def test_no_rate_bound_for_replies_that_never_came(fake_server, tmp_path: Path) 
     # Every request answered by an error, all of them within max_infra_errors: not a
     # clean pass of "0/8 failed, rate < ...", and no bound anywhere.
     fake, srv = fake_server(("http_500",))
-    sc = tmp_path / "s.toml"
-    sc.write_text("[load]\nconcurrency = 4\nmeasurement = 8\n[request]\nmax_tokens = 64\n"
-                  "[gate]\nprove_below = 0.5\nmax_infra_errors = 8\n")
+    sc = write_scenario(tmp_path / "s.toml", BARE, load={"concurrency": 4, "measurement": 8},
+                        request={"max_tokens": 64},
+                        gate={"prove_below": 0.5, "max_infra_errors": 8})
     out = tmp_path / "o"
     proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet")
     assert fake.counts == {"http_500": 8}
@@ -574,9 +552,9 @@ def test_a_phase_stops_once_its_infrastructure_errors_are_over_the_limit(
     # The issue's run: every request refused with HTTP 400 (max_tokens over the server's
     # max_model_len, which this server does not state, so nothing could be checked first).
     fake, srv = fake_server(("ok",), max_model_len=4096, state_max_model_len=False)
-    sc = tmp_path / "s.toml"
-    sc.write_text("[load]\nconcurrency = 4\npriming = 64\nmeasurement = 64\n"
-                  "[request]\nmax_tokens = 16384\n[gate]\nprove_below = 0.1\n")
+    sc = write_scenario(tmp_path / "s.toml", BARE,
+                        load={"concurrency": 4, "priming": 64, "measurement": 64},
+                        request={"max_tokens": 16384}, gate={"prove_below": 0.1})
     out = tmp_path / "o"
     proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet")
     assert proc.returncode == 2, proc.stdout
@@ -612,24 +590,15 @@ def test_a_run_that_cannot_fit_the_servers_context_sends_nothing(fake_server,
     assert not (out / "records.jsonl").exists()
 
 
-LONG = """
-[load]
-concurrency = 2
-measurement = 4
-[request]
-max_tokens = 2048
-[workload]
-kind = "long-context"
-context_tokens = [3000]
-[gate]
-prove_below = 0.6
-"""
+LONG = {"load": {"concurrency": 2, "priming": None, "measurement": 4},
+        "request": {"max_tokens": 2048},
+        "workload": {"kind": "long-context", "context_tokens": [3000]},
+        "gate": {"prove_below": 0.6}}
 
 
 def test_the_longest_prompt_counts_and_every_server_is_checked(fake_server,
                                                                 tmp_path: Path) -> None:
-    sc = tmp_path / "s.toml"
-    sc.write_text(LONG)
+    sc = write_scenario(tmp_path / "s.toml", LONG)
     roomy, first = fake_server(("ok",), max_model_len=8192)
     tight, second = fake_server(("ok",), max_model_len=4096)
     proc = run_cli("run", str(sc), "--base-url", first.url, "--base-url", second.url,
@@ -649,8 +618,7 @@ def test_the_longest_prompt_counts_and_every_server_is_checked(fake_server,
 
 def test_a_server_that_does_not_state_its_context_is_not_checked(fake_server,
                                                                  tmp_path: Path) -> None:
-    sc = tmp_path / "s.toml"
-    sc.write_text(LONG)
+    sc = write_scenario(tmp_path / "s.toml", LONG)
     fake, srv = fake_server(("ok",), max_model_len=4096, state_max_model_len=False)
     proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(tmp_path / "o"))
     assert f"{srv.url} does not state max_model_len for fake-dsv4" in proc.stderr
@@ -664,9 +632,9 @@ def test_the_rate_is_of_replies_requests_without_one_do_not_tighten_the_bound(
     # 1 in 4 measured requests gets HTTP 500, within max_infra_errors: the run is valid,
     # and its bound is that of the 12 replies, not of 16 requests "that did not fail".
     _, srv = fake_server(("ok", "ok", "ok", "http_500"))
-    sc = tmp_path / "s.toml"
-    sc.write_text("[load]\nconcurrency = 4\nmeasurement = 16\n[request]\nmax_tokens = 64\n"
-                  "[gate]\nprove_below = 0.5\nmax_infra_errors = 4\nmin_measured = 8\n")
+    sc = write_scenario(tmp_path / "s.toml", BARE, load={"concurrency": 4, "measurement": 16},
+                        request={"max_tokens": 64},
+                        gate={"prove_below": 0.5, "max_infra_errors": 4, "min_measured": 8})
     out = tmp_path / "o"
     proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet")
     assert proc.returncode == 0, proc.stdout

@@ -32,6 +32,7 @@ from tests.loadgen.conftest import run_cli
 from tests.support import salad
 from tests.support.legit_corpus import replay_line
 from tests.support.legit_families import FAMILIES, family_replies
+from tests.support.scenario_files import write_scenario
 
 BOS = "<｜begin▁of▁sentence｜>"
 EPS = 1e-9  # below a measured statistic by less than any rounding could matter
@@ -550,24 +551,13 @@ def test_the_sims_salad_is_caught() -> None:
 
 # -------------------------------------------------------------------- end to end
 
-SALAD_TURNS = """
-[load]
-concurrency = 3
-priming = 0
-measurement = 9
-first_token_timeout_s = 10
-[request]
-max_tokens = 256
-[workload]
-kind = "tool-turn"
-[gate]
-prove_below = 0.5
-"""
+SALAD_TURNS = {"load": {"concurrency": 3, "measurement": 9, "first_token_timeout_s": 10},
+               "request": {"max_tokens": 256}, "gate": {"prove_below": 0.5}}
 
 
-def run(tmp_path: Path, url: str, scenario: str) -> tuple[int, dict[str, Any], Path, str]:
-    sc = tmp_path / "s.toml"
-    sc.write_text(scenario)
+def run(tmp_path: Path, url: str, scenario: dict[str, Any]
+        ) -> tuple[int, dict[str, Any], Path, str]:
+    sc = write_scenario(tmp_path / "s.toml", scenario)
     out = tmp_path / "out"
     proc = run_cli("run", str(sc), "--base-url", url, "--out", str(out), "--quiet")
     summary = json.loads((out / "summary.json").read_text()) if out.exists() else {}
@@ -601,20 +591,10 @@ def test_the_honest_families_pass_the_gate(fake_server, tmp_path: Path) -> None:
     lines = [replay_line(reply, "family sample") for reply in replies]
     (tmp_path / "families.jsonl").write_bytes(b"\n".join(lines) + b"\n")
     _, srv = fake_server()
-    code, summary, out, output = run(tmp_path, srv.url, f"""
-[load]
-concurrency = 4
-priming = 0
-measurement = {len(lines)}
-[request]
-max_tokens = 4096
-[workload]
-kind = "replay"
-path = "families.jsonl"
-[gate]
-prove_below = 0.2
-fail_on = ["garbled"]
-""")
+    code, summary, out, output = run(tmp_path, srv.url, {
+        "load": {"measurement": len(lines)}, "request": {"max_tokens": 4096},
+        "workload": {"kind": "replay", "path": "families.jsonl"},
+        "gate": {"prove_below": 0.2, "fail_on": ["garbled"]}})
     assert code == 0, (output, summary["phases"]["measurement"]["verdicts"])
     assert "garbled" not in summary["phases"]["measurement"]["verdicts"]
     records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]

@@ -9,23 +9,10 @@ from tests.loadgen.conftest import run_cli
 from tests.loadgen.test_server_telemetry import iso
 from tests.support.browser import headless_chromium, images_of, require_browser
 from tests.support.receipts import parallel
+from tests.support.scenario_files import write_scenario
 
-SC = """
-[load]
-concurrency = 4
-priming = 4
-measurement = 16
-[request]
-max_tokens = 64
-[workload]
-kind = "tool-turn"
-accounts = 64
-[gate]
-prove_below = 0.9
-min_measured = 1
-[telemetry]
-scrape_interval_s = 0.05
-"""
+SC = {"load": {"priming": 4, "measurement": 16}, "workload": {"accounts": 64},
+      "gate": {"min_measured": 1}, "telemetry": {"scrape_interval_s": 0.05}}
 
 
 def test_qualify_and_run_reports_render_with_every_plot(fake_server, tmp_path: Path) -> None:
@@ -40,8 +27,7 @@ def test_qualify_and_run_reports_render_with_every_plot(fake_server, tmp_path: P
         "guard": {"mode": "1", "calls": 40, "violations": 0},
         "model": {"loaded": True, "architectures": ["DeepseekV4ForCausalLM"],
                   "c128a_builders": 1, "parallel": parallel()}}))
-    sc = tmp_path / "q.toml"
-    sc.write_text(SC)
+    sc = write_scenario(tmp_path / "q.toml", SC)
     out = tmp_path / "qual"
     proc = run_cli("qualify", str(sc), "--control", c.url, "--candidate", k.url,
                    "--candidate-receipts-dir", str(receipts), "--out", str(out), "--quiet")

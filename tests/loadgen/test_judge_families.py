@@ -28,6 +28,7 @@ from loadgen.taxonomy import DEFAULT_FAIL_ON
 from tests.loadgen.conftest import run_cli
 from tests.support import broken_servers, broken_text
 from tests.support.honest_requests import FAMILIES, Case, honest_cases, judged
+from tests.support.scenario_files import write_scenario
 
 GATED = {v.value for v in DEFAULT_FAIL_ON}
 PLACES = ("reasoning", "content", "argument")
@@ -203,42 +204,19 @@ def test_honest_text_in_every_language_is_ok(lang: str) -> None:
 
 # -------------------------------------------------------------- served end to end
 
-TOOL_TURNS = """
-[load]
-concurrency = 4
-priming = 4
-measurement = 12
-[request]
-max_tokens = 400
-[workload]
-kind = "tool-turn"
-variant = "per-request"
-accounts = 24
-[gate]
-prove_below = 0.3
-{gate}
-"""
-PROSE = """
-[load]
-concurrency = 4
-priming = 0
-measurement = 12
-[request]
-max_tokens = 200
-[workload]
-kind = "long-context"
-context_tokens = [64, 128]
-tools = false
-[gate]
-prove_below = 0.3
-"""
+TOOL_TURNS = {"load": {"priming": 4, "measurement": 12}, "request": {"max_tokens": 400},
+              "workload": {"variant": "per-request", "accounts": 24},
+              "gate": {"prove_below": 0.3}}
+PROSE = {"load": {"measurement": 12}, "request": {"max_tokens": 200},
+         "workload": {"kind": "long-context", "context_tokens": [64, 128], "tools": False},
+         "gate": {"prove_below": 0.3}}
 
 
-def serve(fake_server, tmp_path: Path, script: Any, scenario: str) -> tuple[int, dict]:
+def serve(fake_server, tmp_path: Path, script: Any, *scenario: dict[str, Any]
+          ) -> tuple[int, dict]:
     fake, srv = fake_server(("scripted",))
     fake.script = script
-    sc = tmp_path / "s.toml"
-    sc.write_text(scenario)
+    sc = write_scenario(tmp_path / "s.toml", *scenario)
     out = tmp_path / "out"
     proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet")
     summary = json.loads((out / "summary.json").read_text())
@@ -248,8 +226,7 @@ def serve(fake_server, tmp_path: Path, script: Any, scenario: str) -> tuple[int,
 @pytest.mark.parametrize("name", sorted(broken_servers.BROKEN))
 def test_a_server_built_to_fool_the_gate_fails_it(fake_server, tmp_path: Path,
                                                   name: str) -> None:
-    code, summary = serve(fake_server, tmp_path, broken_servers.BROKEN[name],
-                          TOOL_TURNS.format(gate=""))
+    code, summary = serve(fake_server, tmp_path, broken_servers.BROKEN[name], TOOL_TURNS)
     assert code == 1, summary["gate"]["reasons"]
     assert summary["gate"]["failures"] > 0
 
@@ -265,9 +242,9 @@ def test_a_gate_written_before_a_verdict_existed_still_gates_it(fake_server,
                                                                tmp_path: Path) -> None:
     # fail_on as scenarios listed it before cross_talk existed: every reply carries
     # another account, and the gate fails on it all the same.
-    old = 'fail_on = ["stuck_in_reasoning", "empty_content", "no_tool_call"]'
+    old = {"gate": {"fail_on": ["stuck_in_reasoning", "empty_content", "no_tool_call"]}}
     code, summary = serve(fake_server, tmp_path, broken_servers.BROKEN["cross_talk_case"],
-                          TOOL_TURNS.format(gate=old))
+                          TOOL_TURNS, old)
     assert code == 1
     assert summary["phases"]["measurement"]["verdicts"].get("cross_talk", 0) >= 8
     assert "cross_talk" in summary["gate"]["fail_on"]
@@ -278,19 +255,9 @@ def test_an_honest_server_built_to_trip_the_gate_passes(fake_server, tmp_path: P
                                                         family: str) -> None:
     cases = [FAMILIES[family](seed) for seed in range(6)]
     replay = broken_servers.honest_replay(tmp_path / "bodies.jsonl", cases)
-    scenario = f"""
-[load]
-concurrency = 3
-priming = 0
-measurement = {len(cases)}
-[request]
-max_tokens = 4096
-[workload]
-kind = "replay"
-path = "{replay}"
-[gate]
-prove_below = 0.5
-"""
+    scenario = {"load": {"concurrency": 3, "measurement": len(cases)},
+                "request": {"max_tokens": 4096},
+                "workload": {"kind": "replay", "path": str(replay)}, "gate": {"prove_below": 0.5}}
     code, summary = serve(fake_server, tmp_path, broken_servers.replay_script(cases), scenario)
     assert code == 0, (summary["phases"]["measurement"]["verdicts"], summary["gate"]["reasons"])
     assert summary["phases"]["measurement"]["verdicts"] == {"ok": len(cases)}

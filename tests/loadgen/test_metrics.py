@@ -15,31 +15,16 @@ from loadgen.observe.metrics import LiveMetrics
 from loadgen.scenario import load_scenario
 from tests.loadgen.conftest import run_cli
 from tests.support.receipts import api_server, receipt, write_receipts
+from tests.support.scenario_files import write_scenario
 from tests.support.scrape import by_label, free_port, scrape, scraping, value
-
-SC = """
-[load]
-concurrency = 4
-priming = 4
-measurement = {measurement}
-[request]
-max_tokens = 64
-[workload]
-kind = "tool-turn"
-accounts = 64
-[gate]
-prove_below = 0.9
-min_measured = 1
-allowed = {allowed}
-[telemetry]
-scrape_interval_s = 0.2
-"""
 
 
 def scenario(tmp_path: Path, measurement: int = 12, allowed: int = 0) -> Path:
-    path = tmp_path / "metrics.toml"
-    path.write_text(SC.format(measurement=measurement, allowed=allowed))
-    return path
+    return write_scenario(tmp_path / "metrics.toml",
+                          load={"priming": 4, "measurement": measurement},
+                          workload={"accounts": 64},
+                          gate={"min_measured": 1, "allowed": allowed},
+                          telemetry={"scrape_interval_s": 0.2})
 
 
 def primary_counts(summary: dict) -> dict[tuple[str, str], float]:

@@ -18,27 +18,15 @@ import pytest
 from tests.loadgen.conftest import REPO
 from tests.support.cli import cli_command, cli_env
 from tests.support.prometheus import Prometheus
+from tests.support.scenario_files import write_scenario
 from tests.support.scrape import free_port
 
 T = TypeVar("T")
 ALERTS = REPO / "docker" / "monitoring" / "alerts.yml"
 
-SC = """
-[load]
-concurrency = 2
-priming = 4
-measurement = 6
-[request]
-max_tokens = 64
-[workload]
-kind = "tool-turn"
-accounts = 64
-[gate]
-prove_below = 0.9
-min_measured = 1
-[telemetry]
-scrape_interval_s = 0.5
-"""
+SC = {"load": {"concurrency": 2, "priming": 4, "measurement": 6},
+      "workload": {"accounts": 64}, "gate": {"min_measured": 1},
+      "telemetry": {"scrape_interval_s": 0.5}}
 
 
 def wait_for(what: str, check: Callable[[], T], timeout_s: float, every_s: float = 0.5) -> T:
@@ -65,7 +53,7 @@ def test_prometheus_fires_the_breach_alert_on_a_soak_that_starts_failing(
     fake, srv = fake_server(["ok"] * 10 + ["stuck"] * 6, token_delay_s=0.02)
     port = free_port()
     instance = f"127.0.0.1:{port}"
-    (tmp_path / "soak.toml").write_text(SC)
+    write_scenario(tmp_path / "soak.toml", SC)
     out = tmp_path / "soak"
     with Prometheus(tmp_path / "prometheus", [instance], [ALERTS], interval="500ms") as prom:
         started = time.time()

@@ -5,35 +5,20 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 from loadgen.commands.qualify import side_scenario, with_sides
 from loadgen.scenario import Role, load_scenario
 from tests.loadgen.conftest import run_cli
+from tests.support.scenario_files import write_scenario
 
-SC = """
-[target]
-ready_timeout_s = {ready}
-[load]
-concurrency = 4
-priming = 2
-measurement = 8
-[request]
-max_tokens = 64
-[workload]
-kind = "tool-turn"
-accounts = 64
-[gate]
-prove_below = 0.9
-min_measured = 1
-[telemetry]
-scrape_interval_s = 0.05
-"""
+SC = {"load": {"priming": 2}, "workload": {"accounts": 64}, "gate": {"min_measured": 1},
+      "telemetry": {"scrape_interval_s": 0.05}}
 
 
-def scenario(tmp_path: Path, extra: str = "", ready: float = 30) -> Path:
-    path = tmp_path / "q.toml"
-    path.write_text(SC.format(ready=ready) + extra)
-    return path
+def scenario(tmp_path: Path, ready: float = 30, *layers: dict, **tables: Any) -> Path:
+    return write_scenario(tmp_path / "q.toml", SC, {"target": {"ready_timeout_s": ready}},
+                          *layers, **tables)
 
 
 def qualify(tmp_path: Path, sc: Path, *args: str):
@@ -69,12 +54,8 @@ def test_control_reproduces_and_clean_candidate_qualifies(fake_server, tmp_path:
     _, c = fake_server(("ok", "stuck"))
     candidate, k = fake_server(("ok",))
     # Both targets from the scenario's [qualify] section this time.
-    sc = scenario(tmp_path, f"""
-[qualify.control]
-base_urls = ["{c.url}"]
-[qualify.candidate]
-base_urls = ["{k.url}"]
-""")
+    sc = scenario(tmp_path, qualify={"control": {"base_urls": [c.url]},
+                                     "candidate": {"base_urls": [k.url]}})
     proc, out, doc = qualify(tmp_path, sc)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert doc["verdict"] == "QUALIFIED" and doc["passed"] is True
@@ -165,18 +146,10 @@ def test_missing_side_is_bad_input_before_anything_is_sent(fake_server, tmp_path
 
 
 def test_each_side_runs_the_scenario_with_its_own_target_and_gate(tmp_path: Path) -> None:
-    path = scenario(tmp_path, """
-[qualify]
-control_fail_on = ["stuck_in_reasoning", "reasoning_loop"]
-control_allowed = 3
-[qualify.control]
-sim = { layout = "packed" }
-[qualify.candidate]
-base_urls = ["http://cand:8000/"]
-receipts_dir = "/receipts"
-""")
-    path.write_text(path.read_text().replace("min_measured = 1",
-                                             "min_measured = 1\nrequire_receipts = true"))
+    path = scenario(tmp_path, gate={"require_receipts": True}, qualify={
+        "control_fail_on": ["stuck_in_reasoning", "reasoning_loop"], "control_allowed": 3,
+        "control": {"sim": {"layout": "packed"}},
+        "candidate": {"base_urls": ["http://cand:8000/"], "receipts_dir": "/receipts"}})
     sc = load_scenario(path)
     cfg = with_sides(sc, control_urls=[], candidate_urls=[], control_receipts=None,
                      candidate_receipts=None)
@@ -202,8 +175,8 @@ def test_the_scenarios_sim_plays_the_control_with_the_bug_and_the_candidate_fixe
     """With no URL, each side the scenario gives no target runs its [target.sim]: the
     control with the packed builder (it must reproduce), the candidate at capacity stride;
     every other sim setting is the scenario's, and a side's own sim is kept."""
-    path = tmp_path / "q.toml"
-    path.write_text(SC.format(ready=5) + "[target.sim]\nlayout = 'prefix'\nmax_num_seqs = 8\n")
+    sim = {"target": {"sim": {"layout": "prefix", "max_num_seqs": 8}}}
+    path = scenario(tmp_path, 5, sim)
     sc = load_scenario(path)
     cfg = with_sides(sc, control_urls=[], candidate_urls=[], control_receipts=None,
                      candidate_receipts=None)
@@ -212,7 +185,7 @@ def test_the_scenarios_sim_plays_the_control_with_the_bug_and_the_candidate_fixe
     assert control is not None and candidate is not None
     assert (control.layout, candidate.layout) == ("packed", "capacity")
     assert control.max_num_seqs == candidate.max_num_seqs == 8
-    path.write_text(path.read_text() + "[qualify.candidate.sim]\nlayout = 'prefix'\n")
+    scenario(tmp_path, 5, sim, qualify={"candidate": {"sim": {"layout": "prefix"}}})
     sc = load_scenario(path)
     cfg = with_sides(sc, control_urls=[], candidate_urls=[], control_receipts=None,
                      candidate_receipts=None)
@@ -253,7 +226,7 @@ def test_different_models_qualify_only_when_the_scenario_allows_it(fake_server,
                                                                    tmp_path: Path) -> None:
     _, c = fake_server(("stuck",), model="always-stuck", version="0.27.1")
     _, k = fake_server(("ok",), version="0.28.0")
-    sc = scenario(tmp_path, "[qualify]\nallow_different_models = true\n")
+    sc = scenario(tmp_path, qualify={"allow_different_models": True})
     proc, out, doc = qualify(tmp_path, sc, "--control", c.url, "--candidate", k.url)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert doc["verdict"] == "QUALIFIED" and doc["model"]["allowed"] is True

@@ -9,27 +9,14 @@ import orjson
 import pytest
 
 from tests.loadgen.conftest import run_cli
+from tests.support.scenario_files import write_scenario
 
-SC = """
-[load]
-concurrency = 4
-priming = 0
-measurement = 12
-[request]
-max_tokens = 96
-[workload]
-kind = "{kind}"
-{workload}
-[gate]
-prove_below = 0.3
-[reference]
-requests = 3
-{reference}
-"""
-PER_REQUEST = 'variant = "per-request"\naccounts = 6'
+SC = {"load": {"measurement": 12}, "request": {"max_tokens": 96},
+      "gate": {"prove_below": 0.3}, "reference": {"requests": 3}}
+PER_REQUEST = {"variant": "per-request", "accounts": 6}
 
 
-def replay_file(tmp_path: Path, mode: str) -> str:
+def replay_file(tmp_path: Path, mode: str) -> dict:
     """Tool turns a workload knows no answer of: only the server alone can say."""
     lines = [orjson.dumps({"messages": [{"role": "user", "content": f"Hi, account Q{i}RST{i}."},
                                         {"role": "user", "content": "Move it to the pro plan."}],
@@ -39,13 +26,12 @@ def replay_file(tmp_path: Path, mode: str) -> str:
                            "fake_mode": mode}) for i in range(4)]
     path = tmp_path / "bodies.jsonl"
     path.write_bytes(b"\n".join(lines) + b"\n")
-    return f'path = "{path}"'
+    return {"kind": "replay", "path": str(path)}
 
 
-def run(tmp_path: Path, url: str, *, kind: str = "tool-turn", workload: str = PER_REQUEST,
-        reference: str = "") -> tuple[int, dict, list[dict], str]:
-    sc = tmp_path / "s.toml"
-    sc.write_text(SC.format(kind=kind, workload=workload, reference=reference))
+def run(tmp_path: Path, url: str, *, workload: dict = PER_REQUEST, reference: dict | None = None
+        ) -> tuple[int, dict, list[dict], str]:
+    sc = write_scenario(tmp_path / "s.toml", SC, workload=workload, reference=reference or {})
     out = tmp_path / "out"
     proc = run_cli("run", str(sc), "--base-url", url, "--out", str(out), "--quiet")
     summary = json.loads((out / "summary.json").read_text())
@@ -56,7 +42,7 @@ def run(tmp_path: Path, url: str, *, kind: str = "tool-turn", workload: str = PE
 @pytest.mark.parametrize("when", ["before", "after"])
 def test_a_healthy_server_agrees_with_itself(fake_server, tmp_path: Path, when: str) -> None:
     _, srv = fake_server(("ok",))
-    code, summary, records, output = run(tmp_path, srv.url, reference=f'when = "{when}"')
+    code, summary, records, output = run(tmp_path, srv.url, reference={"when": when})
     assert code == 0, output
     reference = [r for r in records if r["phase"] == "reference"]
     assert len(reference) == 3
@@ -80,7 +66,7 @@ def test_a_healthy_server_agrees_with_itself(fake_server, tmp_path: Path, when: 
 
 def test_a_loaded_reply_unlike_its_solo_reply_fails(fake_server, tmp_path: Path) -> None:
     _, srv = fake_server()
-    code, summary, _, output = run(tmp_path, srv.url, kind="replay",
+    code, summary, _, output = run(tmp_path, srv.url,
                                    workload=replay_file(tmp_path, "drift_under_load"))
     assert code == 1, output
     m = summary["phases"]["measurement"]
@@ -101,7 +87,7 @@ def test_rewording_is_reported_and_gated_only_where_declared_batch_invariant(
     assert ref["verifiable_mismatches"] == 0 and ref["identical"] < ref["texts_compared"]
     assert ref["similarity"]["min"] == 1.0  # the answer (the call) is the same...
     (tmp_path / "out").rename(tmp_path / "first")
-    code, summary, _, output = run(tmp_path, srv.url, reference="batch_invariant = true")
+    code, summary, _, output = run(tmp_path, srv.url, reference={"batch_invariant": True})
     assert code == 1, output  # ...but not word for word, which a batch-invariant server owes
     assert summary["phases"]["measurement"]["verdicts"].get("reference_mismatch", 0) >= 1
 
@@ -121,9 +107,7 @@ def test_spec_decode_acceptance_that_collapses_under_load_fails(fake_server,
 def test_without_a_reference_phase_there_is_no_acceptance_check(fake_server,
                                                                 tmp_path: Path) -> None:
     _, srv = fake_server(("ok",))
-    sc = tmp_path / "s.toml"
-    sc.write_text(SC.format(kind="tool-turn", workload=PER_REQUEST, reference="")
-                  .replace("requests = 3", "requests = 0"))
+    sc = write_scenario(tmp_path / "s.toml", SC, workload=PER_REQUEST, reference={"requests": 0})
     proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(tmp_path / "o"),
                    "--quiet")
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
@@ -136,7 +120,7 @@ def test_a_server_that_fails_alone_fails_the_gate(fake_server, tmp_path: Path) -
     # Fine under load, stuck alone: its solo replies are no oracle, and they are failures
     # of this server all the same.
     _, srv = fake_server(("stuck_alone",))
-    code, summary, records, output = run(tmp_path, srv.url, reference='when = "after"')
+    code, summary, records, output = run(tmp_path, srv.url, reference={"when": "after"})
     assert code == 1, output
     solo = [r for r in records if r["phase"] == "reference"]
     assert solo and all("stuck_in_reasoning" in r["verdicts"] for r in solo)
@@ -151,7 +135,7 @@ def test_a_reference_phase_without_any_oracle_is_invalid(fake_server, tmp_path: 
     # Every solo request gets HTTP 500 (under load all is well): nothing was compared
     # with the server alone, so the run proves nothing of what the phase promised.
     _, srv = fake_server(("error_alone",))
-    code, summary, _, output = run(tmp_path, srv.url, reference='when = "after"')
+    code, summary, _, output = run(tmp_path, srv.url, reference={"when": "after"})
     assert code == 2, output
     checks = {c["name"]: c for c in summary["gate"]["checks"]}
     oracle = checks["reference phase: a usable oracle"]

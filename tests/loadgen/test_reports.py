@@ -11,26 +11,14 @@ from loadgen.engine.progress import Progress
 from loadgen.targets.receipts import receipts_summary
 from loadgen.targets.telemetry import parse_prometheus, tracked
 from tests.loadgen.conftest import run_cli
+from tests.support.scenario_files import write_scenario
 
-SC = """
-[load]
-concurrency = 4
-priming = 4
-measurement = 12
-[request]
-max_tokens = 48
-[workload]
-kind = "tool-turn"
-[telemetry]
-scrape_interval_s = 0.05
-[gate]
-prove_below = 0.9
-"""
+SC = {"load": {"priming": 4, "measurement": 12}, "request": {"max_tokens": 48},
+      "telemetry": {"scrape_interval_s": 0.05}}
 
 
 def run(tmp_path: Path, srv, *extra: str) -> tuple[int, Path]:
-    sc = tmp_path / "r.toml"
-    sc.write_text(SC)
+    sc = write_scenario(tmp_path / "r.toml", SC)
     out = tmp_path / "out"
     proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet", *extra)
     return proc.returncode, out
@@ -114,11 +102,9 @@ def test_progress_falls_back_to_plain_lines() -> None:
 def test_divergent_is_stored_beside_the_records_it_concerns(fake_server, tmp_path: Path) -> None:
     # Identical greedy tool turns; every fourth reply finishes differently.
     _, srv = fake_server(("ok", "ok", "ok", "truncated"))
-    sc = tmp_path / "d.toml"
     # The odd one out is cut by length: accepted here by name, so only divergent is at stake.
-    sc.write_text(SC.replace("priming = 4", "priming = 0").replace("concurrency = 4",
-                                                                    "concurrency = 1")
-                  + 'ignore = ["truncated"]\n')
+    sc = write_scenario(tmp_path / "d.toml", SC, load={"concurrency": 1, "priming": 0},
+                        gate={"ignore": ["truncated"]})
     out = tmp_path / "out"
     proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet")
     assert proc.returncode == 0, proc.stdout  # divergent is reported, not gated by default
@@ -150,11 +136,9 @@ def test_records_from_before_run_level_storage_are_judged_anew(fake_server,
     # Older versions wrote `divergent` into records.jsonl itself; such a record is counted
     # by what the rule finds now, not twice and not stale.
     _, srv = fake_server(("ok", "ok", "ok", "truncated"))
-    sc = tmp_path / "d.toml"
     # The odd one out is cut by length: accepted here by name, so only divergent is at stake.
-    sc.write_text(SC.replace("priming = 4", "priming = 0").replace("concurrency = 4",
-                                                                    "concurrency = 1")
-                  + 'ignore = ["truncated"]\n')
+    sc = write_scenario(tmp_path / "d.toml", SC, load={"concurrency": 1, "priming": 0},
+                        gate={"ignore": ["truncated"]})
     out = tmp_path / "out"
     run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet")
     lines = [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines()]

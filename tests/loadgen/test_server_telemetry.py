@@ -13,6 +13,7 @@ from loadgen.targets.epochs import select_receipts
 from loadgen.targets.telemetry_summary import intervals, summarize
 from tests.loadgen.conftest import run_cli
 from tests.support.receipts import parallel
+from tests.support.scenario_files import write_scenario
 
 
 def iso(t: float) -> str:
@@ -135,10 +136,8 @@ def test_run_reports_telemetry_layout_and_which_receipts_counted(fake_server,
         "server": {"id": fake.server_id}, "guard": {"mode": "1", "calls": 90, "violations": 0},
         "model": {"loaded": True, "architectures": ["DeepseekV4ForCausalLM"],
                   "c128a_builders": 1, "parallel": parallel()}}))
-    sc = tmp_path / "t.toml"
-    sc.write_text("[load]\nconcurrency = 4\npriming = 0\nmeasurement = 24\n"
-                  "[request]\nmax_tokens = 64\n[telemetry]\nscrape_interval_s = 0.05\n"
-                  "[gate]\nprove_below = 0.9\nrequire_receipts = true\n")
+    sc = write_scenario(tmp_path / "t.toml", load={"measurement": 24}, workload=None,
+                        telemetry={"scrape_interval_s": 0.05}, gate={"require_receipts": True})
     out = tmp_path / "out"
     proc = run_cli("run", str(sc), "--base-url", srv.url, "--receipts-dir", str(receipts),
                    "--out", str(out), "--quiet")

@@ -9,29 +9,15 @@ import pytest
 
 from loadgen.exit_codes import ExitCode
 from tests.loadgen.conftest import run_cli
+from tests.support.scenario_files import write_scenario
 
-SC = """
-[load]
-concurrency = 4
-priming = 0
-measurement = 8
-[request]
-max_tokens = 32
-[workload]
-kind = "tool-turn"
-accounts = 64
-[gate]
-prove_below = 0.9
-min_measured = 1
-"""
+SC = {"request": {"max_tokens": 32}, "workload": {"accounts": 64}, "gate": {"min_measured": 1}}
 
 
 @pytest.fixture
 def scenario(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("DSV4_QUAL_HOST", "gb300-n05")
-    path = tmp_path / "ship.toml"
-    path.write_text(SC)
-    return path
+    return write_scenario(tmp_path / "ship.toml", SC)
 
 
 def files(root: Path) -> set[str]:

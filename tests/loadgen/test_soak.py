@@ -17,29 +17,14 @@ from loadgen.targets.epochs import Observation, detect_restart
 from tests.loadgen.conftest import run_cli
 from tests.support.cli import cli_command, cli_env
 from tests.support.history_db import execute, query
-
-SC = """
-[load]
-concurrency = 2
-priming = 2
-measurement = {measurement}
-[request]
-max_tokens = 64
-[workload]
-kind = "tool-turn"
-accounts = 64
-[gate]
-prove_below = 0.9
-min_measured = 1
-[telemetry]
-scrape_interval_s = 0.2
-"""
+from tests.support.scenario_files import write_scenario
 
 
 def scenario(tmp_path: Path, measurement: int = 4) -> Path:
-    path = tmp_path / "soak.toml"
-    path.write_text(SC.format(measurement=measurement))
-    return path
+    return write_scenario(tmp_path / "soak.toml",
+                          load={"concurrency": 2, "priming": 2, "measurement": measurement},
+                          workload={"accounts": 64}, gate={"min_measured": 1},
+                          telemetry={"scrape_interval_s": 0.2})
 
 
 def rounds_in(db: Path | str) -> list[dict]:
@@ -298,26 +283,13 @@ def test_a_soak_whose_requests_cannot_fit_stops_after_its_first_round(fake_serve
     assert "max_model_len 32: max_tokens 64 alone is more than that" in proc.stdout
 
 
-SIM_SOAK = """
-[target]
-receipts_dir = "{receipts}"
-[target.sim]
-layout = "capacity"
-max_model_len = 1024
-[load]
-concurrency = 4
-priming = 2
-measurement = 8
-[request]
-max_tokens = 160
-[workload]
-kind = "long-context"
-context_tokens = [96, 256]
-[gate]
-prove_below = 0.5
-require_receipts = true
-fail_on_stride_violations = true
-"""
+#: A sim soak: a long-context workload whose receipts must show the stride guard.
+SIM_SOAK = {"target": {"sim": {"layout": "capacity", "max_model_len": 1024}},
+            "load": {"priming": 2},
+            "request": {"max_tokens": 160},
+            "workload": {"kind": "long-context", "context_tokens": [96, 256]},
+            "gate": {"prove_below": 0.5, "require_receipts": True,
+                     "fail_on_stride_violations": True}}
 
 
 def test_no_round_reads_the_receipt_before_its_builder_calls_reach_it(
@@ -329,8 +301,8 @@ def test_no_round_reads_the_receipt_before_its_builder_calls_reach_it(
     from server_patch.sim import server as sim_server
 
     monkeypatch.setattr(sim_server, "GUARD_FLUSH_S", 3600.0)
-    sc = tmp_path / "sim-soak.toml"
-    sc.write_text(SIM_SOAK.format(receipts=tmp_path / "receipts"))
+    sc = write_scenario(tmp_path / "sim-soak.toml", SIM_SOAK,
+                        target={"receipts_dir": str(tmp_path / "receipts")})
     out = tmp_path / "soak"
     proc = run_cli("soak", str(sc), "--rounds", "2", "--out", str(out), "--quiet")
     for n in (1, 2):

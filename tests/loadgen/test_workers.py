@@ -9,25 +9,14 @@ import pytest
 
 from loadgen.workload.tool_turn import account_ids
 from tests.loadgen.conftest import run_cli
+from tests.support.scenario_files import write_scenario
 
 #: `--workers` starts worker processes: the slow tier (end-to-end through real processes).
 pytestmark = pytest.mark.slow
 
-SC = """
-[load]
-concurrency = 6
-priming = 6
-measurement = 30
-[request]
-max_tokens = 40
-[workload]
-kind = "tool-turn"
-accounts = 5
-seed = 3
-[gate]
-prove_below = 0.9
-min_measured = 30
-"""
+SC = {"load": {"concurrency": 6, "priming": 6, "measurement": 30},
+      "request": {"max_tokens": 40}, "workload": {"accounts": 5, "seed": 3},
+      "gate": {"min_measured": 30}}
 
 
 def test_workers_give_the_same_records_as_one_process(fake_server, tmp_path: Path) -> None:
@@ -35,8 +24,7 @@ def test_workers_give_the_same_records_as_one_process(fake_server, tmp_path: Pat
     # Each account's body always gets the same reply, whoever sends it.
     modes = {accounts[1]: "stuck", accounts[3]: "leak", accounts[4]: "empty"}
     fake, srv = fake_server(("ok",), mode_by_text=modes)
-    sc = tmp_path / "w.toml"
-    sc.write_text(SC)
+    sc = write_scenario(tmp_path / "w.toml", SC)
     by_workers = {}
     for workers in (1, 3):
         out = tmp_path / f"out{workers}"
@@ -65,8 +53,7 @@ def test_the_reference_phase_runs_alone_in_the_parent_whatever_the_workers(
         fake_server, tmp_path: Path) -> None:
     # Sharded phases, then the reference phase one request at a time: the same records.
     _, srv = fake_server(("ok",))
-    sc = tmp_path / "w.toml"
-    sc.write_text(SC + '[reference]\nrequests = 3\nwhen = "after"\n')
+    sc = write_scenario(tmp_path / "w.toml", SC, reference={"requests": 3, "when": "after"})
     seen = {}
     for workers in (1, 2):
         out = tmp_path / f"out{workers}"
@@ -85,10 +72,8 @@ def test_the_reference_phase_runs_alone_in_the_parent_whatever_the_workers(
 def test_workers_stop_a_phase_whose_errors_are_over_the_limit(fake_server,
                                                               tmp_path: Path) -> None:
     fake, srv = fake_server(("http_500",))
-    sc = tmp_path / "w.toml"
-    sc.write_text(SC.replace("priming = 6", "priming = 0")
-                  .replace("measurement = 30", "measurement = 400")
-                  .replace("min_measured = 30", "min_measured = 400"))
+    sc = write_scenario(tmp_path / "w.toml", SC, load={"priming": 0, "measurement": 400},
+                        gate={"min_measured": 400})
     out = tmp_path / "out"
     proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet",
                    "--workers", "2")

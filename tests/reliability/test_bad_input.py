@@ -19,6 +19,7 @@ from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig
 from tests.loadgen.conftest import run_cli
 from tests.support.openai_fake import FakeOpenAI
+from tests.support.scenario_files import write_scenario
 
 SSE_PIECES = [b"data: ", b"[DONE]", b"\n", b"\r\n", b"\n\n", b"event: error\n", b": ping\n",
               b'{"choices":[{"delta":{"reasoning":"x"}}]}', b'{"error":{"message":"e"}}',
@@ -100,27 +101,13 @@ def https_server(tmp_path: Path):
     thread.join(10)
 
 
-SC = """
-[target]
-ready_timeout_s = 3
-[load]
-concurrency = 2
-priming = 0
-measurement = 4
-[request]
-max_tokens = 32
-[workload]
-kind = "tool-turn"
-[gate]
-prove_below = 0.9
-min_measured = 4
-"""
+SC = {"target": {"ready_timeout_s": 3}, "load": {"concurrency": 2, "measurement": 4},
+      "request": {"max_tokens": 32}, "gate": {"min_measured": 4}}
 
 
 def test_tls_is_verified_by_default(https_server, tmp_path: Path) -> None:
     url, fake = https_server
-    sc = tmp_path / "t.toml"
-    sc.write_text(SC)
+    sc = write_scenario(tmp_path / "t.toml", SC)
     proc = run_cli("run", str(sc), "--base-url", url, "--out", str(tmp_path / "o"), "--quiet")
     assert proc.returncode == 2
     assert "certificate" in proc.stdout.lower() or "ssl" in proc.stdout.lower(), proc.stdout
@@ -129,8 +116,7 @@ def test_tls_is_verified_by_default(https_server, tmp_path: Path) -> None:
 
 def test_insecure_turns_verification_off_with_a_warning(https_server, tmp_path: Path) -> None:
     url, fake = https_server
-    sc = tmp_path / "t.toml"
-    sc.write_text(SC)
+    sc = write_scenario(tmp_path / "t.toml", SC)
     proc = run_cli("run", str(sc), "--base-url", url, "--out", str(tmp_path / "o"), "--quiet",
                    "--insecure")
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -148,8 +134,7 @@ def _line(proc) -> str:
 
 def test_an_untrusted_certificate_ends_the_wait_at_once(https_server, tmp_path: Path) -> None:
     url, fake = https_server
-    sc = tmp_path / "t.toml"
-    sc.write_text(SC.replace("ready_timeout_s = 3", "ready_timeout_s = 600"))
+    sc = write_scenario(tmp_path / "t.toml", SC, target={"ready_timeout_s": 600})
     proc = run_cli("run", str(sc), "--base-url", url, "--out", str(tmp_path / "o"))
     assert proc.returncode == 2
     line = _line(proc)
@@ -164,8 +149,7 @@ def test_https_to_a_plain_http_server_ends_the_wait_with_the_url_to_use(
         fake_server, tmp_path: Path, transport: str) -> None:
     fake, srv = fake_server(("ok",))
     url = srv.url.replace("http://", "https://")
-    sc = tmp_path / "t.toml"
-    sc.write_text(SC.replace("ready_timeout_s = 3", "ready_timeout_s = 600"))
+    sc = write_scenario(tmp_path / "t.toml", SC, target={"ready_timeout_s": 600})
     proc = run_cli("run", str(sc), "--base-url", url, "--out", str(tmp_path / "o"),
                    "--transport", transport)
     assert proc.returncode == 2
@@ -195,8 +179,7 @@ def _bad_base_urls() -> list[tuple[str, str]]:
 
 
 def test_a_base_url_that_cannot_reach_a_server_is_bad_input(tmp_path: Path) -> None:
-    sc = tmp_path / "t.toml"
-    sc.write_text(SC)
+    sc = write_scenario(tmp_path / "t.toml", SC)
     for url, said in _bad_base_urls():
         proc = run_cli("run", str(sc), "--base-url", url, "--out", str(tmp_path / "o"))
         assert proc.returncode == 3, (url, proc.stdout, proc.stderr)
@@ -205,7 +188,7 @@ def test_a_base_url_that_cannot_reach_a_server_is_bad_input(tmp_path: Path) -> N
         assert said in line, (url, line)
         assert not (tmp_path / "o").exists()  # refused before a results folder is made
     # The same rules for a scenario file's own URLs.
-    sc.write_text(SC.replace("[target]\n", '[target]\nbase_urls = ["http://h:8000/v1"]\n'))
+    write_scenario(sc, SC, target={"base_urls": ["http://h:8000/v1"]})
     proc = run_cli("validate", str(sc))
     assert proc.returncode == 3 and "use 'http://h:8000'" in proc.stderr
 
@@ -224,10 +207,9 @@ def test_base_urls_that_work_stay_as_they_were(tmp_path: Path) -> None:
 def test_the_key_never_reaches_any_output(fake_server, tmp_path: Path) -> None:
     _, srv = fake_server(("ok", "http_500", "stuck"))
     secret = "sk-qual-3b1d7a-NEVER-WRITTEN"
-    sc = tmp_path / "k.toml"
-    sc.write_text(SC.replace("[target]\n", '[target]\napi_key_env = "QUAL_KEY"\n')
-                  # Every third request is an HTTP 500: the rate is of the replies.
-                  .replace("min_measured = 4", "min_measured = 2\nmax_infra_errors = 4"))
+    # Every third request is an HTTP 500: the rate is of the replies.
+    sc = write_scenario(tmp_path / "k.toml", SC, target={"api_key_env": "QUAL_KEY"},
+                        gate={"min_measured": 2, "max_infra_errors": 4})
     out = tmp_path / "o"
     proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out),
                    env={"QUAL_KEY": secret})

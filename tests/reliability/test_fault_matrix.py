@@ -17,28 +17,15 @@ import pytest
 from loadgen.taxonomy import DEFAULT_FAIL_ON
 from tests.loadgen.conftest import run_cli, run_cli_process
 from tests.support.openai_fake import MODE_VERDICTS
+from tests.support.scenario_files import write_scenario
 
-SC = """
-[load]
-concurrency = 4
-priming = 0
-measurement = 8
-connect_timeout_s = 2
-first_token_timeout_s = 1.5
-idle_timeout_s = 1
-total_timeout_s = 6
-[request]
-max_tokens = 48
-# Not greedy: the faults' identical bodies get different answers, and `divergent` (run
-# level) would be written into records this test counts one verdict each.
-temperature = 0.7
-[workload]
-kind = "tool-turn"
-[gate]
-prove_below = 0.9
-min_measured = 4  # half of the 8 measured may be a fault without a reply
-max_infra_errors = 8
-"""
+SC = {"load": {"connect_timeout_s": 2, "first_token_timeout_s": 1.5, "idle_timeout_s": 1,
+               "total_timeout_s": 6},
+      # Not greedy: the faults' identical bodies get different answers, and `divergent`
+      # (run level) would be written into records this test counts one verdict each.
+      "request": {"max_tokens": 48, "temperature": 0.7},
+      # Half of the 8 measured may be a fault without a reply.
+      "gate": {"min_measured": 4, "max_infra_errors": 8}}
 
 # Every behaviour of the fake but the healthy replies themselves.
 MATRIX = [(mode, verdict) for mode, verdict in MODE_VERDICTS.items()
@@ -52,17 +39,14 @@ def test_every_fault_in_one_run_gets_its_verdict_and_the_run_goes_on(
         fake_server, tmp_path: Path) -> None:
     modes = [mode for mode, _ in MATRIX if mode != "slow_total"]  # its own body settings
     fake, srv = fake_server(("ok", *modes))
-    sc = tmp_path / "f.toml"
     n = 2 * (len(modes) + 1)
-    sc.write_text(SC.replace("measurement = 8", f"measurement = {n}")
-                  .replace("max_infra_errors = 8", f"max_infra_errors = {n}")
-                  .replace("concurrency = 4", f"concurrency = {n}")
-                  # Every fault in flight at once on a busy two-core machine: a healthy
-                  # reply can be seconds late to its first token. The stalls sleep 30 s,
-                  # so wider timeouts still catch every one of them.
-                  .replace("first_token_timeout_s = 1.5", "first_token_timeout_s = 8")
-                  .replace("idle_timeout_s = 1", "idle_timeout_s = 5")
-                  .replace("total_timeout_s = 6", "total_timeout_s = 25"))
+    # Every fault in flight at once on a busy two-core machine: a healthy reply can be
+    # seconds late to its first token. The stalls sleep 30 s, so wider timeouts still
+    # catch every one of them.
+    sc = write_scenario(tmp_path / "f.toml", SC,
+                        load={"concurrency": n, "measurement": n, "first_token_timeout_s": 8,
+                              "idle_timeout_s": 5, "total_timeout_s": 25},
+                        gate={"max_infra_errors": n})
     out = tmp_path / "out"
     proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet")
     m = json.loads((out / "summary.json").read_text())["phases"]["measurement"]
@@ -81,11 +65,12 @@ def test_every_fault_in_one_run_gets_its_verdict_and_the_run_goes_on(
 def test_fault_gets_its_verdict_and_the_run_goes_on(fake_server, tmp_path: Path, mode: str,
                                                     verdict: str) -> None:
     fake, srv = fake_server(("ok", mode))
-    sc = tmp_path / "f.toml"
-    extra = '\n[request.extra_body]\nfake_gap_s = 0.05\nfake_tokens = 400\n' \
-        if mode == "slow_total" else ""
-    sc.write_text(SC.replace("max_tokens = 48", "max_tokens = 48" + extra)
-                  if extra else SC)
+    # slow_total's own body settings. (Pasted in after max_tokens, they once took the
+    # temperature below them into extra_body: it is still sent from there.)
+    slow = {"temperature": None,
+            "extra_body": {"fake_gap_s": 0.05, "fake_tokens": 400, "temperature": 0.7}}
+    sc = write_scenario(tmp_path / "f.toml", SC,
+                        request=slow if mode == "slow_total" else {})
     out = tmp_path / "out"
     proc = run_cli_process("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet",
                            timeout=180)
@@ -107,8 +92,7 @@ def test_fault_gets_its_verdict_and_the_run_goes_on(fake_server, tmp_path: Path,
 def test_infrastructure_errors_over_the_limit_make_the_run_invalid(fake_server,
                                                                    tmp_path: Path) -> None:
     _, srv = fake_server(("ok", "http_500"))
-    sc = tmp_path / "f.toml"
-    sc.write_text(SC.replace("max_infra_errors = 8", "max_infra_errors = 3"))
+    sc = write_scenario(tmp_path / "f.toml", SC, gate={"max_infra_errors": 3})
     proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(tmp_path / "o"),
                    "--quiet")
     assert proc.returncode == 2

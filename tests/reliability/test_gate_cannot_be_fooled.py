@@ -17,29 +17,19 @@ from tests.loadgen.conftest import run_cli
 from tests.support.legit_corpus import grown_corpus, sample_by_family, write_replay
 from tests.support.openai_fake import MODE_VERDICTS
 from tests.support.receipts import parallel
+from tests.support.scenario_files import write_scenario
 
-TOOL_TURNS = """
-[load]
-concurrency = 4
-priming = 0
-measurement = {measurement}
-first_token_timeout_s = 10
-[request]
-max_tokens = 96
-[workload]
-kind = "tool-turn"
-[gate]
-prove_below = 0.5
-{gate}
-"""
+TOOL_TURNS = {"load": {"first_token_timeout_s": 10}, "request": {"max_tokens": 96},
+              "gate": {"prove_below": 0.5}}
 
 BROKEN_SHAPES = ["answer", "args_loop", "bad_args", "unknown_tool", "missing_keys", "abort"]
 
 
-def run(tmp_path: Path, srv_url: str, *, measurement: int = 8, gate: str = "",
-        scenario: str | None = None, extra: tuple[str, ...] = ()) -> tuple[int, dict, str]:
-    sc = tmp_path / "s.toml"
-    sc.write_text(scenario or TOOL_TURNS.format(measurement=measurement, gate=gate))
+def run(tmp_path: Path, srv_url: str, *, measurement: int = 8, gate: dict | None = None,
+        scenario: dict | None = None, extra: tuple[str, ...] = ()) -> tuple[int, dict, str]:
+    layers = [scenario] if scenario else [TOOL_TURNS, {"load": {"measurement": measurement},
+                                                         "gate": gate or {}}]
+    sc = write_scenario(tmp_path / "s.toml", *layers)
     out = tmp_path / "out"
     proc = run_cli("run", str(sc), "--base-url", srv_url, "--out", str(out), "--quiet", *extra)
     summary = json.loads((out / "summary.json").read_text()) if out.exists() else {}
@@ -62,19 +52,9 @@ def test_the_grown_legitimate_corpus_passes_the_gate(fake_server, tmp_path: Path
     replies = sample_by_family(grown_corpus(members=20), per_family=6)
     write_replay(tmp_path / "corpus.jsonl", replies, "corpus")
     _, srv = fake_server()
-    scenario = f"""
-[load]
-concurrency = 4
-priming = 0
-measurement = {len(replies)}
-[request]
-max_tokens = 4096
-[workload]
-kind = "replay"
-path = "corpus.jsonl"
-[gate]
-prove_below = 0.2
-"""
+    scenario = {"load": {"measurement": len(replies)}, "request": {"max_tokens": 4096},
+                "workload": {"kind": "replay", "path": "corpus.jsonl"},
+                "gate": {"prove_below": 0.2}}
     code, summary, output = run(tmp_path, srv.url, scenario=scenario)
     assert code == 0, (output, summary["phases"]["measurement"]["verdicts"])
     assert summary["phases"]["measurement"]["verdicts"] == {"ok": len(replies)}
@@ -122,7 +102,7 @@ def test_receipts_decide_a_clean_candidate(fake_server, tmp_path: Path, receipts
     for receipt in receipts:
         receipt["server"] = {"id": fake.server_id}  # written by the current server start
         (directory / f"host-{receipt['pid']}.json").write_text(json.dumps(receipt))
-    result, summary, output = run(tmp_path, srv.url, gate="require_receipts = true",
+    result, summary, output = run(tmp_path, srv.url, gate={"require_receipts": True},
                                   extra=("--receipts-dir", str(directory)))
     assert result == code, output
     (check,) = [c for c in summary["gate"]["checks"] if c["name"].startswith("patch receipts")]
@@ -134,24 +114,11 @@ def test_receipts_decide_a_clean_candidate(fake_server, tmp_path: Path, receipts
 def test_a_packed_sim_answering_every_request_still_fails(tmp_path: Path) -> None:
     # One request at a time: packed misplaces no row, every reply is right; the receipt
     # still says what ran, and packed never passes as a candidate.
-    scenario = """
-[target.sim]
-layout = "packed"
-max_model_len = 1024
-[load]
-concurrency = 1
-priming = 0
-measurement = 6
-[request]
-max_tokens = 160
-[workload]
-kind = "long-context"
-context_tokens = [96, 256]
-[gate]
-prove_below = 0.5
-"""
-    sc = tmp_path / "p.toml"
-    sc.write_text(scenario)
+    sc = write_scenario(tmp_path / "p.toml",
+                        target={"sim": {"layout": "packed", "max_model_len": 1024}},
+                        load={"concurrency": 1, "measurement": 6}, request={"max_tokens": 160},
+                        workload={"kind": "long-context", "context_tokens": [96, 256]},
+                        gate={"prove_below": 0.5})
     out = tmp_path / "out"
     proc = run_cli("run", str(sc), "--out", str(out), "--quiet")
     summary = json.loads((out / "summary.json").read_text())
@@ -161,9 +128,7 @@ prove_below = 0.5
 
 def test_too_few_requests_to_prove_the_rate_is_bad_input(fake_server, tmp_path: Path) -> None:
     _, srv = fake_server(("ok",))
-    sc = tmp_path / "s.toml"
-    sc.write_text(TOOL_TURNS.format(measurement=8, gate="").replace("prove_below = 0.5",
-                                                                   "prove_below = 0.05"))
+    sc = write_scenario(tmp_path / "s.toml", TOOL_TURNS, gate={"prove_below": 0.05})
     proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(tmp_path / "o"))
     assert proc.returncode == 3
     assert "a candidate needs at least 59 measured requests" in proc.stderr

@@ -10,26 +10,15 @@ from pathlib import Path
 import pytest
 
 from tests.loadgen.conftest import run_cli
+from tests.support.scenario_files import write_scenario
 
-SC = """
-[load]
-concurrency = 4
-priming = {priming}
-measurement = 8
-[request]
-max_tokens = 96
-[workload]
-kind = "tool-turn"
-[gate]
-prove_below = 0.5
-max_infra_errors = {infra}
-"""
+SC = {"request": {"max_tokens": 96}, "gate": {"prove_below": 0.5}}
 
 
 def run(tmp_path: Path, url: str, *args: str, priming: int = 4, infra: int = 0
         ) -> tuple[int, Path, str]:
-    sc = tmp_path / "s.toml"
-    sc.write_text(SC.format(priming=priming, infra=infra))
+    sc = write_scenario(tmp_path / "s.toml", SC, load={"priming": priming},
+                        gate={"max_infra_errors": infra})
     out = tmp_path / "out"
     proc = run_cli("run", str(sc), "--base-url", url, "--out", str(out), "--quiet", *args)
     return proc.returncode, out, proc.stdout + proc.stderr

@@ -18,27 +18,15 @@ import pytest
 
 from tests.loadgen.conftest import run_cli
 from tests.support.receipts import api_server, parallel, receipt, write_receipts
+from tests.support.scenario_files import write_scenario
 
-SCENARIO = """
-[load]
-concurrency = 4
-priming = 0
-measurement = 8
-[request]
-max_tokens = 64
-[workload]
-kind = "tool-turn"
-[gate]
-prove_below = 0.5
-{gate}
-"""
-REQUIRED = "require_receipts = true"
+SCENARIO = {"gate": {"prove_below": 0.5}}
+REQUIRED = {"require_receipts": True}
 
 
-def run(tmp_path: Path, urls: list[str], receipts: Path, gate: str = REQUIRED
+def run(tmp_path: Path, urls: list[str], receipts: Path, gate: dict = REQUIRED
         ) -> tuple[int, dict, str]:
-    sc = tmp_path / "s.toml"
-    sc.write_text(SCENARIO.format(gate=gate))
+    sc = write_scenario(tmp_path / "s.toml", SCENARIO, gate=gate)
     out = tmp_path / "out"
     args = [a for url in urls for a in ("--base-url", url)]
     proc = run_cli("run", str(sc), *args, "--receipts-dir", str(receipts), "--out", str(out),
@@ -101,7 +89,7 @@ def test_a_restart_never_passes_on_the_previous_starts_receipts(
     # Not even when the scenario does not require receipts: found, they cannot be tied.
     if not plugin_after_restart:
         (tmp_path / "out").rename(tmp_path / "required")
-        code, _, output = run(tmp_path, [srv.url], receipts, gate="")
+        code, _, output = run(tmp_path, [srv.url], receipts, gate={})
         assert code == 2, output
 
 
@@ -202,33 +190,17 @@ def test_a_headless_nodes_ranks_never_pass_for_the_heads(fake_server, tmp_path: 
     assert code == 2 and "worker(s) 0 of its 2" in receipts_check(summary)["message"]
 
 
-SIM = """
-[target]
-receipts_dir = "{receipts}"
-[target.sim]
-layout = "capacity"
-max_model_len = 1024
-[load]
-concurrency = 4
-priming = 0
-measurement = 8
-[request]
-max_tokens = 160
-[workload]
-kind = "long-context"
-context_tokens = [96, 256]
-[gate]
-prove_below = 0.5
-require_receipts = true
-"""
+SIM = {"target": {"sim": {"layout": "capacity", "max_model_len": 1024}},
+       "request": {"max_tokens": 160},
+       "workload": {"kind": "long-context", "context_tokens": [96, 256]},
+       "gate": {"prove_below": 0.5, "require_receipts": True}}
 
 
 def test_the_sim_ties_its_own_receipt_and_sets_an_earlier_starts_aside(tmp_path: Path) -> None:
     # A packed receipt of an earlier sim in the same directory: not this start's.
     receipts = write_receipts(tmp_path / "r", [receipt(1, "an-earlier-sim", layout="packed",
                                                        violations=5)])
-    sc = tmp_path / "sim.toml"
-    sc.write_text(SIM.format(receipts=receipts))
+    sc = write_scenario(tmp_path / "sim.toml", SIM, target={"receipts_dir": str(receipts)})
     out = tmp_path / "out"
     proc = run_cli("run", str(sc), "--out", str(out), "--quiet")
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -248,8 +220,8 @@ def test_a_sim_whose_builder_is_never_watched_is_still_invalid(
     from server_patch.guard import StrideGuard
 
     monkeypatch.setattr(StrideGuard, "wrap", lambda self, fn: fn)
-    sc = tmp_path / "sim.toml"
-    sc.write_text(SIM.format(receipts=tmp_path / "r"))
+    sc = write_scenario(tmp_path / "sim.toml", SIM,
+                        target={"receipts_dir": str(tmp_path / "r")})
     out = tmp_path / "out"
     proc = run_cli("run", str(sc), "--out", str(out), "--quiet")
     summary = json.loads((out / "summary.json").read_text())
@@ -269,7 +241,7 @@ def test_a_receipts_dir_that_is_not_there_is_not_a_passing_check(fake_server, tm
     receipts = tmp_path / "recepits"  # the typo an operator makes
     if shape == "not_a_directory":
         receipts.write_text("a file")
-    code, summary, output = run(tmp_path, [srv.url], receipts, gate="")
+    code, summary, output = run(tmp_path, [srv.url], receipts, gate={})
     assert code == 0  # receipts not required: replies alone decide, as before
     check = receipts_check(summary)
     said = "does not exist" if shape == "missing" else "is not a directory"
@@ -304,7 +276,7 @@ def test_what_the_run_saw_stands_when_its_report_is_rebuilt(fake_server,
                                                            tmp_path: Path) -> None:
     _, srv = fake_server(("ok",))
     receipts = tmp_path / "later"
-    code, _, _ = run(tmp_path, [srv.url], receipts, gate="")
+    code, _, _ = run(tmp_path, [srv.url], receipts, gate={})
     receipts.mkdir()  # made after the run: the run did not see it
     proc = run_cli("report", str(tmp_path / "out"))
     assert proc.returncode == code == 0
@@ -316,7 +288,7 @@ def test_an_empty_receipts_dir_stays_a_server_that_wrote_none(fake_server,
     _, srv = fake_server(("ok",))
     receipts = tmp_path / "empty"
     receipts.mkdir()
-    code, summary, output = run(tmp_path, [srv.url], receipts, gate="")
+    code, summary, output = run(tmp_path, [srv.url], receipts, gate={})
     check = receipts_check(summary)
     assert code == 0 and check["passed"] and not check["skipped"]
     assert "NOT CHECKED" not in output and summary["gate"]["not_checked"] == []

@@ -15,32 +15,16 @@ import pytest
 from tests.loadgen.conftest import run_cli
 from tests.support.cli import CliResult, cli_command, cli_env
 from tests.support.openai_fake import FakeOpenAI, ServerThread
-
-SC = """
-[target]
-ready_timeout_s = 10
-[load]
-concurrency = 4
-priming = 0
-measurement = {n}
-idle_timeout_s = 5
-on_server_restart = "{policy}"
-restart_ready_timeout_s = {restart_wait}
-[request]
-max_tokens = 48
-[workload]
-kind = "tool-turn"
-[gate]
-prove_below = 0.9
-min_measured = 1
-max_infra_errors = 1000
-"""
+from tests.support.scenario_files import write_scenario
 
 
 def scenario(tmp_path: Path, n: int, policy: str = "continue", restart_wait: float = 20) -> Path:
-    p = tmp_path / "r.toml"
-    p.write_text(SC.format(n=n, policy=policy, restart_wait=restart_wait))
-    return p
+    return write_scenario(tmp_path / "r.toml", target={"ready_timeout_s": 10},
+                          load={"measurement": n, "idle_timeout_s": 5,
+                                "on_server_restart": policy,
+                                "restart_ready_timeout_s": restart_wait},
+                          request={"max_tokens": 48},
+                          gate={"min_measured": 1, "max_infra_errors": 1000})
 
 
 def records_of(out: Path) -> list[dict]:

