@@ -65,10 +65,8 @@ def test_every_fault_in_one_run_gets_its_verdict_and_the_run_goes_on(
 def test_fault_gets_its_verdict_and_the_run_goes_on(fake_server, tmp_path: Path, mode: str,
                                                     verdict: str) -> None:
     fake, srv = fake_server(("ok", mode))
-    # slow_total's own body settings. (Pasted in after max_tokens, they once took the
-    # temperature below them into extra_body: it is still sent from there.)
-    slow = {"temperature": None,
-            "extra_body": {"fake_gap_s": 0.05, "fake_tokens": 400, "temperature": 0.7}}
+    # slow_total's own body settings: a reply slow enough to pass the total timeout.
+    slow = {"extra_body": {"fake_gap_s": 0.05, "fake_tokens": 400}}
     sc = write_scenario(tmp_path / "f.toml", SC,
                         request=slow if mode == "slow_total" else {})
     out = tmp_path / "out"
