@@ -114,8 +114,7 @@ def mostly_english(words: list[str]) -> bool:
     """Lower-case words almost all among English's most frequent: English, no question."""
     if not words:
         return False
-    common = english_common()
-    return sum(w in common for w in words) >= ENGLISH_SHARE * len(words)
+    return sum(map(english_common().__contains__, words)) >= ENGLISH_SHARE * len(words)
 
 
 @lru_cache(maxsize=4096)
@@ -191,6 +190,7 @@ def split_into_words(run: str, langs: Iterable[str]) -> float:
     langs = tuple(lang for lang in langs if has_lexicon(lang))
     tables = [lexicon(lang) for lang in langs]
     everyday = [common_words(lang, _EVERYDAY) for lang in langs]
+    single = tables[0].get if len(tables) == 1 else None
     low = run.casefold()
     n = len(low)
     # prefix -> (log10 probability of its best split, letters in everyday words)
@@ -203,7 +203,9 @@ def split_into_words(run: str, langs: Iterable[str]) -> float:
             best[i + 1] = (score + _UNCOVERED, plain)
         for j in range(i + 1, min(n, i + _LONGEST_WORD) + 1):
             piece = low[i:j]
-            freq = max((t.get(piece, 0.0) for t in tables), default=0.0)
+            # One language (the common case): its frequency, without a generator.
+            freq = single(piece, 0.0) if single is not None else \
+                max((t.get(piece, 0.0) for t in tables), default=0.0)
             if freq > 0 and score + math.log10(freq) > best[j][0]:
                 known = j - i > 1 and any(piece in e for e in everyday)
                 best[j] = (score + math.log10(freq), plain + (j - i if known else 0))

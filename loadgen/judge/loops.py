@@ -324,18 +324,35 @@ def _novelty(units: list[range], values: list[str], numbers: list[int | None]) -
     return sum(shares) / len(shares) if shares else 0.0
 
 
+def _may_repeat(shapes: list[str], n: int, min_repeats: int) -> bool:
+    """Some n-gram of these shapes could occur `min_repeats` times: each of its n words
+    then occurs that often (once per occurrence, at distinct places), so n words in a row
+    that each do must be there. Cheaper than counting the n-grams, and a healthy tail's
+    frequent words (the, of, to) seldom stand n in a row."""
+    counts = Counter(shapes)
+    common = {shape for shape, count in counts.items() if count >= min_repeats}
+    if not common:
+        return False
+    return b"\x01" * n in bytes(map(common.__contains__, shapes))
+
+
 def ngram_repetitions(text: str, n: int, min_repeats: int, tail_words: int
                       ) -> Iterator[Repetition]:
     """The word n-grams (by shape) seen at least min_repeats times in the tail, most
     frequent first, one per region of the tail (the n-grams of one loop are rotations
     of each other)."""
     words = _tail_words(text, tail_words)
-    if len(words) < n + min_repeats - 1 or sum(map(len, words)) > 24 * len(words):
-        return  # too few words, or a script written without spaces: periods read it
+    if len(words) < n + min_repeats - 1:
+        return  # too few words
+    lengths = list(map(len, words))
+    if sum(lengths) > 24 * len(words):
+        return  # a script written without spaces: periods read it
     # The common case, every word short: the cached keys straight from C (map).
-    keyed = (list(map(_short_word_key, words)) if max(map(len, words)) <= 32
+    keyed = (list(map(_short_word_key, words)) if max(lengths) <= 32
              else [word_key(w) for w in words])
     shapes = [k[0] for k in keyed]
+    if not _may_repeat(shapes, n, min_repeats):
+        return  # a healthy tail: no n-gram can come back often enough
     grams = list(zip(*(shapes[i:] for i in range(n)), strict=False))
     counts = Counter(grams)
     if max(counts.values()) < min_repeats:
@@ -422,6 +439,19 @@ def _repetitions(text: str, cfg: VerdictConfig, cut: bool) -> Iterator[Repetitio
     yield from ngram_repetitions(tail, cfg.ngram_words, least, cfg.ngram_tail_words)
 
 
+def _too_short(text: str, cfg: VerdictConfig, cut: bool) -> bool:
+    """Too short for any repetition `_repetitions` finds (a tool call's `plan`, a short
+    answer): a period needs `tail_period_loop`'s least length (the tails it reads, with
+    numbers or hidden characters taken out, are never longer than the text), and an
+    n-gram repeated needs n + repeats - 1 words, each at least one character and one
+    white space apart."""
+    least = cfg.ngram_min_repeats if cut else min(cfg.ngram_min_repeats,
+                                                  cfg.loop_ended_min_repeats)
+    n = len(text)
+    return n < max(cfg.loop_min_chars, cfg.loop_min_period_chars * cfg.loop_min_repeats) \
+        and n < 2 * (cfg.ngram_words + least - 1) - 1
+
+
 def text_loop(text: str, cfg: VerdictConfig, *, cut: bool, min_novelty: float
               ) -> tuple[str, str, int] | None:
     """(kind, unit, repeats) when the text goes round in circles (see the module doc).
@@ -429,6 +459,8 @@ def text_loop(text: str, cfg: VerdictConfig, *, cut: bool, min_novelty: float
     `cut`: the reply stopped while this text was being written. `min_novelty`: the
     novelty from which a repetition is a template.
     """
+    if _too_short(text, cfg, cut):
+        return None
     for rep in _repetitions(text, cfg, cut):
         if _is_loop(rep, cfg, cut, min_novelty):
             return rep.kind, rep.unit, rep.repeats

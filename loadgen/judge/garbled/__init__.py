@@ -75,9 +75,9 @@ from loadgen import fields
 from loadgen.judge.garbled.english_screen import could_fire
 from loadgen.judge.garbled.evidence import adds_up
 from loadgen.judge.garbled.fragments import ASCII_LETTER, CASED, glued, runs, spaced_letters
-from loadgen.judge.garbled.markers import markers
-from loadgen.judge.garbled.script_mix import script_switches
-from loadgen.judge.garbled.statistics import noise, shuffled
+from loadgen.judge.garbled.markers import _may_have_markers, markers
+from loadgen.judge.garbled.script_mix import may_switch, script_switches
+from loadgen.judge.garbled.statistics import may_be_shuffled, noise, shuffled
 from loadgen.judge.garbled.word_order import word_order
 from loadgen.judge.garbled.words import alternating_scripts, no_function_words, unknown_words, words
 from loadgen.judge.language import has_lexicon, language_of
@@ -119,6 +119,9 @@ _ASCII_PUNCTUATION = bytes([*range(33, 48), *range(58, 65), *range(91, 97), *ran
 # one-character tokens one space apart reads "x x x ...".
 _AS_CHAIN = bytes(0x20 if b == 0x20 else 0x77 if b in b"\t\n\x0b\x0c\r" else 0x78
                   for b in range(256))
+# Every ASCII letter as "a", anything else as a space: a run of n letters reads "a" * n.
+_AS_LETTER = bytes(0x61 if (0x41 <= b <= 0x5A or 0x61 <= b <= 0x7A) else 0x20
+                   for b in range(256))
 _AS_PUNCTUATION = bytes(1 if b in _ASCII_PUNCTUATION else 0 for b in range(256))
 _NOISE_BLOCK = 64  # a noise window lies within this many consecutive blocks, plus one
 
@@ -147,23 +150,39 @@ def _may_be_noise(raw: bytes, cfg: VerdictConfig) -> bool:
     return bool(sums.max() >= need)
 
 
+def _has_run(letters: bytes, length: int) -> bool:
+    """A run of at least `length` ASCII letters (at least one letter) in the text whose
+    letters `_AS_LETTER` made "a": one substring search at C speed."""
+    return b"a" * max(1, length) in letters
+
+
+def _letter_runs(points: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(which characters are letters, starts, ends of the runs of letters) of ASCII text."""
+    cased = ASCII_LETTER[points]
+    edges = np.flatnonzero(np.diff(np.concatenate(([False], cased, [False])).view(np.int8)))
+    return cased, edges[0::2], edges[1::2]
+
+
 def _ascii_garble(text: str, cfg: VerdictConfig, languages: tuple[str, ...] = ()
                   ) -> tuple[str, str, str] | None:
     """The detectors an ASCII text can trip, each only past its screen: one script, so
-    no script switches; its letters are the cased ones."""
+    no script switches; its letters are the cased ones. The runs of letters, as numpy
+    arrays, are worked out only for a detector that gets past its screen (a short
+    healthy reply needs none of them)."""
     raw = text.encode("ascii")
     points = np.frombuffer(raw, dtype=np.uint8)
-    if "<|" in text or "<0x" in text or _count(raw, _ASCII_CONTROL):
+    marked = "<|" in text or "<0x" in text or _count(raw, _ASCII_CONTROL) > 0
+    if marked:
         found = markers(text, points, cfg)
         if found:
             return _report("markers", text, found)
     if len(text) < _shortest_ascii(cfg):
         return None  # too short for any other detector's window
-    cased = ASCII_LETTER[points]
-    edges = np.flatnonzero(np.diff(np.concatenate(([False], cased, [False])).view(np.int8)))
-    starts, ends = edges[0::2], edges[1::2]
-    if len(starts) and int((ends - starts).max()) >= cfg.garbled_glued_run_letters:
-        found = glued(text, cased, starts, ends, cfg)
+    letters = raw.translate(_AS_LETTER)
+    letter_runs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    if _has_run(letters, cfg.garbled_glued_run_letters):
+        letter_runs = _letter_runs(points)
+        found = glued(text, *letter_runs, cfg)
         if found:
             return _report("glued_fragments", text, found)
     if _may_chain(raw, cfg.garbled_spaced_letters):
@@ -174,15 +193,16 @@ def _ascii_garble(text: str, cfg: VerdictConfig, languages: tuple[str, ...] = ()
         found = noise(text, points, cfg)
         if found:
             return _report("noise", text, found)
-    found = shuffled(points, None, (starts, ends), cfg)
-    if found:
-        return _report("shuffled_words", text, found)
+    if may_be_shuffled(text, cfg):
+        letter_runs = letter_runs or _letter_runs(points)
+        found = shuffled(points, None, letter_runs[1:], cfg)
+        if found:
+            return _report("shuffled_words", text, found)
     # Two kinds of half a finding (ASCII has one script, so markers, spaced letters and
     # glued runs): each screened first, the rule run only where two may be there.
-    maybe = (("<|" in text or "<0x" in text or _count(raw, _ASCII_CONTROL) > 0)
-             + _may_chain(raw, cfg.garbled_spaced_letters // 2)
-             + bool(len(starts) and int((ends - starts).max()) >= 16))
+    maybe = marked + _may_chain(raw, cfg.garbled_spaced_letters // 2) + _has_run(letters, 16)
     if maybe >= 2 and cfg.garbled_evidence_span_chars:
+        cased, starts, ends = letter_runs or _letter_runs(points)
         found = adds_up(text, points, None, cased, (starts, ends), languages, frozenset(), cfg)
         if found:
             return _report("evidence", text, found)
@@ -214,26 +234,51 @@ def garble_in_text(text: str, explained: frozenset[str], cfg: VerdictConfig,
     found = glued(text, cased, starts, ends, cfg)
     if found:
         return _report("glued_fragments", text, found)
-    found = spaced_letters(text, points, cfg)
-    if found:
-        return _report("spaced_letters", text, found)
-    found = noise(text, points, cfg)
-    if found:
-        return _report("noise", text, found)
+    spaces = text.count(" ")
+    if _may_space(spaces, cfg.garbled_spaced_letters):
+        found = spaced_letters(text, points, cfg)
+        if found:
+            return _report("spaced_letters", text, found)
+    if _may_be_noisy(text, cfg):
+        found = noise(text, points, cfg)
+        if found:
+            return _report("noise", text, found)
     found = shuffled(points, scr, None, cfg)
     if found:
         return _report("shuffled_words", text, found)
-    if cfg.garbled_evidence_span_chars:
+    # Two kinds of half a finding, each screened first (`evidence.halves`).
+    maybe = (_may_have_markers(text, points) + may_switch(scr, explained)
+             + _may_space(spaces, max(8, cfg.garbled_spaced_letters // 2))
+             + bool(len(starts) and int((ends - starts).max()) >= 16))
+    if maybe >= 2 and cfg.garbled_evidence_span_chars:
         found = adds_up(text, points, scr, cased, (starts, ends), languages, explained, cfg)
         if found:
             return _report("evidence", text, found)
     return _word_garble(text, languages, cfg)
 
 
+def _may_space(spaces: int, letters: int) -> bool:
+    """A chain of `letters` one-character tokens one space apart (`spaced_letters`)
+    needs a space between each two: at least `letters` - 1 spaces in the text."""
+    return spaces >= letters - 1
+
+
+def _may_be_noisy(text: str, cfg: VerdictConfig) -> bool:
+    """A text of any script could hold a noise window: as long as one, and with the
+    window's share of ASCII punctuation in it all told (UTF-8 writes characters past
+    ASCII in bytes past it, so the punctuation is counted in the bytes)."""
+    size = cfg.garbled_noise_window_chars
+    need = cfg.garbled_noise_min_symbol_share * size
+    return len(text) >= size and \
+        _count(text.encode("utf-8", "surrogatepass"), _ASCII_PUNCTUATION) >= need
+
+
 def _word_garble(text: str, languages: tuple[str, ...], cfg: VerdictConfig
                  ) -> tuple[str, str, str] | None:
     """The word detectors (`garbled.words`, `garbled.word_order`), in the text's
     languages and the request's; plain English is screened first (`english_screen`)."""
+    if len(text) < 2 * _MIN_WORDS - 1:
+        return None  # too short for _MIN_WORDS words: runs of letters, a gap between each
     possible = could_fire(text, cfg) if text.isascii() else None
     if possible is not None and not possible:
         return None

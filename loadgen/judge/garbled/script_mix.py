@@ -75,6 +75,14 @@ def _clitic(points: np.ndarray, script: int) -> bool:
                for lang in candidates(SCRIPTS[script - FIRST_SCRIPT], ()) if affixing(lang))
 
 
+def may_switch(scr: np.ndarray, explained: frozenset[str]) -> bool:
+    """Some letter of a script the request does not explain: `script_switches` finds
+    nothing (at any threshold) where there is none. Its lone Greek symbols only take
+    letters away, so the script ids before them answer for it too."""
+    alone, _ = _explained(explained)
+    return bool(((scr >= FIRST_SCRIPT) & ~alone[scr]).any())
+
+
 def script_switches(points: np.ndarray, scr: np.ndarray, explained: frozenset[str],
                      cfg: VerdictConfig) -> tuple[str, int, int] | None:
     scr = _symbols(points, scr)

@@ -4,6 +4,7 @@ handful of words in random order; printable noise that is no known format)."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from itertools import compress
 
 import numpy as np
@@ -127,6 +128,42 @@ def _distinct_per_window(prev: np.ndarray, starts: np.ndarray, size: int) -> np.
     """Distinct keys in each window [start, start + size), from previous occurrences."""
     cells = prev[starts[:, None] + np.arange(size)]
     return np.count_nonzero(cells < starts[:, None], axis=1)
+
+
+#: A word of `_words` in ASCII text: a whole run of two letters or more, no digit before
+#: or after it.
+_ASCII_WORD = re.compile(r"(?<![A-Za-z0-9])[A-Za-z]{2,}+(?![A-Za-z0-9])")
+#: ASCII texts up to this long are screened for `shuffled` in Python (`may_be_shuffled`);
+#: longer ones go straight to numpy, which pays for its calls there.
+_SMALL_CHARS = 2048
+
+
+@lru_cache(maxsize=1 << 15)  # words come back: a lookup costs less than the arithmetic
+def _rough_key(word: str) -> int:
+    """`_rough_keys` of one ASCII word: length (at most 15), first and last letter, ASCII
+    case folded (a letter's 0x20 bit set), 16 bits."""
+    return ((min(len(word), 15) << 12) ^ ((ord(word[0]) | 0x20) << 6)
+            ^ (ord(word[-1]) | 0x20)) & 0xFFFF
+
+
+def may_be_shuffled(text: str, cfg: VerdictConfig) -> bool:
+    """False only where `shuffled` finds nothing in this ASCII text: its first screen
+    (some window of its words with few enough distinct 16-bit keys), computed in
+    Python, the same words, keys and windows; for a short reply this costs a few
+    microseconds where numpy's calls cost tens. A long text is not screened here."""
+    if len(text) > _SMALL_CHARS:
+        return True
+    size = cfg.garbled_shuffle_window_words
+    found = _ASCII_WORD.findall(text)
+    if len(found) < size:
+        return False
+    keys = list(map(_rough_key, found))
+    step = max(1, size // 4)
+    starts = list(range(0, len(keys) - size + 1, step))
+    if starts[-1] != len(keys) - size:
+        starts.append(len(keys) - size)
+    high = cfg.garbled_shuffle_max_distinct
+    return any(len(set(keys[s:s + size])) <= high for s in starts)
 
 
 def shuffled(points: np.ndarray, scr: np.ndarray | None,

@@ -50,9 +50,7 @@ from loadgen.judge.scripts import (
     FIRST_SCRIPT,
     SCRIPT_ID,
     SCRIPTS,
-    code_points,
     script_table,
-    scripts_of,
 )
 from loadgen.scenario import VerdictConfig
 
@@ -148,14 +146,28 @@ def _languages_of_script() -> dict[str, tuple[str, ...]]:
     return {script: tuple(langs) for script, langs in out.items()}
 
 
+@cache
+def _script_bytes() -> bytes:
+    """`script_table` as bytes: one character's script id is one index, no numpy call."""
+    return script_table().tobytes()
+
+
+@lru_cache(maxsize=1 << 16)  # words come back, and a text's words are read by several rules
 def script_of(text: str) -> str:
-    """The script of a word (of its first letters)."""
+    """The script of a word (of its first letters): the first of its first 8 characters
+    that has one (`scripts_of`'s table, looked up a character at a time)."""
     if text.isascii():
         return "Latin"
-    ids = [i for i in scripts_of(code_points(text[:8])).tolist() if i >= FIRST_SCRIPT]
-    return SCRIPTS[ids[0] - FIRST_SCRIPT] if ids else "Other"
+    table = _script_bytes()
+    last = len(table) - 1  # code points past the table read its last entry
+    for char in text[:8]:
+        script = table[min(ord(char), last)]
+        if script >= FIRST_SCRIPT:
+            return SCRIPTS[script - FIRST_SCRIPT]
+    return "Other"
 
 
+@lru_cache(maxsize=1 << 16)
 def _key(raw: str, script: str) -> str:
     """A word as the word lists spell it: case-folded (wordfreq folds case, final sigma
     and eszett so), composed; in the cased alphabets, without the marks that stay apart
@@ -168,11 +180,33 @@ def _key(raw: str, script: str) -> str:
     return _MARKS.sub("", folded)
 
 
+#: How many texts' words are kept: a reply's content is read by `garbled`, then by
+#: `wrong_language` and `unfinished` (reply_language), one text after the other...
+_WORDS_KEPT = 4
+#: ...where it is this short at most (a long text's words take memory; their reading
+#: costs little next to the rest of its judging).
+_WORDS_KEPT_CHARS = 8192
+
+
 def words(text: str) -> Words:
     """The words of a text, in order: runs of letters that touch no digit, underscore or
     path sign (then they are part of a name, a path, a number or code) and no dot before a
     letter (a domain). A single letter is a word only where the language has it as one
-    (a, I; и, в; à): the detectors ask the language's function words."""
+    (a, I; и, в; à): the detectors ask the language's function words.
+
+    Kept for the last few short texts: several rules read the same reply's words, and
+    none changes them (the lists are read only), so the reading is done once."""
+    if len(text) > _WORDS_KEPT_CHARS:
+        return _read_words(text)
+    return _kept_words(text)
+
+
+@lru_cache(maxsize=_WORDS_KEPT)
+def _kept_words(text: str) -> Words:
+    return _read_words(text)
+
+
+def _read_words(text: str) -> Words:
     ascii_text = text.isascii()
     parts = (_ASCII_LETTERS if ascii_text else _LETTERS).split(text)
     gaps_around = parts[0::2]  # before the first letters, between, after the last
