@@ -5,7 +5,6 @@ reference phase's sample), seq for seq and byte for byte."""
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import itertools
 import sys
 from pathlib import Path
@@ -15,7 +14,7 @@ import orjson
 import pytest
 
 import loadgen.workload
-from loadgen.engine.plan import MEASUREMENT, PRIMING, REFERENCE, RunPlan
+from loadgen.engine.plan import MEASUREMENT, PRIMING, REFERENCE, RunPlan, reference_sample
 from loadgen.engine.requests import RequestMaker
 from loadgen.engine.runner import Runner
 from loadgen.records import iter_record_dicts
@@ -46,25 +45,12 @@ def old_planned_items(scenario: Scenario, cpt: float | None) -> list[WorkItem]:
 
 
 def old_reference_items(scenario: Scenario, cpt: float | None) -> list[WorkItem]:
-    """reference.reference_items before the plan."""
-    wanted = scenario.reference.requests
-    if wanted <= 0:
-        return []
+    """reference.reference_items before the plan: the sample drawn from the measured range
+    of a workload built afresh (how it samples is test_reference_rule's)."""
     load = scenario.load
     items = itertools.islice(make_workload(scenario, cpt).items(),
                              load.priming, load.priming + load.measurement)
-    by_id: dict[str, WorkItem] = {}
-    for item in items:
-        by_id.setdefault(item.item_id, item)
-    distinct: dict[bytes, WorkItem] = {}
-    for item in by_id.values():
-        key = hashlib.blake2b(orjson.dumps([item.messages, item.tools, item.body]),
-                              digest_size=16).digest()
-        distinct.setdefault(key, item)
-    pool = list(distinct.values())
-    if len(pool) <= wanted:
-        return pool
-    return [pool[(i * len(pool)) // wanted] for i in range(wanted)]
+    return reference_sample(items, scenario.reference.requests)
 
 
 def replay_path(tmp_path: Path) -> str:
