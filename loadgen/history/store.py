@@ -189,8 +189,7 @@ class History:
             for v in self.db.query(
                     "SELECT soak_id, round, verdict, count FROM round_verdicts WHERE phase = "
                     f"'measurement' AND soak_id IN ({', '.join('?' for _ in chunk)})", chunk):
-                soak, number, verdict, count = (v[c] for c in _VERDICT_READ)
-                counts.setdefault((soak, number), {})[verdict] = count
+                counts.setdefault((v["soak_id"], v["round"]), {})[v["verdict"]] = v["count"]
         for row in rows:
             row.verdicts = counts.get((row.soak_id, row.round), {})
         return rows
@@ -228,9 +227,6 @@ def _soak(row: dict[str, Any]) -> Soak:
     soak.stop_on_breach = bool(soak.stop_on_breach)
     return soak
 
-
-#: The columns of a verdict count, in the order `all_rounds` reads them.
-_VERDICT_READ = ("soak_id", "round", "verdict", "count")
 
 
 def _check_columns(fields: dict[str, Any], allowed: set[str]) -> None:
