@@ -63,12 +63,18 @@ class ReadyProbe:
 
 
 def _known(cls: Any, data: Any) -> Any:
-    """An instance of `cls` from the keys of `data` it knows (an older or newer writer's
-    others left out; anything not a mapping reads as the defaults)."""
+    """An instance of `cls` from the keys of `data` it knows (anything not a mapping
+    reads as the defaults)."""
+    return cls(**_fields_of(cls, data))
+
+
+def _fields_of(cls: Any, data: Any) -> dict[str, Any]:
+    """The keys of `data` that are fields of `cls`: an older or newer writer's others
+    left out."""
     if not isinstance(data, dict):
-        return cls()
+        return {}
     names = {f.name for f in fields(cls)}
-    return cls(**{k: v for k, v in data.items() if k in names})
+    return {k: v for k, v in data.items() if k in names}
 
 
 @dataclass
@@ -101,8 +107,7 @@ class RunFacts:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunFacts:
         """Tolerant of keys a newer or older writer added or left out."""
-        known = {f.name for f in fields(cls)}
-        values = {k: v for k, v in data.items() if k in known}
+        values = _fields_of(cls, data)
         values.setdefault("run_id", "")
         values.setdefault("scenario", "")
         values.setdefault("base_urls", [])
