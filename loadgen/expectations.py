@@ -58,6 +58,14 @@ def find_codes(text: str) -> set[str]:
     return found
 
 
+def is_distinctive(text: str) -> bool:
+    """A value that names one request: a code, or a value of at least six characters
+    the workload made unique in its run (a number of six digits or more, an identifier of
+    another alphabet, a made-up name). The workload vouches for the uniqueness; what a
+    reply cannot write by chance is the length."""
+    return is_code(text) or len(text.strip()) >= 6
+
+
 @dataclass(frozen=True, slots=True)
 class ExpectedCall:
     """The tool call a request asks for.
@@ -65,12 +73,34 @@ class ExpectedCall:
     `arguments` maps an argument key to the fact its value must equal; the check applies
     to every call of the reply that passes that key (the account acted on must be this
     request's in any call). `steps` are other functions a correct reply may call before
-    the asked one (a lookup): such a call alone is not a wrong answer.
+    the asked one (a lookup): such a call alone is not a wrong answer. `exact`, where the
+    request determines every argument (nested objects, lists, dates), is the whole
+    argument object every call of `name` must have, compared by type
+    (`judge.known_answers`).
     """
 
     name: str
     arguments: dict[str, str] = field(default_factory=dict)
     steps: tuple[str, ...] = ()
+    exact: dict[str, Any] | None = None
+
+
+#: The kinds of a known answer (`judge.typed_values`).
+ANSWER_KINDS = ("text", "number", "date")
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerCheck:
+    """A known answer the reply's content must give: one fact's value, of a kind.
+
+    `mentions` are the request's other facts a correct reply may state beside the answer
+    (the operands of a sum, the date counted from, the row asked about): a value of the
+    same kind that is none of them, nor the answer, conflicts with it.
+    """
+
+    fact: str
+    kind: str = "text"
+    mentions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,16 +111,32 @@ class Expectation:
     distinctive: tuple[str, ...] = ()  # fact names whose values name this request
     call: ExpectedCall | None = None  # a tool turn: the call it asks for
     answer: tuple[str, ...] = ()  # an answer in prose: fact names it must state
+    #: Known answers checked exactly, by kind (`judge.known_answers`).
+    checks: tuple[AnswerCheck, ...] = ()
+    #: Facts that were the answers of earlier turns of the same conversation: a reply
+    #: that gives one of them instead of this turn's answer answered an earlier ask.
+    stale: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        for name in (*self.distinctive, *self.answer,
-                     *(self.call.arguments.values() if self.call else ())):
+        for name in (*self.distinctive, *self.answer, *self.stale,
+                     *(self.call.arguments.values() if self.call else ()),
+                     *(n for c in self.checks for n in (c.fact, *c.mentions))):
             if name not in self.facts:
                 raise ValueError(f"expectation names an unknown fact {name!r}")
         for name in self.distinctive:
-            if not is_code(self.facts[name]):
-                raise ValueError(f"distinctive fact {name!r} is not a code: "
-                                 f"{self.facts[name]!r}")
+            if not is_distinctive(self.facts[name]):
+                raise ValueError(f"distinctive fact {name!r} is too short to name a "
+                                 f"request: {self.facts[name]!r}")
+        for check in self.checks:
+            if check.kind not in ANSWER_KINDS:
+                raise ValueError(f"answer check of {check.fact!r}: kind must be one of "
+                                 f"{', '.join(ANSWER_KINDS)}, not {check.kind!r}")
+
+    @property
+    def checkable(self) -> bool:
+        """The reply has an answer this expectation checks exactly: a call's arguments,
+        facts an answer must state, or known answers."""
+        return self.call is not None or bool(self.answer) or bool(self.checks)
 
     def distinctive_values(self) -> Iterator[str]:
         for name in self.distinctive:
@@ -102,8 +148,15 @@ class Expectation:
         if self.call is not None:
             out["call"] = {"name": self.call.name, "arguments": dict(self.call.arguments),
                            "steps": list(self.call.steps)}
+            if self.call.exact is not None:
+                out["call"]["exact"] = self.call.exact
         if self.answer:
             out["answer"] = list(self.answer)
+        if self.checks:
+            out["checks"] = [{"fact": c.fact, "kind": c.kind, "mentions": list(c.mentions)}
+                             for c in self.checks]
+        if self.stale:
+            out["stale"] = list(self.stale)
         return out
 
     @classmethod
@@ -113,15 +166,21 @@ class Expectation:
             return None
         call = data.get("call")
         try:
+            exact = call.get("exact") if isinstance(call, dict) else None
             return cls(
                 facts={str(k): str(v) for k, v in data["facts"].items()},
                 distinctive=tuple(str(n) for n in data.get("distinctive") or ()),
                 call=ExpectedCall(str(call["name"]),
                                   {str(k): str(v) for k, v in
                                    (call.get("arguments") or {}).items()},
-                                  tuple(str(s) for s in call.get("steps") or ()))
+                                  tuple(str(s) for s in call.get("steps") or ()),
+                                  exact if isinstance(exact, dict) else None)
                 if isinstance(call, dict) and call.get("name") else None,
                 answer=tuple(str(n) for n in data.get("answer") or ()),
+                checks=tuple(AnswerCheck(str(c["fact"]), str(c.get("kind") or "text"),
+                                         tuple(str(m) for m in c.get("mentions") or ()))
+                             for c in data.get("checks") or ()),
+                stale=tuple(str(n) for n in data.get("stale") or ()),
             )
-        except (ValueError, TypeError, KeyError):
+        except (ValueError, TypeError, KeyError, AttributeError):
             return None

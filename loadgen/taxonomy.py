@@ -19,6 +19,7 @@ class Verdict(StrEnum):
     STUCK_IN_REASONING = "stuck_in_reasoning"
     GARBLED = "garbled"
     WRONG_ANSWER = "wrong_answer"
+    STALE_ANSWER = "stale_answer"
     WRONG_LANGUAGE = "wrong_language"
     EMPTY_CONTENT = "empty_content"
     NO_TOOL_CALL = "no_tool_call"

@@ -45,6 +45,7 @@ class WrongFinding(_Finding):
     fact: str = ""
     expected: str = ""
     got: str | None = None  # None: the reply does not state it at all
+    stale_of: str | None = None  # the earlier turn's fact it gave instead
 
 
 class LanguageFinding(_Finding):
@@ -95,6 +96,7 @@ class Findings(_Finding):
     garbled: GarbleFinding | None = None
     tool_calls: list[str] = []
     wrong_answer: list[WrongFinding] = []
+    stale_answer: list[WrongFinding] = []
     wrong_language: LanguageFinding | None = None
     unfinished: UnfinishedFinding | None = None
     cross_talk: CrossTalkFinding | None = None

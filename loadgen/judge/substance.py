@@ -31,6 +31,7 @@ import orjson
 from loadgen import fields
 from loadgen.expectations import Expectation, is_code
 from loadgen.judge.code_forms import states
+from loadgen.judge.known_answers import answer_problems, argument_problems
 from loadgen.records import RequestRecord
 
 
@@ -42,6 +43,9 @@ class WrongField:
     fact: str  # the fact it should state
     expected: str
     got: str | None  # None: the reply does not state it at all
+    #: The earlier turn's fact the reply gave instead (`stale_answer`), if that is what
+    #: it did.
+    stale_of: str | None = None
 
 
 def _norm(value: Any) -> str:
@@ -74,6 +78,14 @@ def _call_problems(exp: Expectation, record: RequestRecord) -> list[WrongField]:
     for i, call in enumerate(record.tool_calls):
         name, args = _arguments(call)
         names.append(name)
+        if exp.call.exact is not None and name == exp.call.name:
+            # Every argument is known: compared whole, by type (the mapping below is
+            # part of it).
+            if args is not None:
+                wrong += [WrongField(f"call {i} {name}.{p.path}", p.path,
+                                     p.expected or "(none)", p.got)
+                          for p in argument_problems(exp.call.exact, args)]
+            continue
         for key, fact in exp.call.arguments.items():
             if args is None or key not in args:
                 continue  # unparsable or missing: bad_tool_call's finding
@@ -102,6 +114,15 @@ def _answer_problems(exp: Expectation, record: RequestRecord) -> list[WrongField
             for fact in exp.answer if not _states(content, exp.facts[fact])]
 
 
+def _known_answers(exp: Expectation, record: RequestRecord) -> list[WrongField]:
+    """Known answers (`judge.known_answers`) of a reply that finished (`stop`): a cut
+    one is `truncated` or stuck, not held to an answer it had not reached."""
+    if record.finish_reason != "stop":
+        return []
+    return [WrongField("content", p.fact, p.expected, p.got, p.stale_of)
+            for p in answer_problems(exp, record.content)]
+
+
 def find_wrong(record: RequestRecord) -> list[WrongField]:
     """The verifiable fields of a completed reply that disagree with its own facts."""
     exp = Expectation.from_dict(record.expected)
@@ -109,6 +130,7 @@ def find_wrong(record: RequestRecord) -> list[WrongField]:
         return []
     if exp.call is not None and record.tool_calls:
         return _call_problems(exp, record)
-    if exp.answer:
-        return _answer_problems(exp, record)
-    return []
+    wrong = _answer_problems(exp, record) if exp.answer else []
+    if exp.checks:
+        wrong += _known_answers(exp, record)
+    return wrong

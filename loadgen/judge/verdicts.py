@@ -19,7 +19,10 @@ Rules (a record can carry several; `classify` orders them most severe first):
 - abnormal_finish: a finish_reason other than stop, length or tool_calls (abort,
   error, repetition, anything unknown, or none at all).
 - wrong_answer: a verifiable field disagrees with the request's own facts, where the
-  workload knows them (`judge.substance`).
+  workload knows them (`judge.substance`), a known answer is absent or beside a value
+  that conflicts with it (`judge.known_answers`).
+- stale_answer: a turn of a conversation answered with an earlier turn's answer instead
+  of its own (`judge.known_answers`).
 - wrong_language: the answer is fluent prose in a language the request neither wrote in
   nor named (`judge.reply_language`).
 - unfinished: an answer in prose that finished with `stop` in the middle of a sentence
@@ -117,9 +120,14 @@ def classify(record: RequestRecord, cfg: VerdictConfig) -> list[str]:
     if tool_why:
         findings["tool_calls"] = tool_why
     wrong = find_wrong(record)
+    stale = [w for w in wrong if w.stale_of is not None]
+    wrong = [w for w in wrong if w.stale_of is None]
     if wrong:
         found.add(Verdict.WRONG_ANSWER)
         findings["wrong_answer"] = [asdict(w) for w in wrong]
+    if stale:
+        found.add(Verdict.STALE_ANSWER)
+        findings["stale_answer"] = [asdict(w) for w in stale]
     other = find_wrong_language(record)
     if other:
         found.add(Verdict.WRONG_LANGUAGE)

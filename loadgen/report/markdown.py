@@ -7,7 +7,13 @@ from loadgen.exit_codes import EXIT_WORDS
 from loadgen.judge.findings import Findings
 from loadgen.judge.run_report import RunReport
 from loadgen.report.facts_text import server_words
-from loadgen.report.run_text import load_text, reference_lines, run_level_text
+from loadgen.report.run_text import (
+    answers_lines,
+    load_text,
+    reference_lines,
+    run_level_text,
+    session_lines,
+)
 from loadgen.scenario import Role
 from loadgen.targets.readiness import BOTH_PROBES
 
@@ -33,6 +39,10 @@ def findings_lines(findings: Findings) -> list[str]:
         got = "nothing" if wrong.got is None else repr(wrong.got)
         lines.append(f"wrong answer: {wrong.field} states {got}, the request's "
                      f"{wrong.fact} is {wrong.expected!r}")
+    for stale in findings.stale_answer:
+        lines.append(f"stale answer: {stale.field} states {stale.got!r}, the answer of an "
+                     f"earlier turn ({stale.stale_of}); this turn's {stale.fact} is "
+                     f"{stale.expected!r}")
     if (other := findings.wrong_language) is not None:
         lines.append(f"wrong language: the answer is {other.language} "
                      f"(confidence {other.confidence:.2f}); the request's: "
@@ -106,6 +116,12 @@ def render_markdown(report: RunReport) -> str:
         lines.append(f"| patch receipts | {words.processes} |")
     if words.receipts:
         lines += ["", words.receipts]
+    answers = answers_lines(report)
+    if answers:
+        lines += ["", "## Answers checked exactly (measurement)", "", *answers]
+    sessions = session_lines(report)
+    if sessions:
+        lines += ["", "## Sessions, turn by turn (measurement)", "", *sessions]
     reference = reference_lines(report.stats.reference)
     if reference:
         lines += ["", "## Reference phase: the same server alone", "", *reference]

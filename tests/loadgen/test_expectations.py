@@ -46,7 +46,7 @@ def test_an_expectation_round_trips_through_a_record() -> None:
 def test_an_expectation_refuses_what_it_cannot_check() -> None:
     with pytest.raises(ValueError, match="unknown fact"):
         Expectation(facts={"plan": "pro"}, answer=("account_id",))
-    with pytest.raises(ValueError, match="not a code"):
+    with pytest.raises(ValueError, match="too short to name a request"):
         Expectation(facts={"plan": "pro"}, distinctive=("plan",))
 
 

@@ -11,6 +11,10 @@ every request the run sent, in any phase, in flight with the reply or long finis
 stale slot). The record names the request the facts came from, preferring one that was
 in flight at the same time, and says whether it was, and what the reply wrote.
 
+Distinctive values that are not codes (identifiers of other alphabets, long numbers, a
+session's made-up name: `loadgen.expectations.is_distinctive`) count too, found as they
+are written (`run_level.value_index`).
+
 A reply whose wrong fields (`wrong_answer`, `judge.substance`) are all another
 request's facts is `cross_talk` only: that is what its wrong answer was.
 """
@@ -21,7 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from loadgen.expectations import Expectation
+from loadgen.expectations import Expectation, is_code
 from loadgen.judge.code_forms import (
     MIN_FRAGMENT,
     CodeIndex,
@@ -32,6 +36,7 @@ from loadgen.judge.code_forms import (
     index_of,
 )
 from loadgen.judge.run_level import Revision, completed
+from loadgen.judge.run_level.value_index import ValueIndex, normal
 from loadgen.taxonomy import Verdict
 
 
@@ -52,6 +57,8 @@ class _Suspect:
     end: float
     forms: dict[str, tuple[str, list[str]]]  # folded form -> (as written, where)
     wrong: list[dict[str, Any]]  # its wrong_answer findings
+    #: Other requests' non-code values it writes: normal form -> (as written, where).
+    values: dict[str, tuple[str, list[str]]]
 
 
 def _window(record: dict[str, Any]) -> tuple[float, float]:
@@ -99,6 +106,8 @@ class CrossTalk:
         self._prepared = False  # every owner known before the first observe (`prepare`)
         self._index: CodeIndex | None = None
         self._owners: dict[str, set[str]] = {}  # distinctive code -> item ids
+        self._value_owners: dict[str, set[str]] = {}  # other distinctive value -> item ids
+        self._values = ValueIndex()
         self._facts: dict[str, dict[str, str]] = {}  # item id -> its facts
         self._sent: dict[str, list[_Sent]] = {}  # item id -> its requests
         self._suspects: list[_Suspect] = []
@@ -117,8 +126,14 @@ class CrossTalk:
         exp = Expectation.from_dict(record.get("expected"))
         if exp is not None and item not in self._facts:
             self._facts[item] = dict(exp.facts)
-            for code in exp.distinctive_values():
-                self._owners.setdefault(code, set()).add(item)
+            for value in exp.distinctive_values():
+                if is_code(value):
+                    self._owners.setdefault(value, set()).add(item)
+                elif ValueIndex.indexed(value):
+                    key = normal(value)
+                    if key not in self._value_owners:
+                        self._values.add(value)
+                    self._value_owners.setdefault(key, set()).add(item)
         return exp
 
     def observe(self, record: dict[str, Any], own: list[str]) -> None:
@@ -137,11 +152,29 @@ class CrossTalk:
             found = reply_forms(record, given, self._index.scan)
         else:
             found = reply_forms(record, given)
-        if found:
+        values = self._foreign_values(record, exp)
+        if found or values:
             findings = record.get("findings") or {}
             wrong = findings.get("wrong_answer") if isinstance(findings, dict) else None
             self._suspects.append(_Suspect(seq, item, start, end, found,
-                                           wrong if isinstance(wrong, list) else []))
+                                           wrong if isinstance(wrong, list) else [], values))
+
+    def _foreign_values(self, record: dict[str, Any], exp: Expectation | None
+                        ) -> dict[str, tuple[str, list[str]]]:
+        """The non-code distinctive values of the run a reply writes that are not its
+        own (read for every owner known so far: `prepare` makes that all of them)."""
+        if not self._values:
+            return {}
+        own = {normal(v) for v in (exp.facts.values() if exp is not None else ())}
+        found: dict[str, tuple[str, list[str]]] = {}
+        for where, text in _fields(record):
+            for hit in self._values.scan(text):
+                if hit.key in own:
+                    continue
+                places = found.setdefault(hit.key, (hit.written, []))[1]
+                if where not in places:
+                    places.append(where)
+        return found
 
     def _source(self, suspect: _Suspect, item: str) -> tuple[int, bool]:
         """The request of `item` the facts most likely came from, and whether it was in
@@ -173,6 +206,15 @@ class CrossTalk:
                                 "where": sorted(set(where)),
                                 "source_item": owner, "source_seq": seq,
                                 "in_flight_together": together})
+            for key, (written, where) in sorted(suspect.values.items()):
+                owners = self._value_owners.get(key, set()) - {suspect.item_id}
+                if not owners:
+                    continue
+                owner = sorted(owners)[0]
+                seq, together = self._source(suspect, owner)
+                sources.append({"code": written, "written": written, "part": False,
+                                "where": sorted(set(where)), "source_item": owner,
+                                "source_seq": seq, "in_flight_together": together})
             if not sources:
                 continue
             revision = Revision(add={Verdict.CROSS_TALK},
@@ -188,12 +230,15 @@ class CrossTalk:
         of the same fact instead (a summary of another document)."""
         facts = [self._facts.get(s["source_item"]) or {} for s in sources]
         values = {fold_code(str(v).strip()) for f in facts for v in f.values()}
-        carried = {s["code"] for s in sources}
+        values |= {normal(str(v)) for f in facts for v in f.values()}
+        carried = {s["code"] for s in sources} | {normal(s["code"]) for s in sources}
 
         def explained(w: dict[str, Any]) -> bool:
             if w.get("got") is not None:
-                return fold_code(str(w["got"]).strip()) in values
-            return any(f.get(str(w.get("fact"))) in carried for f in facts)
+                got = str(w["got"]).strip()
+                return fold_code(got) in values or normal(got) in values
+            return any(f.get(str(w.get("fact"))) in carried
+                       or normal(str(f.get(str(w.get("fact"))))) in carried for f in facts)
 
         return all(explained(w) for w in wrong if isinstance(w, dict))
 
