@@ -102,13 +102,28 @@ class SimTarget(_Strict):
     salad_foreign_share: float = Field(default=0.5, ge=0.0, le=1.0)
     cross_talk_foreign_share: float = Field(default=0.7, ge=0.0, le=1.0)
     fatal_foreign_share: float = Field(default=0.9, ge=0.0, le=1.0)
+    prefix_caching: bool = Field(
+        default=False, description="vLLM's automatic prefix caching (the sessions' face).")
+    indexer: Literal["runtime", "captured"] = Field(
+        default="runtime",
+        description="The sparse indexer's short-context shortcut: decided at runtime (the "
+        "fix of vLLM #52492) or captured into the graph a short prefill replays (the bug: "
+        "a cached prefix over 2048 tokens reads the wrong candidates).")
+    reproduces: Literal["c128a", "indexer"] = Field(
+        default="c128a",
+        description="Which bug a qualification's control leaves in: the C128A packed "
+        "layout (#52448) or the captured indexer shortcut (#52492, with the prefix cache).")
 
     def playing(self, role: Role) -> SimTarget:
-        """This sim as one side of a qualification: its builder packed for the control
-        (the bug left in, so the run must see it), at capacity stride for the candidate
-        (the fix the qualification proves)."""
-        return self.model_copy(
-            update={"layout": "packed" if role == Role.CONTROL else "capacity"})
+        """This sim as one side of a qualification: the bug it `reproduces` left in for
+        the control (so the run must see it: the packed builder, or the captured indexer
+        shortcut), the fix for the candidate (capacity stride, the indexer at runtime)."""
+        control = role == Role.CONTROL
+        update: dict[str, Any] = {"layout": "capacity", "indexer": "runtime"}
+        if control:
+            update[{"c128a": "layout", "indexer": "indexer"}[self.reproduces]] = (
+                "packed" if self.reproduces == "c128a" else "captured")
+        return self.model_copy(update=update)
 
 
 class TargetConfig(_Strict):
@@ -153,6 +168,11 @@ class LoadConfig(_Strict):
     priming: Count = 0
     measurement: int = Field(default=64, ge=1, le=MAX_COUNT)
     connect_timeout_s: PositiveSeconds = 10.0
+    idle_connection_s: PositiveSeconds = Field(
+        default=3.0,
+        description="A kept connection idle this long is closed, not reused: keep it below "
+        "the server's keep-alive timeout (vLLM and uvicorn: 5 s), so a session that "
+        "thinks longer never sends on a socket the server is closing.")
     first_token_timeout_s: PositiveSeconds = 300.0
     idle_timeout_s: PositiveSeconds = 120.0
     total_timeout_s: PositiveSeconds = 3600.0
@@ -167,6 +187,11 @@ class RequestConfig(_Strict):
     seed: int | None = None
     stream: bool = True
     chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
+    reasoning_switch: str = Field(
+        default="thinking", min_length=1,
+        description="The chat_template_kwargs key that turns reasoning on and off, where a "
+        "workload sends requests with reasoning on and off (DeepSeek-V4 on vLLM: "
+        "thinking).")
     extra_body: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -223,8 +248,96 @@ class ReplayWorkload(_Strict):
     shuffle: bool = False
 
 
+Probe = Literal["echo", "needle", "lookup", "computed"]
+ReasoningMode = Literal["on", "off"]
+
+
+def _distinct(values: list[Any], what: str) -> list[Any]:
+    if len(set(values)) != len(values):
+        raise ValueError(f"{what}: each value once")
+    return values
+
+
+class KnownAnswerWorkload(_Strict):
+    """Requests whose answers are known and checked exactly: identifiers echoed, a
+    needle in long prompts, a catalog lookup, sums, dates and a computed tool call."""
+
+    kind: Literal["known-answer"]
+    seed: int = 0
+    probes: list[Probe] = Field(
+        default_factory=lambda: list(typing.get_args(Probe)), min_length=1,
+        description="The probe families, interleaved in this order.")
+    needle_tokens: list[Annotated[int, Field(ge=64, le=10_000_000)]] = Field(
+        default_factory=lambda: [1024, 4096], min_length=1,
+        description="Prompt lengths of the needle probe; each is sent in four variants "
+        "one filler word apart, so the prompt lengths cover every residue mod 4.")
+    needle_depths: list[Annotated[float, Field(ge=0, le=1)]] = Field(
+        default_factory=lambda: [0.1, 0.5, 0.9], min_length=1,
+        description="Where in the prompt the needle sits (0: the start, 1: the end).")
+    reasoning: list[ReasoningMode] = Field(
+        default_factory=lambda: list(typing.get_args(ReasoningMode)), min_length=1,
+        description="Each probe is sent with reasoning in each of these modes.")
+    catalog_rows: int = Field(default=24, ge=4, le=96)
+
+    @field_validator("probes", "reasoning", "needle_tokens", "needle_depths")
+    @classmethod
+    def _each_once(cls, values: list[Any]) -> list[Any]:
+        return _distinct(values, "list")
+
+
+class SessionWorkload(_Strict):
+    """Agentic sessions, run as DeepSeek-V4 agents run: each plants facts of its own,
+    loops through tools (the prompt grows by appending) and takes new user turns (the
+    template rewrites the prompt from the previous user message), over a long system and
+    tools prefix every session shares; every turn's answer is checked."""
+
+    kind: Literal["session"]
+    seed: int = 0
+    sessions: int = Field(default=16, ge=1, le=1_000_000,
+                          description="Distinct sessions before the workload repeats.")
+    turns: int = Field(default=8, ge=2, le=8, description="Turns (requests) per session.")
+    shared_prefix_tokens: list[Annotated[int, Field(ge=64, le=10_000_000)]] = Field(
+        default_factory=lambda: [1024, 3072], min_length=1,
+        description="Sizes of the system and tools prefix the sessions share (sessions "
+        "take them in turn); above and below 2048 tokens: vLLM #52492 showed only with a "
+        "cached prefix longer than 2048.")
+    think_time_s: list[Annotated[float, Field(ge=0, le=3600)]] = Field(
+        default_factory=lambda: [0.5, 2.0], min_length=2, max_length=2,
+        description="[least, most] seconds a session thinks before each next turn "
+        "(drawn per turn from the seed).")
+
+    @model_validator(mode="after")
+    def _think_range(self) -> SessionWorkload:
+        low, high = self.think_time_s
+        if low > high:
+            raise ValueError("think_time_s: [least, most], least first")
+        return self
+
+
+Part = Annotated[
+    ToolTurnWorkload | LongContextWorkload | KnownAnswerWorkload | SessionWorkload
+    | ReplayWorkload, Field(discriminator="kind")
+]
+
+
+class MixWorkload(_Strict):
+    """Several workloads in one run, by share of requests (a session goes whole)."""
+
+    kind: Literal["mix"]
+    parts: list[Part] = Field(min_length=1)
+    weights: list[Annotated[float, Field(gt=0)]] | None = Field(
+        default=None, description="Each part's share of the requests (default: equal).")
+
+    @model_validator(mode="after")
+    def _weights_match(self) -> MixWorkload:
+        if self.weights is not None and len(self.weights) != len(self.parts):
+            raise ValueError("weights must have one entry per part")
+        return self
+
+
 Workload = Annotated[
-    ToolTurnWorkload | LongContextWorkload | ReplayWorkload, Field(discriminator="kind")
+    ToolTurnWorkload | LongContextWorkload | ReplayWorkload | KnownAnswerWorkload
+    | SessionWorkload | MixWorkload, Field(discriminator="kind")
 ]
 
 
@@ -264,6 +377,11 @@ class GateConfig(_Strict):
         "builder (layout off) counts when its release writes one of these and the stride "
         "guard saw its calls and no violation.",
     )
+    require_prefix_reuse: bool = Field(
+        default=False,
+        description="Demand that the server's prefix cache served part of the measured "
+        "prompts (its vllm:prefix_cache_* counters): a run that cannot show it reused a "
+        "prefix did not test the prefix-cache paths (vLLM #52492) and is invalid (exit 2).")
     fail_on_stride_violations: bool = Field(
         default=False,
         description="Demand that the plugin's stride guard saw C128A builder calls: a "
@@ -676,7 +794,7 @@ def _first_problem(exc: ValidationError) -> str:
     """Turn pydantic's report into 'key.path: problem' (one line, the first error)."""
     err = exc.errors()[0]
     # Discriminated unions put the tag in the path ("workload.tool-turn.seed"); drop it.
-    tags = {"tool-turn", "long-context", "replay"}
+    tags = {"tool-turn", "long-context", "replay", "known-answer", "session", "mix"}
     loc = ".".join(str(p) for p in err["loc"]
                    if not str(p).startswith("function-") and str(p) not in tags)
     if err["type"] == "extra_forbidden":
@@ -803,13 +921,25 @@ def load_scenario(ref: str | Path) -> Scenario:
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:
         raise BadInputError(f"{path}: {_first_problem(exc)}") from None
-    if isinstance(scenario.workload, ReplayWorkload):
-        replay = Path(scenario.workload.path)
-        if not replay.is_absolute():
-            replay = (path.parent / replay).resolve()
-        if not replay.is_file():
-            raise BadInputError(f"{path}: workload.path: no such file {str(replay)!r}")
-        scenario = scenario.model_copy(
-            update={"workload": scenario.workload.model_copy(update={"path": str(replay)})}
-        )
+    workload = _replays_resolved(scenario.workload, path)
+    if workload is not scenario.workload:
+        scenario = scenario.model_copy(update={"workload": workload})
     return scenario
+
+
+def _replays_resolved(workload: Any, path: Path) -> Any:
+    """The workload with every replay file (a mix's parts too) as a path resolved
+    against the scenario file's folder; a missing one is bad input."""
+    if isinstance(workload, MixWorkload):
+        parts = [_replays_resolved(part, path) for part in workload.parts]
+        if all(a is b for a, b in zip(parts, workload.parts, strict=True)):
+            return workload
+        return workload.model_copy(update={"parts": parts})
+    if not isinstance(workload, ReplayWorkload):
+        return workload
+    replay = Path(workload.path)
+    if not replay.is_absolute():
+        replay = (path.parent / replay).resolve()
+    if not replay.is_file():
+        raise BadInputError(f"{path}: workload.path: no such file {str(replay)!r}")
+    return workload.model_copy(update={"path": str(replay)})

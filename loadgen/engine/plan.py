@@ -21,6 +21,7 @@ per token: the same items for the same seqs, without pickling documents through 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 from collections.abc import Iterable, Iterator
@@ -72,7 +73,10 @@ class RunPlan:
     def reference(self) -> tuple[WorkItem, ...]:
         """What the reference phase sends, once each, in order (worked out when first
         asked: a worker process never sends it)."""
-        return tuple(reference_sample(self.measured(), self.scenario.reference.requests))
+        # Each sampled body goes alone: a conversation's turn is sent without its
+        # conversation's think time.
+        return tuple(dataclasses.replace(item, turn=None) for item in
+                     reference_sample(self.measured(), self.scenario.reference.requests))
 
     @property
     def phases(self) -> list[str]:

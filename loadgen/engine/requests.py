@@ -34,6 +34,18 @@ class Prepared(NamedTuple):
     expected: dict[str, Any] | None
 
 
+#: What a record keeps of its request's last message: enough for a person to see what was
+#: asked (a long document's question is at its end).
+ASK_CHARS = 240
+
+
+def _ask(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    text = content if isinstance(content, str) else ""
+    text = " ".join(text.split())
+    return text if len(text) <= ASK_CHARS else "…" + text[-(ASK_CHARS - 1):]
+
+
 class RequestMaker:
     def __init__(self, scenario: Scenario, run_id: str, model: str, worker: int = 0) -> None:
         self._scenario = scenario
@@ -55,8 +67,11 @@ class RequestMaker:
         }
         if req.seed is not None:
             body["seed"] = req.seed
-        if req.chat_template_kwargs:
-            body["chat_template_kwargs"] = req.chat_template_kwargs
+        kwargs = dict(req.chat_template_kwargs)
+        if item.reasoning is not None:  # this request's reasoning, on or off
+            kwargs[req.reasoning_switch] = item.reasoning
+        if kwargs:
+            body["chat_template_kwargs"] = kwargs
         body.update(req.extra_body)
         body.update(item.body)
         body["model"] = self._model
@@ -75,6 +90,15 @@ class RequestMaker:
                 item.expects_tool_call or forces_a_call(tool_choice)),
         }
         offered.update(request_profile(item.messages))
+        if item.reasoning is not None:
+            offered["reasoning"] = "on" if item.reasoning else "off"
+        if item.tags:
+            offered["tags"] = dict(item.tags)
+        if item.expected is not None and item.expected.checkable and item.messages:
+            offered["ask"] = _ask(item.messages[-1])
+        if item.turn is not None:
+            offered["turn"] = {"session": item.turn.session, "index": item.turn.index,
+                               "count": item.turn.count, "think_s": item.turn.think_s}
         entry = Prepared(raw, hashlib.blake2b(raw, digest_size=8).hexdigest(), offered,
                          item.expected.to_dict() if item.expected is not None else None)
         if len(self._bodies) < BODY_CACHE_ITEMS:

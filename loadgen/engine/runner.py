@@ -26,6 +26,7 @@ from loadgen.run_facts import ClientReport, ReadyProbe, RunFacts
 from loadgen.scenario import Scenario
 from loadgen.targets.readiness import ServerReady, choose_model, wait_ready
 from loadgen.targets.telemetry import Telemetry
+from loadgen.workload import sized_in_tokens
 
 
 class Runner:
@@ -92,7 +93,7 @@ class Runner:
         max_model_len (a run that cannot fit is invalid before anything is sent)."""
         ready = await self._wait_all_ready(session)
         self.facts.model = choose_model(self.scenario.target.model, ready[0])
-        if self.scenario.workload.kind == "long-context":
+        if sized_in_tokens(self.scenario.workload):
             self.facts.chars_per_token = await calibrate_chars_per_token(
                 session.http, self.facts.base_urls[0], self.facts.model)
         plan = RunPlan.build(self.scenario, self.facts.chars_per_token,

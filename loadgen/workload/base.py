@@ -27,6 +27,28 @@ class WorkItem:
     expects_tool_call: bool = False
     #: The request's own facts and what a correct reply does with them (None: unknown).
     expected: Expectation | None = None
+    #: Reasoning switched on or off for this request (None: as the scenario sends it),
+    #: through the chat template's switch (`request.reasoning_switch`).
+    reasoning: bool | None = None
+    #: What kind of request this is, for the reports' breakdowns (`probe`: "needle",
+    #: "echo"...; a session turn's `turn`: "tool-loop" or "user-turn"; its
+    #: `prefix_tokens`): recorded in the record's params (`tags`).
+    tags: dict[str, str] = field(default_factory=dict)
+    #: A turn of a conversation: the unit it belongs to and how it is sent (None: a
+    #: request on its own).
+    turn: Turn | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """Where a request sits in its conversation. A conversation's turns are consecutive
+    seqs, sent in order by one worker, each after the previous reply and `think_s`
+    seconds of think time (`engine.phase`)."""
+
+    session: str
+    index: int  # 0 for the first turn
+    count: int  # turns in the conversation
+    think_s: float = 0.0  # pause before this turn is sent (none before the first)
 
 
 class Workload(Protocol):

@@ -22,17 +22,10 @@ from collections.abc import Iterator
 from loadgen.expectations import Expectation
 from loadgen.scenario import LongContextWorkload
 from loadgen.workload.base import WorkItem
+from loadgen.workload.filler import filler
 from loadgen.workload.tokens import DEFAULT_CHARS_PER_TOKEN
 from loadgen.workload.tool_turn import OTHER_PLANS, account_ids, change_plan_expectation
 from loadgen.workload.tools import BILLING_TOOLS, SYSTEM_PROMPT
-
-# No plan names among them: the plan a request asks for is stated once, in its question.
-_WORDS = (
-    "ledger invoice region storage egress tenant quota replica cluster seat renewal "
-    "discount migration audit latency shard archive credit refund contract backup "
-    "compliance forecast capacity window incident review budget pipeline vendor usage "
-    "account support escalation policy retention snapshot"
-).split()
 
 
 def contract_numbers(seed: int, count: int) -> list[str]:
@@ -52,21 +45,6 @@ def question(plan: str | None) -> str:
         return f"Move the account whose billing history is above to the {plan} plan now."
     return ("State the account id and the contract number of the account above, then "
             "summarize its usage in three sentences.")
-
-
-def _document(rng: random.Random, chars: int) -> str:
-    parts: list[str] = []
-    size = 0
-    section = 1
-    while size < chars:
-        sentence = " ".join(rng.choice(_WORDS) for _ in range(rng.randint(8, 18)))
-        line = f"{sentence.capitalize()}."
-        if rng.random() < 0.08:
-            line = f"\n\nSection {section}. {line}"
-            section += 1
-        parts.append(line)
-        size += len(line) + 1
-    return " ".join(parts)[:chars]
 
 
 class LongContext:
@@ -90,7 +68,7 @@ class LongContext:
                 target = rng.choices(cfg.context_tokens, weights=cfg.weights)[0]
                 account, contract = accounts[i], contracts[i]
                 head = f"Billing history of account {account}, contract {contract}."
-                doc = _document(random.Random(f"doc/{cfg.seed}/{i}"),
+                doc = filler(random.Random(f"doc/{cfg.seed}/{i}"),
                                 max(0, int(target * self.chars_per_token) - len(head) - 1))
                 # With tools, an explicit instruction: the healthy reply is a change_plan
                 # call, so a reply without one is a broken turn, not a judgement call.

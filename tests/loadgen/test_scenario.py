@@ -163,7 +163,8 @@ def test_every_scenario_key_is_documented() -> None:
 
     page = (REPO / "docs" / "scenario-keys.md").read_text()
     models = [s.Scenario, s.TargetConfig, s.SimTarget, s.LoadConfig, s.RequestConfig,
-              s.ToolTurnWorkload, s.LongContextWorkload, s.ReplayWorkload, s.GateConfig,
+              s.ToolTurnWorkload, s.LongContextWorkload, s.ReplayWorkload, s.KnownAnswerWorkload,
+              s.SessionWorkload, s.MixWorkload, s.GateConfig,
               s.VerdictConfig, s.TelemetryConfig, s.QualifyConfig, s.QualifySide,
               s.SoakConfig, s.ReferenceConfig]
     missing = sorted({f"{m.__name__}.{key}" for m in models for key in m.model_fields
