@@ -64,6 +64,9 @@ class Usage:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     reasoning_tokens: int | None = None
+    #: Prompt tokens the server's prefix cache served (`prompt_tokens_details`), where
+    #: the server says (vLLM: with --enable-prompt-tokens-details).
+    cached_tokens: int | None = None
 
 
 #: The identity keys every writer of this release writes; what `read` assumes without them.
@@ -98,6 +101,10 @@ class RequestRecord:
     body_hash: str = ""
     greedy: bool = False
     worker: int = 0
+    #: A kept connection the server had closed failed before any byte of the reply: the
+    #: request was sent again, once, on a new connection (the first attempt's error). A
+    #: transport event, never a server failure.
+    transport_retry: str | None = None
 
     def to_json(self) -> bytes:
         # orjson serialises (slotted) dataclasses natively, ~10x faster than asdict().

@@ -17,7 +17,7 @@ import httpx
 import orjson
 
 from loadgen import __version__
-from loadgen.engine.raw_http import RawReply, RawTransport, origin
+from loadgen.engine.raw_http import RawReply, RawTransport, StaleConnection, origin
 from loadgen.engine.sse import SSEParser
 from loadgen.records import ErrorKind, RequestRecord
 
@@ -263,20 +263,16 @@ class ChatClient:
         state: _StreamState,
         total_deadline: float,
     ) -> float | None:
-        response: httpx.Response | RawReply
-        if self._raw is not None:
-            key, head = self._wire.get(record.endpoint) or self._head(record.endpoint)
-            response = await self._raw.send_bytes(
-                key, b"%s%d\r\n\r\n%s" % (head, len(body), body),
-                connect_timeout=self.timeouts.connect, read_timeout=None)
-        else:
-            url = self._urls.get(record.endpoint)
-            if url is None:  # parse each endpoint's URL once, not per request
-                url = self._urls[record.endpoint] = httpx.URL(record.endpoint + CHAT_PATH)
-            request = self.http.build_request(
-                "POST", url, content=body, headers=self._headers, timeout=self._timeout,
-            )
-            response = await self.http.send(request, stream=True)
+        try:
+            response = await self._open(record, body)
+        except httpx.TransportError as exc:
+            # No byte of a reply came: a kept connection the server closed as the request
+            # went out (its keep-alive ran out), so the server never saw it. Sent again,
+            # once, on a new connection; the record says so.
+            if not self._stale(exc):
+                raise
+            record.transport_retry = f"{type(exc).__name__}: {exc}"
+            response = await self._open(record, body, fresh=True)
         try:
             record.status = response.status_code
             if response.status_code != 200:
@@ -289,6 +285,33 @@ class ChatClient:
         finally:
             with contextlib.suppress(Exception):
                 await response.aclose()
+
+    def _stale(self, exc: httpx.TransportError) -> bool:
+        """Whether a failure before the reply is a kept connection the server closed. The
+        raw transport knows the connection was a kept one (`StaleConnection`); over httpx
+        or aiohttp, a disconnect before the reply is taken for one (aiohttp's
+        ServerDisconnectedError arrives as a ConnectError)."""
+        if self._raw is not None:
+            return isinstance(exc, StaleConnection)
+        if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
+            return True
+        return type(exc.__cause__).__name__ == "ServerDisconnectedError"
+
+    async def _open(self, record: RequestRecord, body: bytes, fresh: bool = False
+                    ) -> httpx.Response | RawReply:
+        """Send the request; the response once its head has come."""
+        if self._raw is not None:
+            key, head = self._wire.get(record.endpoint) or self._head(record.endpoint)
+            return await self._raw.send_bytes(
+                key, b"%s%d\r\n\r\n%s" % (head, len(body), body),
+                connect_timeout=self.timeouts.connect, read_timeout=None, fresh=fresh)
+        url = self._urls.get(record.endpoint)
+        if url is None:  # parse each endpoint's URL once, not per request
+            url = self._urls[record.endpoint] = httpx.URL(record.endpoint + CHAT_PATH)
+        request = self.http.build_request(
+            "POST", url, content=body, headers=self._headers, timeout=self._timeout,
+        )
+        return await self.http.send(request, stream=True)
 
     def _head(self, endpoint: str) -> tuple[tuple[str, str, int], bytes]:
         """An endpoint's chat request head, all but its length: built once."""
@@ -480,6 +503,9 @@ class _StreamState:
         details = usage.get("completion_tokens_details") or {}
         if isinstance(details, dict):
             u.reasoning_tokens = _count(details.get("reasoning_tokens"), u.reasoning_tokens)
+        prompt = usage.get("prompt_tokens_details") or {}
+        if isinstance(prompt, dict):
+            u.cached_tokens = _count(prompt.get("cached_tokens"), u.cached_tokens)
 
     async def consume_json(self, response: httpx.Response | RawReply) -> None:
         raw = await response.aread()

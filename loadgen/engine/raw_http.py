@@ -12,7 +12,10 @@ What it speaks: HTTP/1.1 keep-alive to the servers a qualification talks to (vLL
 gateways in front of it, the embedded sim): Content-Length, chunked and read-to-close
 bodies, 1xx heads skipped, TLS with the system's trust store (as aiohttp's default).
 No proxies and no .netrc, as for every transport here (trust_env off). A kept
-connection the server has closed meanwhile is never reused (the check httpcore makes).
+connection the server has closed meanwhile is never reused (the check httpcore makes),
+nor one idle longer than the pool's keep-alive expiry (`httpx.Limits.keepalive_expiry`):
+a server that closes idle connections after 5 s (vLLM, uvicorn) may be closing it at the
+very moment it is written to, and says nothing in its log.
 """
 
 from __future__ import annotations
@@ -31,13 +34,21 @@ MAX_HEAD_BYTES = 64 * 1024
 NO_BODY_STATUS = frozenset({204, 304})
 
 
+class StaleConnection(httpx.RemoteProtocolError):
+    """A kept connection failed before any byte of the reply came back: the server had
+    closed it (its keep-alive ran out) as the request went out. The request never reached
+    it, so it is safe to send again on a new connection."""
+
+
 class _Connection:
-    __slots__ = ("buf", "reader", "writer")
+    __slots__ = ("buf", "idle_since", "reader", "reused", "writer")
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader = reader
         self.writer = writer
         self.buf = b""  # read from the socket, not yet handed on
+        self.idle_since = 0.0  # when it went back to the pool (loop time)
+        self.reused = False  # it served a request before this one
 
     def usable(self) -> bool:
         """Idle and still open: no EOF and no stray bytes (a server that closed a kept
@@ -237,6 +248,7 @@ class RawTransport(httpx.AsyncBaseTransport):
         self._ssl_context: ssl.SSLContext | None = None
         limits = limits or httpx.Limits()
         self._max = limits.max_connections
+        self._expiry = limits.keepalive_expiry
         self._idle: dict[tuple[str, str, int], list[_Connection]] = {}
         self._open = 0
         self._freed: asyncio.Event | None = None
@@ -253,6 +265,8 @@ class RawTransport(httpx.AsyncBaseTransport):
         return self._ssl_context
 
     def release(self, key: tuple[str, str, int], conn: _Connection) -> None:
+        conn.idle_since = asyncio.get_running_loop().time()
+        conn.reused = True
         self._idle.setdefault(key, []).append(conn)
         self._wake()
 
@@ -265,13 +279,16 @@ class RawTransport(httpx.AsyncBaseTransport):
         if self._freed is not None:
             self._freed.set()
 
-    async def _connection(self, key: tuple[str, str, int],
-                          connect_timeout: float | None) -> _Connection:
+    async def _connection(self, key: tuple[str, str, int], connect_timeout: float | None,
+                          fresh: bool = False) -> _Connection:
+        """A kept connection to `key` (unless `fresh`), or a new one."""
+        now = asyncio.get_running_loop().time()
         while True:
             idle = self._idle.get(key)
-            while idle:
+            while idle and not fresh:
                 conn = idle.pop()
-                if conn.usable():
+                expired = self._expiry is not None and now - conn.idle_since >= self._expiry
+                if conn.usable() and not expired:
                     return conn
                 conn.close()
                 self._open -= 1
@@ -328,12 +345,12 @@ class RawTransport(httpx.AsyncBaseTransport):
 
     async def send_bytes(self, key: tuple[str, str, int], wire: bytes, *,
                          connect_timeout: float | None, read_timeout: float | None,
-                         head_only: bool = False) -> RawReply:
+                         head_only: bool = False, fresh: bool = False) -> RawReply:
         """Send one request already on the wire's terms (head and body); its reply as it
         arrives. The engine's chat requests come this way, past httpx's request and
         response objects: a request's head is the same bytes every time but the
-        length."""
-        conn = await self._connection(key, connect_timeout)
+        length. `fresh`: on a new connection, never a kept one."""
+        conn = await self._connection(key, connect_timeout, fresh)
         try:
             conn.writer.write(wire)
             try:
@@ -357,6 +374,12 @@ class RawTransport(httpx.AsyncBaseTransport):
                 elif lower == b"connection":
                     keep = (keep and b"close" not in value.lower()) or \
                         b"keep-alive" in value.lower()
+        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+            conn.close()
+            self.forget()
+            if conn.reused and not conn.buf:  # a kept connection closed under us
+                raise StaleConnection(str(exc)) from exc
+            raise
         except BaseException:
             conn.close()
             self.forget()

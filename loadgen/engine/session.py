@@ -39,7 +39,7 @@ class Session:
         self.selfmon = SelfMonitor()
         load = scenario.load
         self.http = make_http_client(transport, load.concurrency, scenario.target.verify_tls,
-                                     load.connect_timeout_s)
+                                     load.connect_timeout_s, load.idle_connection_s)
         self.client = ChatClient(self.http, Timeouts(
             load.connect_timeout_s, load.first_token_timeout_s, load.idle_timeout_s,
             load.total_timeout_s), api_key)

@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     from loadgen.engine.raw_http import RawTransport
 
 TRANSPORTS = ("auto", "raw", "aiohttp", "httpx")
+#: How long a kept connection may sit idle before it is closed rather than reused: below
+#: vLLM's (and uvicorn's) 5 s keep-alive, so the client retires it before the server does.
+IDLE_CONNECTION_S = 3.0
 
 
 def resolve_transport(kind: str) -> str:
@@ -33,10 +36,14 @@ Transport = str | httpx.AsyncBaseTransport
 
 
 def make_http_client(kind: Transport, concurrency: int, verify_tls: bool,
-                     connect_timeout_s: float) -> httpx.AsyncClient:
-    """One client per run; its connection pool is sized to the concurrency."""
+                     connect_timeout_s: float,
+                     idle_connection_s: float = IDLE_CONNECTION_S) -> httpx.AsyncClient:
+    """One client per run; its connection pool is sized to the concurrency, and a kept
+    connection idle for `idle_connection_s` is retired, never reused (every transport
+    honours it: httpcore's and aiohttp's keep-alive expiry, the raw pool's own)."""
     limits = httpx.Limits(max_connections=concurrency + 8,
-                          max_keepalive_connections=concurrency + 8)
+                          max_keepalive_connections=concurrency + 8,
+                          keepalive_expiry=idle_connection_s)
     timeout = httpx.Timeout(connect=connect_timeout_s, read=None, write=connect_timeout_s,
                             pool=None)
     if isinstance(kind, httpx.AsyncBaseTransport):
