@@ -26,7 +26,7 @@ from server_patch.receipts import tool_version
 from server_patch.sim.config import SimConfig
 from server_patch.sim.engine import Engine, SimRequest
 from server_patch.sim.metrics import render_metrics
-from server_patch.sim.model import Reply, count_tokens, make_script, render_prompt
+from server_patch.sim.model import Reply, count_tokens, make_script, render_prompt, tokenize
 
 
 def _error(status: int, message: str, kind: str, param: str | None = None) -> JSONResponse:
@@ -73,7 +73,9 @@ class SimApp:
     async def version(self, request: Request) -> Response:
         return JSONResponse({"version": f"dsv4-qual-sim {tool_version()}",
                              "c128a_layout": self.cfg.layout,
-                             "cudagraph_mode": self.cfg.graph_mode})
+                             "cudagraph_mode": self.cfg.graph_mode,
+                             "prefix_caching": self.cfg.prefix_caching,
+                             "indexer": self.cfg.indexer})
 
     async def models(self, request: Request) -> Response:
         return JSONResponse({"object": "list", "data": [{
@@ -111,7 +113,8 @@ class SimApp:
         if body.get("n", 1) != 1:
             return _error(400, "n > 1 is not supported by the sim", "BadRequestError", "n")
         tools = body.get("tools") or None
-        prompt = count_tokens(render_prompt(body["messages"], tools))
+        tokens = tokenize(render_prompt(body["messages"], tools))
+        prompt = len(tokens)
         limit = self.cfg.max_model_len
         max_tokens = body.get("max_completion_tokens") or body.get("max_tokens") or (
             limit - prompt)
@@ -127,8 +130,10 @@ class SimApp:
                           f"However, you requested {prompt + max_tokens} tokens ({prompt} in "
                           f"the messages, {max_tokens} in the completion). Please reduce the "
                           "length of the messages or completion.", "BadRequestError")
-        reply = Reply(make_script(body["messages"], tools, self.cfg.seed), max_tokens)
-        sim_request = self.engine.new_request(prompt, reply)
+        kwargs = body.get("chat_template_kwargs")
+        thinking = not (isinstance(kwargs, dict) and kwargs.get("thinking") is False)
+        reply = Reply(make_script(body["messages"], tools, self.cfg.seed, thinking), max_tokens)
+        sim_request = self.engine.new_request(prompt, reply, tokens)
         self.engine.add(sim_request)
         if body.get("stream"):
             usage = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -177,8 +182,9 @@ class SimApp:
             self.engine.abort(r)
 
     def _usage(self, r: SimRequest, prompt: int) -> dict[str, Any]:
+        details = {"cached_tokens": r.cached} if self.engine.pool.cache is not None else None
         return {"prompt_tokens": prompt, "total_tokens": prompt + r.reply.generated,
-                "completion_tokens": r.reply.generated, "prompt_tokens_details": None,
+                "completion_tokens": r.reply.generated, "prompt_tokens_details": details,
                 "completion_tokens_details": {"reasoning_tokens": r.reply.reasoning_tokens}}
 
     async def _complete(self, r: SimRequest, prompt: int) -> Response:

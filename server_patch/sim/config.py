@@ -26,6 +26,13 @@ from server_patch.c128a import LAYOUTS
 FULL_AND_PIECEWISE = "full_and_piecewise"
 FULL = "full"
 GRAPH_MODES: tuple[str, ...] = (FULL_AND_PIECEWISE, FULL)
+#: How the sparse indexer decides its short-context shortcut (vLLM #52492): `runtime`
+#: from the request's real context (the fix), `captured` baked into the piecewise graph
+#: a short prefill replays (the bug: with a cached prefix, a long context takes the
+#: shortcut and reads candidates 0..top_k-1 instead of its scored top-k).
+RUNTIME = "runtime"
+CAPTURED = "captured"
+INDEXER_MODES: tuple[str, ...] = (RUNTIME, CAPTURED)
 
 
 def cdiv(a: int, b: int) -> int:
@@ -63,6 +70,18 @@ class SimConfig:
     salad_foreign_share: float = 0.5
     cross_talk_foreign_share: float = 0.7
     fatal_foreign_share: float = 0.9
+    # vLLM's automatic prefix caching (on by default in vLLM; off by default here, so
+    # the C128A face keeps its calibration: `prefix_cache.py`).
+    prefix_caching: bool = False
+    # The sparse indexer (DeepSeek-V4's C4 layers): one entry per `indexer_ratio`
+    # tokens, `indexer_top_k` entries selected per query; a request whose context holds
+    # at most that many entries takes them all (the shortcut). vLLM's: 4 and 512, so the
+    # shortcut covers 2048 tokens. A prefill of at most `capture_tokens` new tokens
+    # replays a captured piecewise graph.
+    indexer: str = RUNTIME
+    indexer_ratio: int = 4
+    indexer_top_k: int = 512
+    capture_tokens: int = 512
 
     def __post_init__(self) -> None:
         if not self.max_num_batched_tokens:
@@ -72,6 +91,12 @@ class SimConfig:
             raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, not {self.layout!r}")
         if self.device not in ("cpu", "cuda"):
             raise ValueError(f"device must be cpu or cuda, not {self.device!r}")
+        if self.indexer not in INDEXER_MODES:
+            raise ValueError(f"indexer must be one of {', '.join(INDEXER_MODES)}, "
+                             f"not {self.indexer!r}")
+        for name in ("indexer_ratio", "indexer_top_k", "capture_tokens"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1")
         if self.graph_mode not in GRAPH_MODES:
             raise ValueError(f"graph_mode must be one of {', '.join(GRAPH_MODES)}, "
                              f"not {self.graph_mode!r}")
@@ -101,6 +126,12 @@ class SimConfig:
     def num_kv_blocks(self) -> int:
         # Room for every running sequence at full length: the sim never preempts.
         return self.max_num_seqs * self.blocks_per_seq + 1
+
+    @property
+    def shortcut_tokens(self) -> int:
+        """The longest context the indexer's shortcut is right for (all its entries fit
+        in the top-k): 2048 tokens at vLLM's ratio and top-k."""
+        return self.indexer_ratio * self.indexer_top_k
 
     def active_width(self, max_seq_len: int) -> int:
         """The batch-dependent width #50004 introduced (also passed by #52823's caller)."""

@@ -63,6 +63,7 @@ def start(**options: Any) -> EmbeddedSim:
     """Start the sim from a scenario's [target.sim] options; `quiet`: its log (the
     stride guard's line) writes nothing, as the run prints nothing but its results."""
     quiet = bool(options.pop("quiet", False))
+    options.pop("reproduces", None)  # which side plays which bug: the scenario's business
     receipts = options.pop("receipts_dir", None)
     own = None if receipts else default_receipts_dir()
     try:

@@ -37,11 +37,11 @@ from server_patch.c128a import C128ABuilder
 from server_patch.c128a import builder as make_builder
 from server_patch.sim.batch import next_rows
 from server_patch.sim.carried import CarriedFacts
-from server_patch.sim.config import SimConfig
+from server_patch.sim.config import CAPTURED, SimConfig
 from server_patch.sim.faces import Face, face_for
 from server_patch.sim.facts import Carried
 from server_patch.sim.graphs import MetadataGraphs
-from server_patch.sim.kv import KVPool, entry_value
+from server_patch.sim.kv import KVPool, entry_owner, entry_value
 from server_patch.sim.model import Piece, Reply
 from server_patch.sim.reads import RowReads, judge
 
@@ -58,6 +58,11 @@ class SimRequest:
     finished: bool = False
     # Each face its reply took, and whose KV the read that gave it found most of.
     faced_by: dict[Face, int] = field(default_factory=dict)
+    tokens: list[str] | None = None  # the prompt's tokens (what a prefix cache hashes)
+    hashes: list[bytes] = field(default_factory=list)  # its full blocks' chain of hashes
+    cached: int = 0  # prompt tokens a prefix-cache hit gave it (not prefilled)
+    shared_blocks: int = 0  # its first blocks, held through the cache
+    shortcut: bool = False  # its prefill took the captured indexer shortcut
 
 
 @dataclass
@@ -82,6 +87,15 @@ class EngineStats:
     # Requests finished cleanly before the first request was lost (cold vs warm).
     finished_before_first_corruption: int | None = None
     first_corruption_step: int | None = None
+    # vLLM's prefix-cache counters (tokens).
+    prefix_cache_queries: int = 0
+    prefix_cache_hits: int = 0
+    # Requests whose prefill took the captured indexer shortcut (#52492's face), and
+    # facts an answer copied altered: from an entry the indexer never selected, or from
+    # another request's entry a misplaced row read.
+    indexer_shortcut_requests: int = 0
+    unselected_facts: int = 0
+    foreign_facts: int = 0
 
 
 class Engine:
@@ -109,8 +123,10 @@ class Engine:
 
     # -- requests -------------------------------------------------------------------
 
-    def new_request(self, prompt_tokens: int, reply: Reply) -> SimRequest:
-        return SimRequest(uid=next(self._uids), prompt_tokens=prompt_tokens, reply=reply)
+    def new_request(self, prompt_tokens: int, reply: Reply,
+                    tokens: list[str] | None = None) -> SimRequest:
+        return SimRequest(uid=next(self._uids), prompt_tokens=prompt_tokens, reply=reply,
+                          tokens=tokens)
 
     def add(self, request: SimRequest) -> None:
         self.waiting.append(request)
@@ -144,10 +160,24 @@ class Engine:
         running = len(self.running)
         budget = cfg.max_num_batched_tokens - running
         admitted: list[SimRequest] = []
-        while (self.waiting and running + len(admitted) < cfg.max_num_seqs
-               and self.waiting[0].prompt_tokens <= budget):
-            request = self.waiting.popleft()
-            budget -= request.prompt_tokens
+        cache = self.pool.cache
+        while self.waiting and running + len(admitted) < cfg.max_num_seqs:
+            request = self.waiting[0]
+            hit: list[int] = []
+            if cache is not None and request.tokens is not None:
+                if not request.hashes:
+                    request.hashes = cache.hashes(request.tokens)
+                hit = cache.lookup(request.hashes, request.prompt_tokens)
+            new = request.prompt_tokens - len(hit) * cfg.kv_block_size
+            if new > budget:
+                break
+            self.waiting.popleft()
+            budget -= new
+            # Held at once: a later admission's new blocks must not evict them.
+            self.pool.share(hit)
+            request.blocks = list(hit)
+            request.shared_blocks = len(hit)
+            request.cached = len(hit) * cfg.kv_block_size
             admitted.append(request)
         return admitted
 
@@ -164,8 +194,11 @@ class Engine:
         for r in admitted:
             self.pool.allocate(r.blocks, r.prompt_tokens)
             self.carried.start(r.uid, r.reply.script.carried)
+            self._prefix_counted(r)
         decode_view, decode_lens, prefill_view = self._build_metadata(decode, admitted)
         self._write_kv(decode, admitted)
+        for r in admitted:  # its prompt's full blocks, findable by later prompts
+            self.pool.mark_cached(r.hashes, r.blocks)
         replay = self.graphs.replays(has_prefill=bool(admitted))
         self._attend(decode, admitted, decode_view, decode_lens, prefill_view, replay)
 
@@ -187,7 +220,7 @@ class Engine:
         n_dec = len(decode)
         positions_list = [r.computed for r in decode]
         for r in admitted:
-            positions_list.extend(range(r.prompt_tokens))
+            positions_list.extend(range(r.cached, r.prompt_tokens))
         n_tok = len(positions_list)
         positions = torch.tensor(positions_list, dtype=torch.int64, device=dev)
         width_blocks = max((len(r.blocks) for r in decode), default=1)
@@ -210,8 +243,10 @@ class Engine:
                 prefill_view: torch.Tensor, replay: bool) -> None:
         """Read every row the builder wrote, count what was wrong, and decide fates."""
         if decode:
-            reads = self._read_decode(decode, decode_view, decode_lens, replay)
+            reads, got, right, shared = self._read_decode(decode, decode_view, decode_lens,
+                                                          replay)
             self._count(reads, prefill=False)
+            self._fact_reads(decode, reads, got, right, shared)
             rows = zip(decode, reads.foreign_share.tolist(), reads.foreign_owner.tolist(),
                        reads.owner_entries.tolist(), strict=True)
             for r, share, owner, entries in rows:
@@ -298,7 +333,7 @@ class Engine:
                 slots += self.pool.slots(r.blocks, range(j, j + 1))
                 values.append(int(entry_value(r.uid, j)))
         for r in admitted:
-            entries = range(r.prompt_tokens // ratio)
+            entries = range(r.cached // ratio, r.prompt_tokens // ratio)
             slots += self.pool.slots(r.blocks, entries)
             values += [int(entry_value(r.uid, j)) for j in entries]
         if slots:
@@ -306,8 +341,11 @@ class Engine:
                             torch.tensor(values, dtype=torch.int64, device=self.device))
 
     def _read_decode(self, decode: list[SimRequest], view: torch.Tensor, lens: torch.Tensor,
-                     replay: bool) -> RowReads:
-        """What each decode row's sparse attention read: global slot ids into the pool."""
+                     replay: bool) -> tuple[RowReads, torch.Tensor, torch.Tensor | None,
+                                            torch.Tensor | None]:
+        """What each decode row's sparse attention read: global slot ids into the pool.
+        Also the values it read, and (where a row's request holds cached blocks) what it
+        should have read and which reads were of its cached blocks."""
         dev = self.device
         slots, read_len = self.graphs.decode_reads(len(decode), view, lens, replay)
         expected = torch.tensor([(r.computed + 1) // self.cfg.compress_ratio for r in decode],
@@ -315,30 +353,93 @@ class Engine:
         cols = max(int(read_len.max()), int(expected.max()), 1)
         slots = slots[:, :cols]  # columns no row reads are not looked at
         uids = torch.tensor([r.uid for r in decode], dtype=torch.int64, device=dev)
-        return judge(self.pool.read(slots), read_len, uids, expected)
+        got = self.pool.read(slots)
+        if not any(r.shared_blocks for r in decode):
+            return judge(got, read_len, uids, expected), got, None, None
+        per = self.pool.per_block
+        index = torch.arange(cols, device=dev)
+        right = torch.stack([self.pool.read(self.pool.slots_of(r.blocks, index))
+                             for r in decode])
+        held = [torch.tensor(r.blocks[:r.shared_blocks] or [-1], dtype=torch.int64,
+                             device=dev) for r in decode]
+        shared = torch.stack([torch.isin(torch.div(row, per, rounding_mode="floor"), h)
+                              & (row >= 0) for row, h in zip(slots, held, strict=True)])
+        return judge(got, read_len, uids, expected, right, shared), got, right, shared
+
+    def _fact_reads(self, decode: list[SimRequest], reads: RowReads, got: torch.Tensor,
+                    right: torch.Tensor | None, shared: torch.Tensor | None) -> None:
+        """A row that read another request's entry where a fact its answer copies lives
+        makes the model copy that fact altered (what it read picks how: `skills.alter`)."""
+        ratio = self.cfg.compress_ratio
+        width = got.shape[1]
+        misread = reads.misread.tolist()
+        for i, r in enumerate(decode):
+            positions = r.reply.script.positions
+            if not misread[i] or not positions or r.reply.done:
+                continue
+            written = (r.computed + 1) // ratio
+            for k, pos in enumerate(positions):
+                col = pos // ratio
+                if col >= min(written, width) or k in r.reply.misread:
+                    continue
+                value = int(got[i, col])
+                ok = value == (int(right[i, col]) if right is not None
+                               else int(entry_value(r.uid, col)))
+                owner = int(entry_owner(got[i, col]))
+                own_block = shared is not None and bool(shared[i, col])
+                if ok or owner <= 0 or owner == r.uid or own_block:
+                    continue
+                if r.reply.misread_fact(k, value):
+                    self.stats.foreign_facts += 1
+
+    def _prefix_counted(self, r: SimRequest) -> None:
+        """vLLM's prefix-cache counters, and the indexer shortcut a cached prefix can take
+        (#52492): a prefill of few enough new tokens replays a graph captured with the
+        shortcut, so a long context reads its first `indexer_top_k` entries, not its
+        scored top-k, and a fact beyond them is copied from what was read instead."""
+        cfg, st = self.cfg, self.stats
+        if self.pool.cache is not None:
+            st.prefix_cache_queries += r.prompt_tokens
+            st.prefix_cache_hits += r.cached
+        if not (cfg.indexer == CAPTURED and r.cached > 0
+                and r.prompt_tokens - r.cached <= cfg.capture_tokens
+                and r.prompt_tokens > cfg.shortcut_tokens):
+            return
+        r.shortcut = True
+        st.indexer_shortcut_requests += 1
+        for k, pos in enumerate(r.reply.script.positions):
+            entry = pos // cfg.indexer_ratio
+            if entry >= cfg.indexer_top_k and r.reply.misread_fact(k, entry):
+                st.unselected_facts += 1
 
     def _prefill_rows(self, admitted: list[SimRequest], view: torch.Tensor, replay: bool
                       ) -> list[tuple[SimRequest, torch.Tensor]]:
         """Each admitted request with its prefill rows' local indices (one row a token)."""
         if not admitted:
             return []
-        rows = self.graphs.prefill_reads(sum(r.prompt_tokens for r in admitted), view, replay)
+        new = [r.prompt_tokens - r.cached for r in admitted]
+        rows = self.graphs.prefill_reads(sum(new), view, replay)
         cols = max(r.prompt_tokens // self.cfg.compress_ratio for r in admitted) or 1
         out, start = [], 0
-        for r in admitted:
-            out.append((r, rows[start:start + r.prompt_tokens, :cols]))
-            start += r.prompt_tokens
+        for r, count in zip(admitted, new, strict=True):
+            out.append((r, rows[start:start + count, :cols]))
+            start += count
         return out
 
     def _read_prefill(self, r: SimRequest, local: torch.Tensor) -> RowReads:
         """What each prefill token's sparse attention read: its causal count of local
         indices, resolved through its own request's blocks into the pool."""
         dev = self.device
-        causal = torch.div(torch.arange(1, r.prompt_tokens + 1, device=dev),
+        causal = torch.div(torch.arange(r.cached + 1, r.prompt_tokens + 1, device=dev),
                            self.cfg.compress_ratio, rounding_mode="floor")
         got = self.pool.read(self.pool.slots_of(r.blocks, local))
-        uids = torch.full((r.prompt_tokens,), r.uid, dtype=torch.int64, device=dev)
-        return judge(got, causal, uids, causal)
+        uids = torch.full((causal.shape[0],), r.uid, dtype=torch.int64, device=dev)
+        if not r.shared_blocks:
+            return judge(got, causal, uids, causal)
+        cols = torch.arange(local.shape[1], device=dev)
+        right = self.pool.read(self.pool.slots_of(r.blocks, cols)).expand_as(got)
+        shared = (local >= 0) & (local < r.shared_blocks * self.pool.per_block)
+        return judge(got, causal, uids, causal, right, shared)
 
     # -- the loop ---------------------------------------------------------------------
 

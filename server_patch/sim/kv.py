@@ -2,7 +2,10 @@
 
 Like vLLM's, blocks go back to a free list when a request ends and the most recently
 freed blocks are handed out first, so a stale metadata row points at slots that now
-hold another request's entries: what the packed layout's misplaced reads land on.
+hold another request's entries: what the packed layout's misplaced reads land on. With
+a prefix cache (`prefix_cache.py`), blocks of a cached prefix are shared by every
+request that hits it (counted holders), and a freed cached block goes to the far end of
+the free list, handed out last: its prefix stays findable as long as the pool allows.
 Block 0 is never handed out (vLLM's null block): capture-time dummy rows point there.
 A slot never written (the null block's, a fresh block's) reads 0, a slot id outside the
 pool (garbage) reads -1: both are "missing" context, not another request's.
@@ -13,6 +16,7 @@ from __future__ import annotations
 import torch
 
 from server_patch.sim.config import SimConfig
+from server_patch.sim.prefix_cache import PrefixCache
 
 # An entry's value names its owner and its index: what a correct read must return.
 _INDEX_BITS = 20
@@ -36,6 +40,8 @@ class KVPool:
                                    device=device)
         # LIFO: the last freed block is the next one handed out.
         self.free: list[int] = list(range(self.num_blocks - 1, 0, -1))
+        self.cache = PrefixCache(cfg.kv_block_size) if cfg.prefix_caching else None
+        self._holders: dict[int, int] = {}  # shared (cached) block -> its holders
 
     @property
     def usage(self) -> float:
@@ -47,11 +53,44 @@ class KVPool:
         while len(blocks) < need:
             if not self.free:
                 raise RuntimeError("KV pool exhausted (the sim sizes it to never happen)")
-            blocks.append(self.free.pop())
+            block = self.free.pop()
+            if self.cache is not None:
+                self.cache.evict(block)
+            blocks.append(block)
+
+    def share(self, cached: list[int]) -> None:
+        """Hold cached blocks (a prefix-cache hit): off the free list while held."""
+        for block in cached:
+            held = self._holders.get(block, 0)
+            if held == 0:
+                self.free.remove(block)
+            self._holders[block] = held + 1
 
     def release(self, blocks: list[int]) -> None:
-        self.free.extend(blocks)
+        if self.cache is None:
+            self.free.extend(blocks)
+            blocks.clear()
+            return
+        freed = []
+        for block in blocks:
+            held = self._holders.get(block)
+            if held is not None and held > 1:
+                self._holders[block] = held - 1
+                continue
+            self._holders.pop(block, None)
+            freed.append(block)
+        # Cached blocks at the far end (handed out last), the rest on top, as before.
+        self.free[:0] = [b for b in reversed(freed) if self.cache.is_cached(b)]
+        self.free.extend(b for b in freed if not self.cache.is_cached(b))
         blocks.clear()
+
+    def mark_cached(self, hashes: list[bytes], blocks: list[int]) -> None:
+        """A prefilled prompt's full blocks join the cache, held by their writer."""
+        if self.cache is None:
+            return
+        self.cache.register(hashes, blocks)
+        for block in blocks[:len(hashes)]:
+            self._holders.setdefault(block, 1)
 
     def write(self, slots: torch.Tensor, values: torch.Tensor) -> None:
         if slots.numel():

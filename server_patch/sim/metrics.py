@@ -31,10 +31,27 @@ def render_metrics(cfg: SimConfig, engine: Engine, guard: dict[str, Any] | None,
         f"vllm:generation_tokens_total{{{m}}} {st.generation_tokens}",
         "# TYPE vllm:request_success_total counter",
         f"vllm:request_success_total{{{m}}} {st.finished_requests}",
+        # vLLM V1's prefix-cache counters, in tokens (0 and 0 with the cache off).
+        "# HELP vllm:prefix_cache_queries_total Prefix cache queries, in tokens.",
+        "# TYPE vllm:prefix_cache_queries_total counter",
+        f"vllm:prefix_cache_queries_total{{{m}}} {st.prefix_cache_queries}",
+        "# HELP vllm:prefix_cache_hits_total Prefix cache hits, in tokens.",
+        "# TYPE vllm:prefix_cache_hits_total counter",
+        f"vllm:prefix_cache_hits_total{{{m}}} {st.prefix_cache_hits}",
         "# HELP dsv4_qual_c128a_layout_info The C128A builder layout this server runs.",
         "# TYPE dsv4_qual_c128a_layout_info gauge",
         f'dsv4_qual_c128a_layout_info{{layout="{cfg.layout}",device="{cfg.device}",'
-        f'graph_mode="{cfg.graph_mode}"}} 1',
+        f'graph_mode="{cfg.graph_mode}",indexer="{cfg.indexer}"}} 1',
+        "# HELP dsv4_qual_sim_indexer_shortcut_requests_total Requests whose prefill took "
+        "the captured indexer shortcut with a long context (vLLM #52492).",
+        "# TYPE dsv4_qual_sim_indexer_shortcut_requests_total counter",
+        f"dsv4_qual_sim_indexer_shortcut_requests_total {st.indexer_shortcut_requests}",
+        "# HELP dsv4_qual_sim_misread_facts_total Values an answer copied altered, by what "
+        "the read of the entry holding them found: an entry the indexer never selected, "
+        "or another request's.",
+        "# TYPE dsv4_qual_sim_misread_facts_total counter",
+        f'dsv4_qual_sim_misread_facts_total{{found="unselected"}} {st.unselected_facts}',
+        f'dsv4_qual_sim_misread_facts_total{{found="foreign"}} {st.foreign_facts}',
         "# HELP dsv4_qual_sim_steps_total Engine steps (pure decode: replayed graph).",
         "# TYPE dsv4_qual_sim_steps_total counter",
         f'dsv4_qual_sim_steps_total{{kind="pure_decode"}} {st.pure_decode_steps}',

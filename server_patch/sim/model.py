@@ -22,6 +22,7 @@ import hashlib
 import json
 import re
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,7 @@ from server_patch.sim.facts import (
     replace_codes,
 )
 from server_patch.sim.salad import token_salad
+from server_patch.sim.skills import FactRef, Solution, alter, solve
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 _PARAGRAPH = re.compile(r"\n\s*\n")
@@ -54,20 +56,44 @@ _FILLER = (
 )
 
 
-def count_tokens(text: str) -> int:
+def tokenize(text: str) -> list[str]:
     """The sim's tokenizer: words and punctuation marks."""
+    return _TOKEN.findall(text)
+
+
+def count_tokens(text: str) -> int:
     return len(_TOKEN.findall(text))
 
 
+def _reasoning_of(message: dict[str, Any]) -> str:
+    for key in ("reasoning_content", "reasoning"):
+        value = message.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
 def render_prompt(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
-    """What the sim 'tokenizes' for a chat: every message's text, and the tools."""
-    parts = []
-    for m in messages:
-        parts.append(f"{m.get('role', 'user')}: {message_text(m)}")
-        for call in m.get("tool_calls") or []:
-            parts.append(json.dumps(call.get("function", {})))
+    """What the sim 'tokenizes' for a chat, laid out as DeepSeek-V4's template lays it
+    out: the system messages, the tools, then the conversation. An assistant message's
+    reasoning is kept only after the last user message (the template's `drop_thinking`):
+    inside a tool loop the prompt grows by appending, and a new user turn rewrites it
+    from the previous user message on, which is what a prefix cache sees."""
+    lead = 0
+    while lead < len(messages) and messages[lead].get("role") == "system":
+        lead += 1
+    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"),
+                    default=-1)
+    parts = [f"system: {message_text(m)}" for m in messages[:lead]]
     if tools:
         parts.append(json.dumps(tools))
+    for i, m in enumerate(messages[lead:], lead):
+        role = m.get("role", "user")
+        reasoning = _reasoning_of(m) if role == "assistant" and i > last_user else ""
+        thought = f"<think>{reasoning}</think> " if reasoning else ""
+        parts.append(f"{role}: {thought}{message_text(m)}")
+        for call in m.get("tool_calls") or []:
+            parts.append(json.dumps(call.get("function", {})))
     return "\n".join(parts)
 
 
@@ -141,10 +167,19 @@ def _statement(facts: tuple[str, ...]) -> str:
     return " and ".join(named) + ". "
 
 
+def _pieces(text: str) -> list[str]:
+    """An answer's tokens, each word with the whitespace after it (line breaks kept)."""
+    return re.findall(r"\S+\s*", text)
+
+
 @dataclass
 class Script:
     """What a healthy reply says, piece by piece (one piece per generated token), and
-    what the request carries (what another reply that reads its KV may write)."""
+    what the request carries (what another reply that reads its KV may write).
+
+    A solved request (`skills.solve`) also knows the values its answer copies
+    (`facts`, each with its token position in the prompt) and how the answer follows
+    from them (`render`): a value read wrong changes the answer from there on."""
 
     reasoning: list[str]
     answer: list[str]
@@ -152,10 +187,35 @@ class Script:
     tool_arguments: list[str]
     loop: list[str]
     carried: Carried = field(default_factory=Carried)
+    facts: tuple[FactRef, ...] = ()
+    positions: tuple[int, ...] = ()  # each fact's token position in the prompt
+    render: Callable[[tuple[str, ...]], str] | None = None
+
+
+def _solved(solution: Solution, rendered: str, reasoning: str, loop: list[str],
+            carried: Carried) -> Script:
+    positions = tuple(count_tokens(rendered[:f.offset]) for f in solution.facts)
+    text = solution.answer()
+    if solution.tool:
+        return Script(_words(f"{reasoning} So I call {solution.tool} now."), [],
+                      solution.tool, _argument_tokens(text), loop, carried,
+                      solution.facts, positions, solution.render)
+    return Script(_words(reasoning), _pieces(text), None, [], loop, carried,
+                  solution.facts, positions, solution.render)
 
 
 def make_script(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-                seed: int = 0) -> Script:
+                seed: int = 0, thinking: bool = True) -> Script:
+    """The healthy reply to a chat; without `thinking` (the chat template's switch off)
+    it answers straight away, with no reasoning."""
+    script = _make_script(messages, tools, seed)
+    if not thinking:
+        script.reasoning = []
+    return script
+
+
+def _make_script(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                 seed: int) -> Script:
     carried = carried_by(messages)
     ask = ask_of(messages)
     tail = " ".join(ask.split()[-16:]) or "help"
@@ -165,6 +225,11 @@ def make_script(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | No
     fillers = [_FILLER[b % len(_FILLER)] for b in digest[:3]]
     reasoning = f"The user asks: {tail} {' '.join(fillers)}"
     loop = f"Wait, the user said: {tail} Let me read that again. "
+    rendered = render_prompt(messages, tools)
+    solution = solve(messages, rendered, message_text(messages[-1]) if messages else "")
+    if solution is not None:
+        return _solved(solution, rendered, f"{solution.reasoning} {' '.join(fillers)}",
+                       _words(loop), carried)
     if tools:
         tool = _pick_tool(tools, ask_words)
         name = (tool.get("function") or {}).get("name", "tool")
@@ -201,6 +266,45 @@ class Reply:
     _phase: str = "reasoning"
     _salad: deque[str] = field(default_factory=deque)  # salad tokens yet to write
     _swap: dict[str, str] = field(default_factory=dict)  # own code -> the one written
+    #: The facts' values as the model read them (a solved script's), and which of them
+    #: it read wrong: fact index -> what the read found instead.
+    values: list[str] = field(default_factory=list)
+    misread: dict[int, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.values = [f.value for f in self.script.facts]
+        if not self.script.reasoning:  # reasoning off: the answer comes first
+            self._phase = "tool" if self.script.tool_name else "answer"
+
+    def misread_fact(self, index: int, found: int) -> bool:
+        """A read of the entry that holds fact `index` did not return it (`found`: what
+        it returned instead, or which entry the indexer took): the model copies the
+        value altered from here on, if it has not written it yet. True when the reply
+        changed."""
+        s = self.script
+        if self.done or index in self.misread or s.render is None:
+            return False
+        self.misread[index] = found
+        fact = s.facts[index]
+        values = list(self.values)
+        values[index] = alter(fact.value, fact.kind, found)
+        new = s.render(tuple(values))
+        if s.tool_name:
+            done = max(self._i - 1, 0) if self._phase == "tool" else 0
+            pieces = s.tool_arguments
+        else:
+            done = self._i if self._phase == "answer" else 0
+            pieces = s.answer
+        written = "".join(pieces[:done])
+        if not new.startswith(written):  # the value is written already: too late
+            return False
+        self.values = values
+        rest = new[len(written):]
+        if s.tool_name:
+            s.tool_arguments = pieces[:done] + _argument_tokens(rest)
+            return True
+        s.answer = s.answer[:done] + _pieces(new[len(written):])
+        return True
 
     @property
     def done(self) -> bool:

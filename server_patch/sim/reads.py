@@ -89,21 +89,33 @@ def _owners_of_foreign_rows(foreign: torch.Tensor, owner: torch.Tensor
 
 
 def judge(got: torch.Tensor, read_len: torch.Tensor, owners: torch.Tensor,
-          expected: torch.Tensor) -> RowReads:
+          expected: torch.Tensor, right_values: torch.Tensor | None = None,
+          shared: torch.Tensor | None = None) -> RowReads:
     """Judge rows from the pool values they read.
 
     `got` (rows, width): the pool value behind each column the row's consumer read;
     `read_len` (rows,): how many leading columns it read (the decode length it was
     given, or a prefill token's causal count); `owners` (rows,): the uid of each row's
     request; `expected` (rows,): how many entries the row should read.
+
+    With a prefix cache, a request's first blocks may be a cached prefix another
+    request wrote: `right_values` (rows, width) is then what each column should read
+    (the entry in the request's own block for it, whoever wrote it), and `shared`
+    (rows, width) marks reads of a block the row's request holds through the cache,
+    which are its own context whoever wrote them. Without them, a column's right entry
+    is the request's own.
     """
     width = got.shape[1]
     cols = torch.arange(width, device=got.device).unsqueeze(0)
     read = cols < read_len.unsqueeze(1)
     should = cols < expected.unsqueeze(1)
-    right = read & should & (got == entry_value(owners.unsqueeze(1), cols))
+    right_value = entry_value(owners.unsqueeze(1), cols) if right_values is None \
+        else right_values
+    right = read & should & (got == right_value)
     owner = entry_owner(got)
     foreign = read & (owner > 0) & (owner != owners.unsqueeze(1))
+    if shared is not None:
+        foreign &= ~shared
     foreign_owner, owner_entries = _owners_of_foreign_rows(foreign, owner)
     # Expected entries past the width were not read at all: missing too.
     unread = (expected - width).clamp(min=0)

@@ -139,7 +139,7 @@ def test_vllm_like_errors(sim: RunningSim, body: dict, status: int, message: str
 def test_metrics_name_the_layout(sim: RunningSim) -> None:
     text = httpx.get(f"{sim.base_url}/metrics").text
     assert ('dsv4_qual_c128a_layout_info{layout="prefix",device="cpu",'
-            'graph_mode="full_and_piecewise"} 1') in text
+            'graph_mode="full_and_piecewise",indexer="runtime"} 1') in text
     assert "vllm:num_requests_running" in text and "vllm:generation_tokens_total" in text
     # Each face of the bug has its counter (none here: prefix never reads foreign KV).
     for name in ("corrupted", "cross_talk", "salad"):
