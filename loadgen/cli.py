@@ -225,14 +225,16 @@ def report(results_dir: Path, out: Path | None) -> None:
               help="Print only the side-by-side table and the final `demo: exit N` line: no "
                    "progress, no side's result line, no log line (the reports keep them).")
 def demo(scenario_ref: str, out: Path | None, quiet: bool) -> None:
-    """The main job on the embedded sim: control (packed) vs candidate (capacity).
+    """The main job on the embedded sim: the bug left in (control) vs the fix (candidate).
 
     Exits 0 only when the control reproduced the bug and the candidate stayed clean;
     2 when the control did not reproduce (this setup cannot see the bug).
 
     \b
-    Example:
-      dsv4-qual demo --out results/demo
+    Examples:
+      dsv4-qual demo --out results/demo           # #52448: packed vs capacity C128A
+      dsv4-qual demo --scenario sim-known-answer  # the same, on answers checked exactly
+      dsv4-qual demo --scenario sim-sessions      # #52492: the prefix-cache face
     """
     from loadgen.commands.demo import run_demo
 

@@ -19,9 +19,9 @@ from loadgen.commands.qualify import qualify, sim_sides
 from loadgen.exit_codes import EXIT_WORDS, BadInputError
 from loadgen.judge.qualification import NOT_PROVEN
 from loadgen.judge.run_report import RunReport
-from loadgen.scenario import load_scenario
+from loadgen.scenario import SimTarget, load_scenario
 
-ROWS = ("C128A layout", "measured requests", "ok", "verdicts counted",
+ROWS = ("server (C128A, indexer)", "measured requests", "ok", "verdicts counted",
         "verdicts not counted", "gated failures", "failure rate (95%)", "gate",
         "difference test")
 
@@ -30,8 +30,8 @@ def _counts(verdicts: list[tuple[str, int]]) -> str:
     return ", ".join(f"{k} {v}" for k, v in verdicts) or "-"
 
 
-def _column(report: RunReport | None) -> list[str]:
-    """One side's cells, in ROWS' order."""
+def _column(report: RunReport | None, sim: SimTarget | None = None) -> list[str]:
+    """One side's cells, in ROWS' order (`sim`: what the side's sim ran)."""
     if report is None:
         return ["-", "-", "-", "-", "-", "-", "-", "not run"]
     st = report.measurement
@@ -46,8 +46,11 @@ def _column(report: RunReport | None) -> list[str]:
     verdicts = sorted(st.verdicts.items()) if st is not None else []
     counted = set(gate.fail_on)
     interrupted = st.interrupted if st is not None else 0
+    built = f"{report.server.layout or '?'}"
+    if sim is not None:
+        built += f", {sim.indexer}" + (" (prefix cache)" if sim.prefix_caching else "")
     return [
-        report.server.layout or "?",
+        built,
         str(gate.measured) + (f" ({interrupted} interrupted)" if interrupted else ""),
         str(st.verdicts.get("ok", 0) if st is not None else 0),
         _counts([(k, v) for k, v in verdicts if k in counted]),
@@ -76,8 +79,8 @@ def run_demo(scenario_ref: str, out: Path | None, quiet: bool = False) -> int:
     scenario = load_scenario(scenario_ref)
     if scenario.target.sim is None and scenario.qualify is None:
         raise BadInputError(f"{scenario.name}: the demo needs [qualify] or [target.sim]")
-    outcome = qualify(scenario, sim_sides(scenario), out, quiet=quiet, command="demo",
-                      echo=not quiet)
+    sides = sim_sides(scenario)
+    outcome = qualify(scenario, sides, out, quiet=quiet, command="demo", echo=not quiet)
     q = outcome.qualification
     table = Table(title=f"dsv4-qual demo: {scenario.name} on the embedded sim",
                   caption=caption(q.control, quiet), caption_justify="left")
@@ -87,8 +90,9 @@ def run_demo(scenario_ref: str, out: Path | None, quiet: bool = False) -> int:
     tested = q.difference
     difference = (tested.test, f"p = {tested.p_value:.3g}: "
                   + ("proven" if tested.proven else "NOT PROVEN")) if tested else ("-", "-")
-    for name, a, b in zip(ROWS, [*_column(q.control), difference[0]],
-                          [*_column(q.candidate), difference[1]], strict=True):
+    for name, a, b in zip(ROWS, [*_column(q.control, sides.control.sim), difference[0]],
+                          [*_column(q.candidate, sides.candidate.sim), difference[1]],
+                          strict=True):
         table.add_row(name, a, b)
     console = Console()
     console.print(table)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from loadgen.judge.answer_stats import ANSWER_VERDICTS, AnswerStats, CheckedAnswers
 from loadgen.judge.findings import Findings
 from loadgen.judge.run_level import (
     Changed,
@@ -85,12 +86,21 @@ class PhaseStats:
     failing_seqs: set[int] = field(default_factory=set)
     timeline: list[TimelinePoint] = field(default_factory=list)  # in completion order
     failures: list[FailureTail] = field(default_factory=list)
+    #: Replies with an answer checked exactly, and the groups of every reply.
+    answers: AnswerStats = field(default_factory=AnswerStats)
+    wrong_seqs: set[int] = field(default_factory=set)  # answer itself wrong (final)
+    #: Requests sent again after a kept connection the server had closed (not failures).
+    transport_retries: int = 0
     _at: dict[int, int] = field(default_factory=dict, repr=False)  # seq -> timeline index
 
     @property
     def measured(self) -> int:
         """Requests that count towards a rate: interrupted ones never finished."""
         return self.requests - self.interrupted
+
+    def checked_answers(self) -> CheckedAnswers:
+        """The phase's checked answers, counted with the final verdicts."""
+        return self.answers.summary(self.failing_seqs, self.wrong_seqs)
 
     @property
     def wall_s(self) -> float | None:
@@ -133,6 +143,12 @@ class PhaseStats:
         seq = int(rec.seq)
         if failed:
             self.failing_seqs.add(seq)
+        if ANSWER_VERDICTS.intersection(verdicts):
+            self.wrong_seqs.add(seq)
+        if rec.transport_retry:
+            self.transport_retries += 1
+        self.answers.add(rec, replied=Verdict.INTERRUPTED.value not in verdicts
+                         and not counts_as_infra_error(verdicts))
         self._at[seq] = len(self.timeline)
         self.timeline.append(TimelinePoint(seq, verdicts[0], int(rec.in_flight or 0),
                                            float(sent or 0.0), failed))
@@ -154,6 +170,10 @@ class PhaseStats:
             self.failing_seqs.add(seq)
         else:
             self.failing_seqs.discard(seq)
+        if ANSWER_VERDICTS.intersection(new):
+            self.wrong_seqs.add(seq)
+        else:
+            self.wrong_seqs.discard(seq)
         at = self._at.get(seq)
         if at is not None:
             self.timeline[at] = self.timeline[at]._replace(verdict=new[0], failed=failed)

@@ -19,7 +19,14 @@ from typing import Any
 from loadgen.bounds import detectable_rate, lower_bound, upper_bound
 from loadgen.exit_codes import ExitCode
 from loadgen.judge.aggregate import PhaseStats
+from loadgen.judge.answer_stats import CheckedAnswers
 from loadgen.judge.checks import Check, CheckKind
+from loadgen.judge.coverage import (
+    answers_statement,
+    retries_statement,
+    reuse_check,
+    reuse_statement,
+)
 from loadgen.judge.receipt_rules import receipts_check, receipts_statement, stride_check
 from loadgen.judge.run_level.reference import ReferenceSummary
 from loadgen.judge.spread import FailureSpread, failure_spread
@@ -27,6 +34,7 @@ from loadgen.load_claim import LoadClaim, describe
 from loadgen.run_facts import RunFacts
 from loadgen.scenario import GateConfig, ReferenceConfig, Role
 from loadgen.targets.facts import ServerFacts
+from loadgen.targets.telemetry_summary import PrefixReuse
 from loadgen.taxonomy import FAILURE_VERDICTS, OPT_IN
 
 
@@ -61,10 +69,17 @@ class GateResult:
     no_rate: str | None = None
     #: Checks that could not be made (`Check.skipped`): "name: why", for every report.
     not_checked: list[str] = field(default_factory=list)
+    #: The measured replies whose answer was checked exactly, and how they fared.
+    answers: CheckedAnswers | None = None
+    #: The server's prefix cache during the measurement, where it says.
+    prefix_cache: PrefixReuse | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """summary.json's `gate`: every field, the spread with its verdict and sentence."""
-        return {**asdict(self), "spread": self.spread.to_dict()}
+        doc = {**asdict(self), "spread": self.spread.to_dict()}
+        doc["answers"] = self.answers.to_dict() if self.answers is not None else None
+        doc["prefix_cache"] = self.prefix_cache.to_dict() if self.prefix_cache else None
+        return doc
 
 
 @dataclass
@@ -85,6 +100,10 @@ class GateContext:
     #: The reference phase's statistics and the reference rule's summary (its oracles).
     reference_stats: PhaseStats | None = None
     reference_summary: ReferenceSummary | None = None
+    #: The server's prefix cache over each phase (`ServerFacts.prefix_cache`), and
+    #: whether the workload shares prefixes (sessions, needles in one filler).
+    prefix_cache: dict[str, PrefixReuse] = field(default_factory=dict)
+    asks_reuse: bool = False
 
 
 #: What a run without a rate to bound says instead (`no_rate`).
@@ -262,6 +281,9 @@ def evaluate(cfg: GateConfig, stats: PhaseStats | None, run: RunFacts,
     ]
     if cfg.fail_on_stride_violations:
         checks.append(stride_check(server.receipts, cfg.role))
+    reuse = context.prefix_cache.get("measurement")
+    if cfg.require_prefix_reuse:
+        checks.append(reuse_check(reuse))
     acceptance = acceptance_check(context) if candidate else None
     if acceptance is not None:
         checks.append(acceptance)
@@ -290,6 +312,7 @@ def evaluate(cfg: GateConfig, stats: PhaseStats | None, run: RunFacts,
         code = ExitCode.GATE_FAILED
     without = no_rate(run, st, context)
     upper, lower = upper_bound(failures, measured), lower_bound(failures, measured)
+    answers = st.checked_answers()
     detectable = detectable_rate(measured, cfg.allowed)
     if without is not None:  # no reply to bound a rate with
         upper = lower = detectable = None
@@ -312,10 +335,14 @@ def evaluate(cfg: GateConfig, stats: PhaseStats | None, run: RunFacts,
             f"{st.infra_errors} further measured request(s) got no reply from the model "
             f"(infrastructure errors, within the limit of {cfg.max_infra_errors}) and are "
             "not counted in the rate.",
+            None if without else answers_statement(answers, measured),
+            reuse_statement(reuse, context.asks_reuse),
+            retries_statement(st.transport_retries),
             receipts_statement(cfg, server.receipts),
             not_gated_statement(not_gated, cfg)))),
         no_rate=without, not_gated=not_gated, ignored=[str(v) for v in cfg.ignore],
         not_checked=[f"{c.name}: {c.message}" for c in checks if c.passed and c.skipped],
+        answers=answers if without is None else None, prefix_cache=reuse,
     )
 
 

@@ -19,11 +19,13 @@ from loadgen.judge.run_level import Rule
 from loadgen.judge.run_level.cross_talk import CrossTalk
 from loadgen.judge.run_level.divergent import Divergent
 from loadgen.judge.run_level.reference import ReferenceAgreement
+from loadgen.judge.session_view import SessionView, session_views
 from loadgen.results import RECORDS_FILE, is_run_dir, load_run, load_server
 from loadgen.run_facts import RunFacts
 from loadgen.scenario import Scenario
 from loadgen.targets.facts import ServerFacts
 from loadgen.taxonomy import RUN_LEVEL
+from loadgen.workload import shares_prefixes
 
 
 def rules_for(scenario: Scenario) -> list[Rule]:
@@ -109,6 +111,11 @@ class RunReport:
         return self.stats.phases.get("measurement")
 
     @functools.cached_property
+    def sessions(self) -> list[SessionView]:
+        """The measured sessions turn by turn (none unless the workload has sessions)."""
+        return session_views(self.out_dir, self.stats.changed)
+
+    @functools.cached_property
     def phase_summaries(self) -> dict[str, PhaseSummary]:
         """Every phase's figures, worked out once for summary.json and every report."""
         return {name: phase_summary(st) for name, st in self.stats.phases.items()}
@@ -130,6 +137,8 @@ def judge_run(out_dir: Path) -> RunReport:
                           sent=sum(st.requests for st in stats.phases.values()),
                           answered=sum(replies(st) for st in stats.phases.values()),
                           reference_stats=stats.phases.get("reference"),
-                          reference_summary=stats.reference)
+                          reference_summary=stats.reference,
+                          prefix_cache=server.prefix_cache,
+                          asks_reuse=shares_prefixes(scenario.workload))
     gate = evaluate(scenario.gate, stats.phases.get("measurement"), run, server, context)
     return RunReport(out_dir, scenario, run, server, stats, gate)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from loadgen.exit_codes import EXIT_WORDS
 from loadgen.judge.aggregate import failure_rate_by_in_flight, failure_rate_by_order
 from loadgen.judge.run_report import RunReport
+from loadgen.judge.session_view import MAX_DETAILS
 from loadgen.report.facts_text import server_words
 from loadgen.report.figures import page_template, png_data_uri, pyplot
 from loadgen.report.markdown import findings_lines
@@ -71,6 +72,29 @@ loop lag p99 {{ r.run.client.loop_lag_ms_p99 }} ms {% if r.run.client.saturated 
 <td>{{ '%.1f' % (100 * ph.rates[v]) if ph.rates[v] is not none else '-' }}%</td></tr>{% endfor %}
 </table>
 {% endfor %}
+{% if g.answers %}<h2>Answers checked exactly (measurement)</h2>
+<p id="answers">{{ g.answers.checked }} of {{ g.measured }} measured replies had an answer
+checked exactly; {{ g.answers.failed }} of them failed, {{ g.answers.wrong }} with a wrong
+answer.{% if g.answers.upper_bound_95 is not none %} Failure rate among them below
+{{ '%.3g' % (100 * g.answers.upper_bound_95) }}% at 95%.{% endif %}
+{% if g.prefix_cache and g.prefix_cache.rate is not none %} Prefix cache: {{
+'{:,.0f}'.format(g.prefix_cache.hits) }} of {{ '{:,.0f}'.format(g.prefix_cache.queries) }}
+prompt tokens served from it ({{ '%.1f' % (100 * g.prefix_cache.rate) }}%).{% endif %}</p>
+{% for kind, cells in g.answers.breakdown.items() %}
+<table class="breakdown"><tr><th>{{ kind }}</th><th>requests</th><th>failed</th><th>rate</th></tr>
+{% for value, c in cells.items() %}<tr><td>{{ value }}</td><td>{{ c.requests }}</td>
+<td>{{ c.failed }}</td><td>{{ '%.1f' % (100 * c.rate) }}%</td></tr>{% endfor %}</table>
+{% endfor %}{% endif %}
+{% if sessions %}<h2>Sessions, turn by turn (measurement)</h2>
+<table id="sessions"><tr><th>session</th><th>shared prefix</th><th>turns</th><th>failed</th></tr>
+{% for v in sessions %}<tr><td>{{ v.session }}</td><td>{{ v.prefix_tokens }}</td>
+<td><code>{% for t in v.turns %}{{ '.' if t.ok else 'x' }}{% endfor %}</code></td>
+<td>{{ v.failed | length }}</td></tr>{% endfor %}</table>
+{% if failed_turns %}<table id="failed-turns"><tr><th>session, turn</th><th>regime</th>
+<th>verdicts</th><th>asked</th><th>expected</th><th>got</th></tr>
+{% for v, t in failed_turns %}<tr><td>{{ v.session }} #{{ t.index }}</td><td>{{ t.regime }}</td>
+<td>{{ t.verdicts | join(', ') }}</td><td>{{ t.asked }}</td><td>{{ t.expected }}</td>
+<td>{{ t.got }}</td></tr>{% endfor %}</table>{% endif %}{% endif %}
 {% if reference %}<h2>Reference phase: the same server alone</h2>
 <div id="reference">{% for line in reference %}<p>{{ line }}</p>{% endfor %}</div>{% endif %}
 {% if server.telemetry or server.telemetry_note %}
@@ -171,4 +195,6 @@ def render_html(report: RunReport) -> str:
         forensics=[(n, st.failures) for n, st in report.stats.phases.items() if st.failures],
         findings=findings_lines, load=load_text(report), derived=run_level_text(report),
         reference=reference_lines(report.stats.reference),
+        sessions=report.sessions,
+        failed_turns=[(v, t) for v in report.sessions for t in v.failed][:MAX_DETAILS],
     )

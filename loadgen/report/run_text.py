@@ -8,6 +8,7 @@ from collections import Counter
 from loadgen.judge.run_level import Changed
 from loadgen.judge.run_level.reference import ReferenceSummary
 from loadgen.judge.run_report import RunReport
+from loadgen.judge.session_view import MAX_DETAILS
 from loadgen.load_claim import LoadClaim, describe
 from loadgen.taxonomy import Verdict, by_severity
 
@@ -123,3 +124,52 @@ def reference_lines(summary: ReferenceSummary | None) -> list[str]:
                      + "; ".join(sorted(set(summary.unusable.values())))[:200]
                      + "): loaded replies of those bodies were not held to them.")
     return lines
+
+
+def answers_lines(report: RunReport) -> list[str]:
+    """The measured replies whose answer was checked exactly, and the failure rate of
+    each group they fall in (probe, turn regime, shared prefix, reasoning, prompt
+    length, prefix-cache hit), as Markdown."""
+    answers = report.gate.answers
+    if answers is None:
+        return []
+    lines = [f"{answers.checked} of {report.gate.measured} measured replies had an answer "
+             f"checked exactly; {answers.failed} of them failed, {answers.wrong} with a wrong "
+             "answer." + (f" Failure rate among them below "
+                          f"{100 * answers.upper_bound_95:.3g}% at 95%."
+                          if answers.upper_bound_95 is not None else "")]
+    reuse = report.gate.prefix_cache
+    if reuse is not None and reuse.rate is not None:
+        lines.append(f"Prefix cache (the server's counters): {reuse.hits:,.0f} of "
+                     f"{reuse.queries:,.0f} prompt tokens served from it "
+                     f"({100 * reuse.rate:.1f}%).")
+    for kind, cells in answers.breakdown.items():
+        lines += ["", f"| {kind} | requests | failed | rate |", "|---|---:|---:|---:|"]
+        lines += [f"| {value} | {c.requests} | {c.failed} | {100 * c.rate:.1f}% |"
+                  for value, c in cells.items()]
+    return lines
+
+
+def session_lines(report: RunReport) -> list[str]:
+    """Each measured session turn by turn (`.` ok, `x` failed), then the failed turns:
+    what was asked, what was expected, what came back."""
+    views = report.sessions
+    if not views:
+        return []
+    lines = ["| session | shared prefix | turns | failed |", "|---|---:|---|---:|"]
+    for view in views:
+        marks = "".join("." if t.ok else "x" for t in view.turns)
+        lines.append(f"| {view.session} | {view.prefix_tokens} | `{marks}` | "
+                     f"{len(view.failed)} |")
+    details = [(v, t) for v in views for t in v.failed][:MAX_DETAILS]
+    if details:
+        lines += ["", "| session, turn | regime | verdicts | asked | expected | got |",
+                  "|---|---|---|---|---|---|"]
+        lines += [f"| {v.session} #{t.index} | {t.regime} | {', '.join(t.verdicts)} | "
+                  f"{_cell(t.asked)} | {_cell(t.expected)} | {_cell(t.got)} |"
+                  for v, t in details]
+    return lines
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")

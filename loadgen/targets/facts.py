@@ -20,9 +20,11 @@ from loadgen.targets.epochs import (
 )
 from loadgen.targets.receipts import ReceiptFacts, ReceiptsSelection
 from loadgen.targets.telemetry_summary import (
+    PrefixReuse,
     TelemetrySummary,
     acceptance_by_server,
     phase_acceptance,
+    prefix_reuse,
     summarize,
 )
 
@@ -67,6 +69,8 @@ class ServerFacts:
     acceptance_by_server: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     samples: list[dict[str, Any]] = field(default_factory=list)  # /metrics over time
     model_roots: dict[str, list[str]] = field(default_factory=dict)  # model id -> roots
+    #: The prefix cache per phase, from the server's counters (`prefix_reuse`).
+    prefix_cache: dict[str, PrefixReuse] = field(default_factory=dict)
 
     @classmethod
     def from_document(cls, document: dict[str, Any]) -> ServerFacts:
@@ -83,6 +87,7 @@ class ServerFacts:
             acceptance_by_server=acceptance_by_server(selected),
             samples=list(selected.get("samples") or []),
             model_roots=model_roots(selected),
+            prefix_cache=prefix_reuse(selected),
         )
 
     @property

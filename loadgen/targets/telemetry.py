@@ -31,6 +31,11 @@ TRACKED_METRICS: dict[str, tuple[str, ...]] = {
     "generation_tokens": ("vllm:generation_tokens_total",),
     "spec_accepted_tokens": ("vllm:spec_decode_num_accepted_tokens_total",),
     "spec_draft_tokens": ("vllm:spec_decode_num_draft_tokens_total",),
+    # Prefix cache, in tokens (V1; older releases named them gpu_prefix_cache_*).
+    "prefix_cache_queries": ("vllm:prefix_cache_queries_total", "vllm:prefix_cache_queries",
+                             "vllm:gpu_prefix_cache_queries_total"),
+    "prefix_cache_hits": ("vllm:prefix_cache_hits_total", "vllm:prefix_cache_hits",
+                          "vllm:gpu_prefix_cache_hits_total"),
     "stride_violations": ("dsv4_qual_c128a_stride_violations_total",),
     "c128a_builder_calls": ("dsv4_qual_c128a_builder_calls_total",),
     "process_start_time": ("process_start_time_seconds",),

@@ -14,7 +14,7 @@ from typing import Any
 
 GAUGES = ("requests_running", "requests_waiting", "kv_cache_usage")
 COUNTERS = ("prompt_tokens", "generation_tokens", "preemptions", "spec_accepted_tokens",
-            "spec_draft_tokens")
+            "spec_draft_tokens", "prefix_cache_queries", "prefix_cache_hits")
 
 
 @dataclass
@@ -94,6 +94,8 @@ class TelemetryTotals:
     preemptions: float | None = None
     spec_accepted_tokens: float | None = None
     spec_draft_tokens: float | None = None
+    prefix_cache_queries: float | None = None
+    prefix_cache_hits: float | None = None
     prompt_tokens_per_s: float | None = None
     generation_tokens_per_s: float | None = None
 
@@ -177,13 +179,10 @@ def _increase(points: list[dict[str, Any]], key: str) -> tuple[float, int] | Non
     return grown, resets
 
 
-def acceptance_by_server(document: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
-    """Speculative decoding per server and phase: drafted and accepted tokens between
-    the phase's start and end marks, through every /metrics sample in between (so a
-    counter reset mid-phase is counted across and stated: `resets`), and their ratio
-    where anything was drafted (`acceptance`, else None)."""
+def _phase_points(document: dict[str, Any]) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """Per server and phase: the phase's start mark, the samples inside it, its end mark."""
     samples = by_server(list(document.get("samples") or []))
-    out: dict[str, dict[str, dict[str, Any]]] = {}
+    out: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for url, info in (document.get("servers") or {}).items():
         for phase, marks in (info.get("phase_marks") or {}).items():
             start, end = marks.get("start"), marks.get("end")
@@ -191,7 +190,49 @@ def acceptance_by_server(document: dict[str, Any]) -> dict[str, dict[str, dict[s
                 continue
             lo, hi = float(start.get("t", 0.0)), float(end.get("t", 0.0))
             inside = [p for p in samples.get(url, []) if lo < float(p.get("t", 0.0)) < hi]
-            points = [start, *inside, end]
+            out.setdefault(url, {})[phase] = [start, *inside, end]
+    return out
+
+
+@dataclass(frozen=True)
+class PrefixReuse:
+    """The server's prefix cache over one phase: prompt tokens looked up and found."""
+
+    queries: float
+    hits: float
+
+    @property
+    def rate(self) -> float | None:
+        return self.hits / self.queries if self.queries > 0 else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"queries": self.queries, "hits": self.hits, "hit_rate": self.rate}
+
+
+def prefix_reuse(document: dict[str, Any]) -> dict[str, PrefixReuse]:
+    """Per phase, summed over the servers that export the counters (a phase no server
+    counted is left out: the server says nothing of its cache)."""
+    totals: dict[str, list[float]] = {}
+    for phases in _phase_points(document).values():
+        for phase, points in phases.items():
+            queries = _increase(points, "prefix_cache_queries")
+            hits = _increase(points, "prefix_cache_hits")
+            if queries is None or hits is None:
+                continue
+            t = totals.setdefault(phase, [0.0, 0.0])
+            t[0] += queries[0]
+            t[1] += hits[0]
+    return {phase: PrefixReuse(q, h) for phase, (q, h) in totals.items()}
+
+
+def acceptance_by_server(document: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Speculative decoding per server and phase: drafted and accepted tokens between
+    the phase's start and end marks, through every /metrics sample in between (so a
+    counter reset mid-phase is counted across and stated: `resets`), and their ratio
+    where anything was drafted (`acceptance`, else None)."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for url, phases in _phase_points(document).items():
+        for phase, points in phases.items():
             drafted = _increase(points, "spec_draft_tokens")
             accepted = _increase(points, "spec_accepted_tokens")
             if drafted is None or accepted is None:

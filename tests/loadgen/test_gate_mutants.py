@@ -354,7 +354,9 @@ def test_a_clean_candidates_statement_in_full() -> None:
         "A server failing 4.95% of these requests would have been caught with 95% "
         "probability. This assumes requests fail independently of each other; failures "
         "that grow with the server's history (#52448's came after ~256 clean requests) "
-        "are covered only as far as this run's history reaches.")
+        "are covered only as far as this run's history reaches. No measured request "
+        "carried an answer that could be checked exactly: what this run says rests on "
+        "the detectors of failure shapes alone.")
 
 
 def test_what_would_have_been_caught_depends_on_the_failures_allowed() -> None:

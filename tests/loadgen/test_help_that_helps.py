@@ -33,7 +33,7 @@ def test_an_unknown_scenario_name_lists_the_shipped_ones(name: str, close: str |
     line = proc.stderr.strip()
     assert len(line.splitlines()) == 1
     assert "shipped scenarios: issue-52448, nightly-soak, positive-control, pr-51318, " \
-           "release-gate, sim-smoke, smoke" in line
+           "release-gate, sim-known-answer, sim-sessions, sim-smoke, smoke" in line
     assert (f"(did you mean {close!r}?)" in line) if close else "did you mean" not in line
 
 

@@ -17,7 +17,7 @@ SERVER_KEYS = {"samples", "seconds", "max_requests_running", "max_requests_waiti
                "max_kv_cache_usage", "prompt_tokens", "generation_tokens",
                "prompt_tokens_per_s", "generation_tokens_per_s", "preemptions",
                "spec_accepted_tokens", "spec_draft_tokens", "spec_acceptance_rate",
-               "process_starts_seen"}
+               "prefix_cache_queries", "prefix_cache_hits", "process_starts_seen"}
 
 
 def test_an_older_run_json_reads_typed() -> None:

@@ -1,0 +1,112 @@
+"""Sessions turn by turn: what each turn asked, what it expected, what came back.
+
+A session's turns are separate records; a person reading a failed session needs them
+in order, with the verdict of each, so a face that starts at one turn (the first cache
+hit over a long prefix, a new user turn) shows as such. Read from records.jsonl after
+the counting pass (a bounded number of sessions: memory stays small for long soaks).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from loadgen.expectations import Expectation
+from loadgen.judge.run_level import Changed, own_verdicts
+from loadgen.records import iter_record_dicts
+from loadgen.results import RECORDS_FILE
+
+#: Sessions listed at most (the failed ones first); failed turns detailed at most.
+MAX_SESSIONS = 64
+MAX_DETAILS = 24
+TEXT_CHARS = 160
+
+
+@dataclass(frozen=True)
+class TurnView:
+    seq: int
+    index: int
+    regime: str  # tool-loop or user-turn
+    verdicts: list[str]
+    asked: str
+    expected: str
+    got: str
+
+    @property
+    def ok(self) -> bool:
+        return self.verdicts == ["ok"]
+
+
+@dataclass
+class SessionView:
+    session: str
+    prefix_tokens: str
+    turns: list[TurnView] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[TurnView]:
+        return [t for t in self.turns if not t.ok]
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= TEXT_CHARS else text[:TEXT_CHARS - 1] + "…"
+
+
+def expected_text(data: object) -> str:
+    """What a correct reply gives, in a few words."""
+    exp = Expectation.from_dict(data)
+    if exp is None:
+        return "-"
+    if exp.call is not None:
+        args = exp.call.exact if exp.call.exact is not None else {
+            key: exp.facts[fact] for key, fact in exp.call.arguments.items()}
+        return f"{exp.call.name}({', '.join(f'{k}={v}' for k, v in args.items())})"
+    named = [exp.facts[c.fact] for c in exp.checks] or [exp.facts[n] for n in exp.answer]
+    return ", ".join(named) or "-"
+
+
+def got_text(record: dict[str, object]) -> str:
+    calls = record.get("tool_calls")
+    parts = []
+    for call in calls if isinstance(calls, list) else []:
+        fn = call.get("function") if isinstance(call, dict) else None
+        if isinstance(fn, dict):
+            parts.append(f"{fn.get('name')}({fn.get('arguments')})")
+    content = record.get("content")
+    if isinstance(content, str) and content.strip():
+        parts.append(content)
+    return _clip(" ".join(parts)) or "(nothing)"
+
+
+def session_views(out_dir: Path, changed: list[Changed], phase: str = "measurement"
+                  ) -> list[SessionView]:
+    """The phase's sessions, turn by turn (failed sessions first, then by name)."""
+    path = out_dir / RECORDS_FILE
+    if not path.exists():
+        return []
+    final = {c.seq: c.verdicts for c in changed}
+    sessions: dict[str, SessionView] = {}
+    for d in iter_record_dicts(path):
+        params = d.get("params")
+        turn = params.get("turn") if isinstance(params, dict) else None
+        if d.get("phase") != phase or not isinstance(turn, dict):
+            continue
+        assert isinstance(params, dict)
+        found = params.get("tags")
+        tags: dict[str, object] = found if isinstance(found, dict) else {}
+        name = str(turn.get("session"))
+        view = sessions.get(name)
+        if view is None:
+            view = sessions[name] = SessionView(name, str(tags.get("prefix_tokens", "-")))
+        seq = int(str(d.get("seq", -1)))
+        view.turns.append(TurnView(
+            seq=seq, index=int(str(turn.get("index", 0))), regime=str(tags.get("turn", "-")),
+            verdicts=final.get(seq) or own_verdicts(d),
+            asked=_clip(str(params.get("ask") or "")),
+            expected=_clip(expected_text(d.get("expected"))), got=got_text(d)))
+    views = list(sessions.values())
+    for view in views:
+        view.turns.sort(key=lambda t: t.index)
+    views.sort(key=lambda v: (not v.failed, v.session))
+    return views[:MAX_SESSIONS]
