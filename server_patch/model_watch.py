@@ -6,7 +6,7 @@ must tell a model without C128A layers (DeepSeek-V4.1: compress ratios 1 and 2
 only) from a C128A builder that was never reached. Two hooks, installed by the
 plugin in every process, write what they see into that process's receipt:
 
-- ``loaded``: this process loaded the model. vLLM's model loaders (0.26 - 0.33) go
+- ``loaded``: this process loaded the model. vLLM's model loaders (0.26 - 0.34) go
   through ``BaseModelLoader.load_model``; the hook records each load once it returns
   (``loads``: the target model, then a speculative drafter in the same process, e.g.
   DeepSeek-V4's ``DeepSeekV4MTPModel``). The section's ``architectures`` are every
@@ -120,7 +120,7 @@ def _publish() -> None:
         logger.warning("dsv4-qual: could not write the receipt's model section", exc_info=True)
 
 
-#: What the receipt keeps of vLLM's ParallelConfig (0.26 - 0.33 names).
+#: What the receipt keeps of vLLM's ParallelConfig (0.26 - 0.34 names).
 PARALLEL_FIELDS = ("data_parallel_size", "data_parallel_size_local", "data_parallel_rank",
                    "data_parallel_index", "data_parallel_external_lb",
                    "data_parallel_hybrid_lb", "world_size", "rank", "tensor_parallel_size",

@@ -1,6 +1,6 @@
 """What we know about vLLM releases: the patch target, its signature, its layout.
 
-Facts from the released wheels (0.26.0 - 0.33.0): the target is the module
+Facts from the released wheels (0.26.0 - 0.34.0): the target is the module
 global ``vllm.models.deepseek_v4.sparse_mla.build_c128a_topk_metadata``, looked
 up by name at call time, with the same signature in every release; what
 upstream's own builder writes changed twice (packed in 0.27.x, active-width
@@ -23,8 +23,9 @@ TARGET_MODULE = "vllm.models.deepseek_v4.sparse_mla"
 TARGET_ATTRIBUTE = "build_c128a_topk_metadata"
 TARGET = f"{TARGET_MODULE}.{TARGET_ATTRIBUTE}"
 
-#: The releases the plugin is tested against: 0.26.0 up to every 0.33.x.
-DEFAULT_SUPPORTED = ">=0.26.0,<0.34.0"
+#: The releases the plugin is tested against: 0.26.0 up to every 0.34.x (0.34.0's
+#: sparse_mla.py is the same file as 0.31.0 - 0.33.0's: git blob cdab7d23).
+DEFAULT_SUPPORTED = ">=0.26.0,<0.35.0"
 
 #: Upstream's own C128A builder per release range. Pre-releases and dev builds
 #: count as the release they precede when the range allows them (a
@@ -33,7 +34,7 @@ UPSTREAM_VARIANTS: tuple[tuple[str, str], ...] = (
     (">=0.26.0,<0.27.0", "capacity"),
     (">=0.27.0,<0.28.0", "packed"),
     (">=0.28.0,<0.29.0", "capacity"),
-    (">=0.29.0,<0.34.0", "prefix"),
+    (">=0.29.0,<0.35.0", "prefix"),
 )
 UNKNOWN = "unknown"
 

@@ -1,6 +1,6 @@
 """Upstream's ``build_c128a_topk_metadata`` contract, declared once.
 
-vLLM (0.26.0 - 0.33.x) calls the module global by name with ten positional
+vLLM (0.26.0 - 0.34.x) calls the module global by name with ten positional
 arguments and ``max_compressed_tokens=``; every function we put in its place
 (our builders in each layout, the first-call observer, the stride guard) must
 accept exactly that. ``C128ABuilder`` is that contract as a type;

@@ -113,6 +113,8 @@ class SimApp:
         if body.get("n", 1) != 1:
             return _error(400, "n > 1 is not supported by the sim", "BadRequestError", "n")
         tools = body.get("tools") or None
+        kwargs = body.get("chat_template_kwargs")
+        thinking = not (isinstance(kwargs, dict) and kwargs.get("thinking") is False)
         tokens = tokenize(render_prompt(body["messages"], tools))
         prompt = len(tokens)
         limit = self.cfg.max_model_len
@@ -130,8 +132,6 @@ class SimApp:
                           f"However, you requested {prompt + max_tokens} tokens ({prompt} in "
                           f"the messages, {max_tokens} in the completion). Please reduce the "
                           "length of the messages or completion.", "BadRequestError")
-        kwargs = body.get("chat_template_kwargs")
-        thinking = not (isinstance(kwargs, dict) and kwargs.get("thinking") is False)
         reply = Reply(make_script(body["messages"], tools, self.cfg.seed, thinking), max_tokens)
         sim_request = self.engine.new_request(prompt, reply, tokens)
         self.engine.add(sim_request)

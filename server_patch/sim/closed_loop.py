@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from server_patch.sim.engine import Engine, EngineStats, SimRequest
 from server_patch.sim.model import Reply
 
-#: What a client sends next: (prompt tokens, the reply the model would give).
-NextRequest = Callable[[], tuple[int, Reply]]
+#: What a client sends next: (prompt tokens, the reply the model would give), and the
+#: prompt's tokens where the run uses the prefix cache.
+NextRequest = Callable[[], tuple[int, Reply] | tuple[int, Reply, list[str]]]
 
 
 @dataclass
@@ -41,8 +42,8 @@ def run_closed_loop(engine: Engine, next_request: NextRequest, *, concurrency: i
     run = ClosedLoopRun(engine)
 
     def submit() -> None:
-        prompt_tokens, reply = next_request()
-        request = engine.new_request(prompt_tokens, reply)
+        prompt_tokens, reply, *tokens = next_request()
+        request = engine.new_request(prompt_tokens, reply, tokens[0] if tokens else None)
         engine.add(request)
         run.requests.append(request)
 

@@ -395,3 +395,4 @@ class Reply:
         if self._i >= len(s.answer):
             self.finish_reason = "stop"
         return piece
+

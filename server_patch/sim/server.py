@@ -27,6 +27,9 @@ SIM_ARCHITECTURE = "dsv4-qual-sim"
 #: How often, at most, the stride guard's counts reach the receipt while the builder runs
 #: (for people watching it); the gate relies on the flush as each request finishes.
 GUARD_FLUSH_S = 1.0
+#: Idle connections are closed after this long, as vLLM closes them
+#: (VLLM_HTTP_TIMEOUT_KEEP_ALIVE=5): a client that thinks longer must not reuse one.
+KEEP_ALIVE_S = 5
 
 
 #: The sim is one process: one data-parallel rank, one worker (the model watch's names).
@@ -107,7 +110,8 @@ def address_of(sock: socket.socket) -> str:
 def serve(cfg: SimConfig, sock: socket.socket) -> None:
     """Serve on a bound socket in the foreground until interrupted (`dsv4-qual sim`)."""
     sim = make_app(cfg, address_of(sock))
-    uvicorn.Server(uvicorn.Config(sim.app, log_level="warning")).run(sockets=[sock])
+    uvicorn.Server(uvicorn.Config(sim.app, log_level="warning",
+                                  timeout_keep_alive=KEEP_ALIVE_S)).run(sockets=[sock])
 
 
 @dataclass
@@ -132,7 +136,7 @@ def start_in_thread(cfg: SimConfig, host: str = "127.0.0.1", port: int = 0,
     sock = bind(host, port)
     sim = make_app(cfg, address_of(sock), log)
     server = uvicorn.Server(uvicorn.Config(sim.app, log_level="critical",
-                                           timeout_keep_alive=60))
+                                           timeout_keep_alive=KEEP_ALIVE_S))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},
                               name="dsv4-qual-sim", daemon=True)
     thread.start()

@@ -219,7 +219,7 @@ def test_strict_refuses_what_it_cannot_vouch_for(install, env, reason, fake_vllm
 
 def test_relaxed_patches_an_unsupported_version_whose_signature_matches(fake_vllm, monkeypatch,
                                                                         tmp_path, caplog):
-    fake_vllm(version="0.34.0")
+    fake_vllm(version="0.35.0")
     monkeypatch.setenv("DSV4_QUAL_STRICT", "0")
     monkeypatch.setenv("DSV4_QUAL_RECEIPT_DIR", str(tmp_path))
     plugin.register()
@@ -227,7 +227,7 @@ def test_relaxed_patches_an_unsupported_version_whose_signature_matches(fake_vll
     (receipt,) = load_receipts(tmp_path)
     assert receipt["patched"] is True and receipt["strict"] is False
     assert receipt["upstream_variant"] == "unknown"
-    assert any("0.34.0" in w for w in receipt["warnings"])
+    assert any("0.35.0" in w for w in receipt["warnings"])
     assert "patching anyway" in caplog.text
 
 

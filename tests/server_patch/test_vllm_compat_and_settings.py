@@ -21,8 +21,10 @@ from server_patch.settings import Settings, SettingsError
         ("0.30.0", "prefix"),
         ("0.33.0", "prefix"),
         ("0.33.4", "prefix"),
+        ("0.34.0", "prefix"),  # the same sparse_mla.py as 0.31.0 - 0.33.0
+        ("0.34.2", "prefix"),
         ("0.25.1", "unknown"),
-        ("0.34.0", "unknown"),
+        ("0.35.0", "unknown"),
         ("not-a-version", "unknown"),
         (None, "unknown"),
     ],
@@ -39,20 +41,22 @@ def test_upstream_variant_per_release(version, variant):
         ("0.27.2rc1.dev110+gacb0f1dcd", True),
         ("0.33.0", True),
         ("0.33.9", True),
+        ("0.34.0", True),
+        ("0.34.3", True),
         ("0.25.1", False),
         ("0.26.0rc1", False),
-        ("0.34.0", False),
-        ("0.34.0rc1", False),
+        ("0.35.0", False),
+        ("0.35.0rc1", False),
         ("garbage", False),
         (None, False),
     ],
 )
-def test_default_supported_range_is_0_26_to_0_33_x(version, supported):
+def test_default_supported_range_is_0_26_to_0_34_x(version, supported):
     assert vllm_compat.is_supported(version) is supported
 
 
 def test_supported_range_can_be_overridden():
-    assert vllm_compat.is_supported("0.34.1", ">=0.26,<0.35")
+    assert vllm_compat.is_supported("0.35.1", ">=0.26,<0.36")
     assert not vllm_compat.is_supported("0.28.0", "==0.27.1")
     with pytest.raises(ValueError, match="PEP 440"):
         vllm_compat.parse_specifier("0.28 or newer")

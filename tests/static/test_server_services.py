@@ -87,7 +87,7 @@ def test_every_flag_is_known_to_vllm(label: str, name: str, svc: dict, flag_list
 def test_flag_lists_cover_the_default_release_and_the_newest() -> None:
     versions = {p.stem for p in FLAG_LISTS}
     assert env_example().values["DSV4_VLLM_TAG"].removeprefix("v") in versions
-    assert "0.33.0" in versions
+    assert "0.34.0" in versions
 
 
 @pytest.mark.parametrize(("label", "name", "svc"), SERVERS, ids=IDS)

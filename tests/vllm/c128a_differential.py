@@ -63,6 +63,7 @@ COMPARISONS: tuple[Comparison, ...] = (
     # and 0.32.0's pass the active width next_pow2(max_seq_len // 128), clamped to
     # [128, capacity], a multiple of 128.
     Comparison("prefix-vs-0.32.0", "prefix", "0.32.0", (128, 256, CAPACITY)),
+    Comparison("prefix-vs-0.34.0", "prefix", "0.34.0", (128, 256, CAPACITY)),
     Comparison("capacity-vs-0.28.0", "capacity", "0.28.0", (CAPACITY,)),
     Comparison("packed-vs-0.27.1", "packed", "0.27.1", (128, 256)),
     # Our capacity layout as it is really called inside vLLM 0.29+: the caller passes

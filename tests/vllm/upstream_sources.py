@@ -31,6 +31,8 @@ BLOB_IDS = {
     "0.27.1": "4ac27bd59a8d344a5f57a157c4934e9471394993",  # packed (#50004)
     "0.28.0": "0475e4c96df73a36b197d9f891d82b291990e7a5",  # capacity (#51318)
     "0.32.0": "cdab7d23ae071bf87fd085c55ade9ead2c7855b0",  # capacity stride, active prefix (#52823)
+    # The same file: 0.34.0 (Model Runner V1 gone) changed nothing the builder does.
+    "0.34.0": "cdab7d23ae071bf87fd085c55ade9ead2c7855b0",
 }
 
 #: Every pinned file per release: path in the wheel -> git blob id.
@@ -42,6 +44,7 @@ PINNED_FILES: dict[str, dict[str, str]] = {
         JIT_WARMUP: "84f713aa6489577a905667728023da405737f250",
         JIT_WARMUP_TRITON: "70ec8cd70fc58c3992d7288282c687a433c10065",
     },
+    "0.34.0": {SPARSE_MLA: BLOB_IDS["0.34.0"]},
 }
 
 
