@@ -68,11 +68,13 @@ def _pin(cores: list[int]) -> None:
         os.sched_setaffinity(0, set(cores))
 
 
-def start_stub(tokens: int, interval: float, cores: list[int]) -> tuple[subprocess.Popen, str]:
+def start_stub(tokens: int, interval: float, cores: list[int], shape: str = "tool"
+               ) -> tuple[subprocess.Popen, str]:
+    """The stub pinned to `cores`, replying in `shape` (`tool` call or `answer` prose)."""
     read_fd, write_fd = os.pipe()
     proc = subprocess.Popen(
         [sys.executable, "-m", "loadgen.bench.stub", "0", str(tokens), str(interval),
-         str(write_fd)],
+         str(write_fd), shape],
         pass_fds=(write_fd,), preexec_fn=lambda: _pin(cores))
     os.close(write_fd)
     with os.fdopen(read_fd) as fh:
@@ -81,12 +83,14 @@ def start_stub(tokens: int, interval: float, cores: list[int]) -> tuple[subproce
 
 
 def run_client_once(url: str, concurrency: int, requests: int, tokens: int, transport: str,
-                    workers: int, cores: list[int]) -> dict[str, Any]:
-    """One measured client run in a fresh process pinned to `cores`."""
+                    workers: int, cores: list[int], scenario: str = BENCH_SCENARIO
+                    ) -> dict[str, Any]:
+    """One measured client run in a fresh process pinned to `cores` (`scenario`: a
+    template of the bench scenario, formatted with the three figures)."""
     with tempfile.TemporaryDirectory(prefix="dsv4-qual-bench-") as tmp:
         scenario_file = Path(tmp) / "bench.toml"
-        scenario_file.write_text(BENCH_SCENARIO.format(concurrency=concurrency, requests=requests,
-                                            tokens=tokens))
+        scenario_file.write_text(scenario.format(concurrency=concurrency, requests=requests,
+                                                 tokens=tokens))
         out = Path(tmp) / "out"
         proc = subprocess.run(
             [sys.executable, "-m", "loadgen.bench.client", "--child", str(scenario_file), url,
@@ -112,8 +116,10 @@ def _child(argv: list[str]) -> None:
     phase = outcome.report.phase_summaries["measurement"]
     # The client's own CPU over its phases (self-monitoring), not start-up or reports.
     cpu = outcome.report.run.client.cpu_s
+    process = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
     print(json.dumps({"wall_s": phase.wall_s, "cpu_s": cpu, "peak_rss_mb": rss,
-                      "requests": phase.requests, "ok": phase.verdicts.get("ok", 0)}))
+                      "requests": phase.requests, "ok": phase.verdicts.get("ok", 0),
+                      "process_cpu_s": process}))
 
 
 def bench(concurrencies: list[int], modes: list[str], transports: list[str],

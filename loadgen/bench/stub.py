@@ -3,8 +3,9 @@
 Raw asyncio protocol, HTTP/1.1 keep-alive, chunked SSE: the stub must cost far less
 CPU per request than the client it measures, or the benchmark measures the stub.
 Each reply is a healthy tool-call-shaped stream: reasoning tokens, a tool call,
-finish_reason, usage, [DONE]. `burst` writes the whole stream at once; `paced`
-writes one token every `token_interval_s`.
+finish_reason, usage, [DONE]; or (`answer` shape) reasoning tokens and an answer in
+prose, finished by `stop`, so the judge's checks of answers in prose run too. `burst`
+writes the whole stream at once; `paced` writes one token every `token_interval_s`.
 """
 
 from __future__ import annotations
@@ -31,15 +32,25 @@ def _http_chunk(payload: bytes) -> bytes:
     return b"%x\r\n%s\r\n" % (len(payload), payload)
 
 
-def build_events(tokens: int) -> list[bytes]:
+ANSWER = ("The value you asked for is the one stated in the conversation, "
+          "written out in full here.").split()
+
+
+def build_events(tokens: int, shape: str = "tool") -> list[bytes]:
     """SSE events of one reply with `tokens` generated tokens (each a chunk)."""
     events = [_chunk({"role": "assistant", "content": ""})]
-    reasoning = max(1, tokens - 8)
+    reasoning = max(1, tokens - (len(ANSWER) if shape == "answer" else 8))
     # Healthy reasoning: honest prose, judged `ok` (random words from a short list would
     # rightly be token salad, and a short repeated text a loop). Longer replies go round
     # the ~1,000 words again: a unit too long to be a loop.
     words = prose_words()
     events += [_chunk({"reasoning": words[i % len(words)] + " "}) for i in range(reasoning)]
+    if shape == "answer":
+        events += [_chunk({"content": word + " "}) for word in ANSWER[:tokens - reasoning]]
+        events.append(_chunk({"content": ""}, "stop"))
+        events.append(_usage(tokens, reasoning))
+        events.append(b"data: [DONE]\n\n")
+        return events
     events.append(_chunk({"tool_calls": [{"id": "call_1", "type": "function", "index": 0,
                                           "function": {"name": "change_plan",
                                                        "arguments": ""}}]}))
@@ -52,14 +63,18 @@ def build_events(tokens: int) -> list[bytes]:
     if rest:
         events.append(_chunk({"tool_calls": [{"index": 0, "function": {"arguments": rest}}]}))
     events.append(_chunk({"content": ""}, "tool_calls"))
+    events.append(_usage(tokens, reasoning))
+    events.append(b"data: [DONE]\n\n")
+    return events
+
+
+def _usage(tokens: int, reasoning: int) -> bytes:
     usage = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 0,
              "model": MODEL, "choices": [],
              "usage": {"prompt_tokens": 300, "completion_tokens": tokens,
                        "total_tokens": 300 + tokens,
                        "completion_tokens_details": {"reasoning_tokens": reasoning}}}
-    events.append(b"data: " + orjson.dumps(usage) + b"\n\n")
-    events.append(b"data: [DONE]\n\n")
-    return events
+    return b"data: " + orjson.dumps(usage) + b"\n\n"
 
 
 _HEAD = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
@@ -133,8 +148,9 @@ class StubProtocol(asyncio.Protocol):
         self.transport = None
 
 
-async def serve(port: int, tokens: int, interval: float, ready_fd: int | None) -> None:
-    events = build_events(tokens)
+async def serve(port: int, tokens: int, interval: float, ready_fd: int | None,
+                shape: str = "tool") -> None:
+    events = build_events(tokens, shape)
     burst = _HEAD + b"".join(_http_chunk(e) for e in events) + b"0\r\n\r\n"
     loop = asyncio.get_running_loop()
     server = await loop.create_server(lambda: StubProtocol(burst, events, interval),
@@ -149,14 +165,15 @@ async def serve(port: int, tokens: int, interval: float, ready_fd: int | None) -
 
 def main(argv: list[str]) -> None:
     port, tokens, interval = int(argv[0]), int(argv[1]), float(argv[2])
-    ready_fd = int(argv[3]) if len(argv) > 3 else None
+    ready_fd = int(argv[3]) if len(argv) > 3 and argv[3] != "-" else None
+    shape = argv[4] if len(argv) > 4 else "tool"
     try:
         import uvloop
 
         uvloop.install()
     except ImportError:
         pass
-    asyncio.run(serve(port, tokens, interval, ready_fd))
+    asyncio.run(serve(port, tokens, interval, ready_fd, shape))
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@
 from __future__ import annotations
 
 import json
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -96,11 +96,13 @@ def _name_pattern() -> regex.Pattern[str]:
                          regex.IGNORECASE)
 
 
-def named_languages(text: str) -> set[str]:
-    """The languages a request names ("in French", "по-французски", "用法语")."""
+@lru_cache(maxsize=512)
+def named_languages(text: str) -> frozenset[str]:
+    """The languages a request names ("in French", "по-французски", "用法语"). Kept per
+    text: a session's every turn resends its long shared system prompt and history."""
     stems = _stems()
-    return {code for m in _name_pattern().finditer(text)
-            for code in stems.get(m.group().casefold(), ())}
+    return frozenset(code for m in _name_pattern().finditer(text)
+                     for code in stems.get(m.group().casefold(), ()))
 
 
 def request_languages(messages: list[dict[str, Any]]) -> list[str]:

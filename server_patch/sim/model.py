@@ -97,6 +97,19 @@ def render_prompt(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | 
     return "\n".join(parts)
 
 
+def _content(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
+    """What the script's choices hash (its reasoning's filler sentences): every message's
+    text and calls, then the tools. Not the rendered prompt, whose layout follows the
+    template: the same request keeps the same reasoning whatever the layout."""
+    parts = []
+    for m in messages:
+        parts.append(f"{m.get('role', 'user')}: {message_text(m)}")
+        parts += [json.dumps(call.get("function", {})) for call in m.get("tool_calls") or []]
+    if tools:
+        parts.append(json.dumps(tools))
+    return "\n".join(parts)
+
+
 def _words(text: str) -> list[str]:
     return [w + " " for w in text.split()]
 
@@ -220,7 +233,7 @@ def _make_script(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | N
     ask = ask_of(messages)
     tail = " ".join(ask.split()[-16:]) or "help"
     ask_words = {w.lower() for w in re.findall(r"\w+", ask)}
-    digest = hashlib.blake2b(f"{seed}/{render_prompt(messages, tools)}".encode(),
+    digest = hashlib.blake2b(f"{seed}/{_content(messages, tools)}".encode(),
                              digest_size=8).digest()
     fillers = [_FILLER[b % len(_FILLER)] for b in digest[:3]]
     reasoning = f"The user asks: {tail} {' '.join(fillers)}"

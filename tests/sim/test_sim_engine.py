@@ -312,29 +312,23 @@ def test_a_finished_requests_entries_still_carry_its_facts() -> None:
     assert json.loads(written(b)["tool_args"])["account_id"] == "A1AAAA"
 
 
-def test_packed_gives_quiet_faces_beside_lost_requests() -> None:
-    """Every run loses requests and writes salad; a cross-talked reply that finishes
-    cleanly, about another request, is rarer (0 to 2 a run): over four runs there are
-    some, each with its owner's facts."""
-    clean_seen = 0
-    for seed in (1, 2, 3, 4):
-        run = drive("packed", seed=seed, **MIXED_BILLING)
-        st = run.stats
-        assert st.salad_requests > 0 and st.corrupted_requests > 0
-        by_uid = {r.uid: r for r in run.requests}
-        clean = [r for r in run.requests if r.reply.faces == [Face.CROSS_TALK]]
-        clean_seen += len(clean)
-        for r in clean:
-            owner = by_uid[r.faced_by[Face.CROSS_TALK]]
-            assert owner is not r and r.reply.finish_reason in ("tool_calls", "stop")
-            out = written(r)
-            reply = out.get("tool_args", "") + out.get("content", "")
-            facts = owner.reply.script.carried.facts
-            assert set(find_codes(reply)) == set(facts[:1] if "tool_args" in out else facts)
-        salads = [written(r) for r in run.requests if r.reply.faces == [Face.SALAD]]
-        assert salads and all(BOS in out["reasoning"] + out.get("content", "")
-                              for out in salads)
-    assert clean_seen  # some cross-talked replies finished cleanly, about another request
+@pytest.mark.parametrize("seed", [1, 2])
+def test_packed_gives_quiet_faces_beside_lost_requests(seed: int) -> None:
+    run = drive("packed", seed=seed, **MIXED_BILLING)
+    st = run.stats
+    assert st.salad_requests > 0 and st.cross_talk_requests > 0 and st.corrupted_requests > 0
+    by_uid = {r.uid: r for r in run.requests}
+    clean = [r for r in run.requests if r.reply.faces == [Face.CROSS_TALK]]
+    assert clean  # some cross-talked replies finished cleanly, about another request
+    for r in clean:
+        owner = by_uid[r.faced_by[Face.CROSS_TALK]]
+        assert owner is not r and r.reply.finish_reason in ("tool_calls", "stop")
+        out = written(r)
+        reply = out.get("tool_args", "") + out.get("content", "")
+        facts = owner.reply.script.carried.facts
+        assert set(find_codes(reply)) == set(facts[:1] if "tool_args" in out else facts)
+    salads = [written(r) for r in run.requests if r.reply.faces == [Face.SALAD]]
+    assert salads and all(BOS in out["reasoning"] + out.get("content", "") for out in salads)
 
 
 @pytest.mark.parametrize("layout", ["capacity", "prefix"])
