@@ -164,3 +164,48 @@ def test_the_reference_phase_measures_agreement_with_the_server_alone(
         f"{ref['identical']}/{ref['texts_compared']} identical word for word; reasoning "
         f"similarity min {sims['min']}, median {sims['p50']}; verifiable mismatches "
         f"{ref['verifiable_mismatches']}")
+
+
+def test_sessions_and_known_answers_are_served_and_judged_by_their_answers(
+        vllm_server_factory: Any, tmp_path: Path) -> None:
+    """The new workloads' bodies as a real vLLM takes them: assistant turns with their
+    reasoning (`reasoning_content`) and tool calls, tool results, tools offered, reasoning
+    switched off per request. Every request must be answered (no infrastructure error),
+    every reply judged by its known answer (the tiny model knows none: they fail), and
+    the server's prefix-cache counters read."""
+    server = vllm_server_factory(extra_args=["--enable-auto-tool-choice",
+                                             "--tool-call-parser", "hermes",
+                                             "--enable-prompt-tokens-details",
+                                             "--max-model-len", "2048"], name="tools")
+    server.wait_ready(120)
+    work = tmp_path / "answers"
+    work.mkdir()
+    write_scenario(work / "scenario.toml", SCENARIO, name="vllm-answers",
+                   load={"measurement": 16, "concurrency": 4},
+                   workload={"kind": "mix", "path": None, "weights": [1.0, 1.0], "parts": [
+                       {"kind": "known-answer", "probes": ["echo", "lookup", "computed"],
+                        "catalog_rows": 4},
+                       {"kind": "session", "sessions": 2, "turns": 4,
+                        "shared_prefix_tokens": [64], "think_time_s": [0.0, 0.0]}]},
+                   gate={"prove_below": 0.5, "require_receipts": False})
+    out = work / "results"
+    done = subprocess.run(
+        [sys.executable, "-m", "loadgen", "run", str(work / "scenario.toml"),
+         "--base-url", server.base_url, "--out", str(out)],
+        capture_output=True, text=True, timeout=300, cwd=work,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(
+            p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)})
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-3000:]
+    records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+    assert len(records) == 16
+    assert all(r["status"] == 200 and not r["error"] for r in records), [
+        r["error"] for r in records if r["error"]]
+    assert {r["params"]["reasoning"] for r in records if "reasoning" in r["params"]} == \
+        {"on", "off"}
+    assert any(r["params"].get("turn", {}).get("index") == 3 for r in records)
+    summary = json.loads((out / "summary.json").read_text())
+    gate = summary["gate"]
+    assert gate["answers"]["checked"] == 16 and gate["answers"]["failed"] == 16
+    assert gate["prefix_cache"] is not None and gate["prefix_cache"]["queries"] > 0
+    # Where the server says per reply how much of its prompt the cache served.
+    assert all(isinstance(r["usage"].get("cached_tokens"), int) for r in records)
