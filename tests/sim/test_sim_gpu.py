@@ -102,3 +102,52 @@ def test_every_face_on_cuda_is_the_face_on_the_cpu(graph_mode: str) -> None:
     assert cuda.stats.cross_talk_requests > 0 and cuda.stats.salad_requests > 0
     assert [(r.reply.faces, r.faced_by) for r in cuda.requests] == \
         [(r.reply.faces, r.faced_by) for r in cpu.requests]
+
+
+def _chats(count: int) -> list[tuple[list[dict[str, str]], None]]:
+    """Sessions' first turns over one long shared system prompt: each asks for its own
+    order, planted past the indexer shortcut's 2048 tokens (the sim's words are tokens)."""
+    system = " ".join(f"Handbook rule {i} keeps every order and refund auditable."
+                      for i in range(300))
+    chats = []
+    for k in range(count):
+        order = f"ORD{k:03d}X{(k * 7) % 10}"
+        user = (f"Hi, I'm Ana Lis{chr(97 + k % 26)}, customer number CUS{k:04d}Z. My order "
+                f"{order} has not arrived yet. Can you look it up and tell me its tracking "
+                "number?")
+        chats.append(([{"role": "system", "content": system},
+                       {"role": "user", "content": user}], None))
+    return chats
+
+
+def _sessions(device: str, indexer: str) -> tuple[object, list[str]]:
+    from server_patch.sim.closed_loop import run_closed_loop
+    from server_patch.sim.config import SimConfig
+    from server_patch.sim.engine import Engine
+    from server_patch.sim.model import Reply, make_script, render_prompt, tokenize
+
+    sent = iter(_chats(24))
+
+    def next_request() -> tuple[int, Reply, list[str]]:
+        messages, tools = next(sent)
+        tokens = tokenize(render_prompt(messages, tools))
+        return len(tokens), Reply(make_script(messages, tools), 96), tokens
+
+    cfg = SimConfig(device=device, max_model_len=8192, prefix_caching=True, indexer=indexer)
+    run = run_closed_loop(Engine(cfg), next_request, concurrency=8, count=24)
+    written = ["".join(r.reply.script.tool_arguments) for r in run.requests]
+    return run.stats, written
+
+
+@pytest.mark.parametrize("indexer", ["runtime", "captured"])
+def test_the_prefix_cache_and_the_indexer_shortcut_are_the_cpus(indexer: str) -> None:
+    """Shared blocks are judged the request's own on the GPU as on the CPU, and the
+    captured shortcut alters the same facts of the same requests."""
+    cuda, cuda_args = _sessions("cuda", indexer)
+    cpu, cpu_args = _sessions("cpu", indexer)
+    assert cuda == cpu and cuda_args == cpu_args
+    assert cuda.prefix_cache_hits > 0 and cuda.misread_rows == 0
+    assert (cuda.unselected_facts > 0) is (indexer == "captured")
+    print(f"indexer {indexer}: prefix hits {cuda.prefix_cache_hits} of "
+          f"{cuda.prefix_cache_queries} tokens, shortcut requests "
+          f"{cuda.indexer_shortcut_requests}, altered facts {cuda.unselected_facts}")
