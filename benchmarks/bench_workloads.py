@@ -29,28 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from loadgen.bench.client import run_client_once, start_stub  # noqa: E402
-
-HEAD = """
-name = "bench-workloads"
-[target]
-model = "bench-stub"
-ready_timeout_s = 30
-[load]
-concurrency = {concurrency}
-priming = 0
-measurement = {requests}
-first_token_timeout_s = 60
-idle_timeout_s = 60
-total_timeout_s = 900
-[request]
-max_tokens = {tokens}
-[gate]
-min_measured = 1
-role = "control"
-[telemetry]
-scrape_interval_s = 0
-"""
+from loadgen.bench.client import BENCH_HEAD, run_client_once, start_stub  # noqa: E402
 
 #: (name, reply shape, the [workload] tables)
 WORKLOADS: tuple[tuple[str, str, str], ...] = (
@@ -82,7 +61,7 @@ def main() -> None:
                 # The template's braces are its figures; a TOML table has none.
                 runs[name].append(run_client_once(
                     stubs[shape][1], args.concurrency, args.requests, args.tokens, "auto", 1,
-                    [args.client_core], scenario=HEAD + table))
+                    [args.client_core], scenario=BENCH_HEAD + table))
     finally:
         for proc, _ in stubs.values():
             proc.terminate()

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-BENCH_SCENARIO = """
+#: The bench scenario without its [workload] (a template: its three figures in braces).
+BENCH_HEAD = """
 name = "bench-client"
 [target]
 model = "bench-stub"
@@ -30,16 +31,16 @@ priming = 0
 measurement = {requests}
 first_token_timeout_s = 60
 idle_timeout_s = 60
-total_timeout_s = 600
+total_timeout_s = 900
 [request]
 max_tokens = {tokens}
-[workload]
-kind = "tool-turn"
 [gate]
 min_measured = 1
 [telemetry]
 scrape_interval_s = 0
 """
+BENCH_SCENARIO = BENCH_HEAD + '[workload]\nkind = "tool-turn"\n'
+
 
 
 @dataclass

@@ -57,3 +57,15 @@ class Workload(Protocol):
     def items(self) -> Iterator[WorkItem]:
         """Yield items forever (cycling), the same sequence for the same seed."""
         ...
+
+
+class Cycled:
+    """A workload whose items are one list, built once and then repeated forever."""
+
+    def items(self) -> Iterator[WorkItem]:
+        built = self._build()
+        while True:
+            yield from built
+
+    def _build(self) -> list[WorkItem]:
+        raise NotImplementedError

@@ -28,12 +28,12 @@ from __future__ import annotations
 import datetime as dt
 import random
 import string
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from loadgen.expectations import AnswerCheck, Expectation, ExpectedCall, is_code
 from loadgen.scenario import KnownAnswerWorkload
-from loadgen.workload.base import WorkItem
+from loadgen.workload.base import Cycled, WorkItem
 from loadgen.workload.filler import filler
 from loadgen.workload.tokens import DEFAULT_CHARS_PER_TOKEN, estimate_tokens
 
@@ -132,7 +132,7 @@ class _Values:
         return self.unique(lambda rng: str(rng.randrange(10 ** (count - 1), 10 ** count)))
 
 
-class KnownAnswer:
+class KnownAnswer(Cycled):
     kind = "known-answer"
     #: Requests of each family in a cycle without needles (with them: the needle sweep's
     #: size, so every family has as many).
@@ -153,11 +153,6 @@ class KnownAnswer:
         return [(length, extra, depth, reasoning) for length in cfg.needle_tokens
                 for extra in range(4) for depth in cfg.needle_depths
                 for reasoning in self._modes()]
-
-    def items(self) -> Iterator[WorkItem]:
-        built = self._build()
-        while True:
-            yield from built
 
     def _build(self) -> list[WorkItem]:
         cfg = self.cfg

@@ -16,7 +16,7 @@ import dataclasses
 import itertools
 from collections.abc import Iterator
 
-from loadgen.workload.base import WorkItem, Workload
+from loadgen.workload.base import Cycled, WorkItem, Workload
 
 #: A mix's cycle stops here whatever its parts' cycles (no run sends that many distinct
 #: bodies; past it the cycle repeats).
@@ -57,17 +57,12 @@ def _renamed(item: WorkItem, part: int, round_: int) -> WorkItem:
     return dataclasses.replace(item, item_id=tag, turn=turn)
 
 
-class Mix:
+class Mix(Cycled):
     kind = "mix"
 
     def __init__(self, parts: list[Workload], weights: list[float] | None = None) -> None:
         self.parts = parts
         self.weights = weights or [1.0] * len(parts)
-
-    def items(self) -> Iterator[WorkItem]:
-        built = self._build()
-        while True:
-            yield from built
 
     def _build(self) -> list[WorkItem]:
         part_units = [units(first_cycle(p.items())) for p in self.parts]

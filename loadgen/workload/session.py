@@ -41,14 +41,13 @@ from __future__ import annotations
 import datetime as dt
 import random
 import string
-from collections.abc import Iterator
 from typing import Any
 
 import orjson
 
 from loadgen.expectations import AnswerCheck, Expectation, ExpectedCall, is_code
 from loadgen.scenario import SessionWorkload
-from loadgen.workload.base import Turn, WorkItem
+from loadgen.workload.base import Cycled, Turn, WorkItem
 from loadgen.workload.filler import filler
 from loadgen.workload.known_answer import spelled_date
 from loadgen.workload.tokens import DEFAULT_CHARS_PER_TOKEN, estimate_tokens
@@ -198,17 +197,12 @@ class _Script:
         ]
 
 
-class Sessions:
+class Sessions(Cycled):
     kind = "session"
 
     def __init__(self, cfg: SessionWorkload, chars_per_token: float | None = None) -> None:
         self.cfg = cfg
         self.chars_per_token = chars_per_token or DEFAULT_CHARS_PER_TOKEN
-
-    def items(self) -> Iterator[WorkItem]:
-        built = self._build()
-        while True:
-            yield from built
 
     def _build(self) -> list[WorkItem]:
         cfg = self.cfg
