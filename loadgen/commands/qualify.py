@@ -36,9 +36,9 @@ from loadgen.report.qualify_doc import QualifyDocument
 from loadgen.results import (
     CANDIDATE_DIR,
     CONTROL_DIR,
+    claimed,
     default_out_dir,
     new_run_id,
-    prepare_out_dir,
 )
 from loadgen.scenario import QualifyConfig, QualifySide, Role, Scenario
 
@@ -147,12 +147,18 @@ def qualify(scenario: Scenario, cfg: QualifyConfig, out: Path | None, *, quiet: 
                 f"[qualify.{name}.sim] in the scenario, or (with no URL) its [target.sim]")
     control_sc = side_scenario(scenario, cfg, Role.CONTROL)
     candidate_sc = side_scenario(scenario, cfg, Role.CANDIDATE)
-    out_dir = prepare_out_dir(out or default_out_dir(
-        command, "" if command == "demo" else scenario.name, new_run_id()))
-    for sub in (CONTROL_DIR, CANDIDATE_DIR):
-        if (out_dir / sub).exists() and any((out_dir / sub).iterdir()):
-            raise BadInputError(f"--out {out_dir}: already holds a qualification "
-                                "(results are never overwritten)")
+    where = out or default_out_dir(command, "" if command == "demo" else scenario.name,
+                                   new_run_id())
+    with claimed(where, command) as out_dir:
+        return _qualify_in(scenario, cfg, out_dir, control_sc, candidate_sc, quiet=quiet,
+                           transport=transport, command=command, echo=echo,
+                           observer=observer)
+
+
+def _qualify_in(scenario: Scenario, cfg: QualifyConfig, out_dir: Path, control_sc: Scenario,
+                candidate_sc: Scenario, *, quiet: bool, transport: str, command: str,
+                echo: bool, observer: LiveMetrics | None) -> QualifyOutcome:
+    """Both sides in the qualification's directory, held for it (`claimed`)."""
     interrupts.resume()
     control = run_scenario(control_sc, out_dir / CONTROL_DIR, quiet=quiet,
                            transport=transport, echo=echo, observer=observer,

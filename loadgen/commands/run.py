@@ -21,9 +21,9 @@ from loadgen.exit_codes import BadInputError
 from loadgen.report.outcome import RunOutcome, one_line, rebuild_reports
 from loadgen.report.run_text import run_level_lines
 from loadgen.results import (
+    claimed,
     default_out_dir,
     new_run_id,
-    prepare_out_dir,
     write_run,
     write_server,
 )
@@ -69,7 +69,15 @@ def run_scenario(
     check_target(scenario)
     api_key = api_key_from_env(scenario)
     run_id = new_run_id()
-    out_dir = prepare_out_dir(out or default_out_dir("", scenario.name, run_id))
+    with claimed(out or default_out_dir("", scenario.name, run_id), "run") as out_dir:
+        return _run_in(scenario, out_dir, run_id, api_key, quiet=quiet, transport=transport,
+                       echo=echo, workers=workers, html=html, observer=observer, side=side)
+
+
+def _run_in(scenario: Scenario, out_dir: Path, run_id: str, api_key: str | None, *,
+            quiet: bool, transport: str, echo: bool, workers: int, html: bool,
+            observer: LiveMetrics | None, side: str | None) -> RunOutcome:
+    """The run in its results directory, held for it (`claimed`)."""
     # An embedded target writes its receipts where the run reads them; a quiet run's
     # target logs nothing (what its guard saw is in the receipt, so in the reports).
     with serving(scenario, quiet=quiet) as (scenario, embedded):

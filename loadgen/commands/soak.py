@@ -28,11 +28,9 @@ none completed; else 0.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import secrets
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,6 +52,7 @@ from loadgen.judge.run_report import RunReport
 from loadgen.report.outcome import rebuild_reports
 from loadgen.results import (
     RECORDS_FILE,
+    claimed,
     is_run_dir,
     load_run,
     load_server,
@@ -71,7 +70,6 @@ if TYPE_CHECKING:
     from loadgen.observe.metrics import LiveMetrics
 
 SOAK_FILE = "soak.json"
-LOCK_FILE = ".soak.lock"
 DIED_NOTE = "the soak process died during this round; rebuilt from its records on resume"
 
 
@@ -137,24 +135,6 @@ def make_plan(scenario: Scenario, duration: str | None, rounds: int | None,
 def default_soak_dir(scenario: Scenario) -> Path:
     """Stable, so that running the same command again resumes the soak."""
     return results_root() / f"soak-{scenario.name or 'run'}"
-
-
-@contextlib.contextmanager
-def soak_lock(out_dir: Path) -> Iterator[None]:
-    """One soak process per out dir: two would interleave their rounds."""
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        fh = open(out_dir / LOCK_FILE, "a+")  # noqa: SIM115
-    except OSError as exc:
-        raise BadInputError(f"--out {out_dir}: not writable ({exc.strerror or exc})") from None
-    try:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise BadInputError(f"--out {out_dir}: another soak is running there") from None
-        yield
-    finally:
-        fh.close()
 
 
 def round_dir(soak_dir: Path, number: int) -> Path:
@@ -419,7 +399,7 @@ def soak(scenario: Scenario, plan: SoakPlan, out: Path | None, history_path: str
     out_dir = (out or default_soak_dir(scenario)).resolve()
     check_target(scenario)
     interrupts.resume()
-    with soak_lock(out_dir):
+    with claimed(out_dir, "soak", fresh=False):
         history = open_history(history_path, out_dir)
         try:
             session = SoakSession(scenario, plan, out_dir, history, quiet=quiet,

@@ -7,9 +7,7 @@ from loadgen.judge.qualification import Qualification
 from loadgen.report.qualify_doc import QualifyDocument, qualify_document
 from loadgen.report.qualify_junit import render_qualify_junit
 from loadgen.report.qualify_markdown import render_qualify_markdown
-from loadgen.results import HTML_FILE, JUNIT_FILE, MARKDOWN_FILE
-
-QUALIFY_FILE = "qualify.json"
+from loadgen.results import HTML_FILE, JUNIT_FILE, MARKDOWN_FILE, QUALIFY_FILE
 
 
 def write_qualify_reports(q: Qualification) -> QualifyDocument:
