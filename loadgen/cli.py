@@ -46,7 +46,9 @@ load_options = _options(
     click.option("--max-tokens", type=int, default=None, help="max_tokens of every request."),
     click.option("--rate-limit", type=float, default=None, help="Requests per second (0: none)."),
     click.option("--ready-timeout", type=float, default=None, metavar="SECONDS",
-                 help="How long to wait for the server to be ready (target.ready_timeout_s)."),
+                 help="How long to wait for the server to be ready, at the start "
+                      "(target.ready_timeout_s) and after it went away mid-run "
+                      "(load.restart_ready_timeout_s)."),
     click.option("--accept-weaker-load", is_flag=True,
                  help="Run even though an override above weakens the scenario's load (less "
                       "concurrency or priming, fewer measured requests or tokens, a slower "

@@ -775,6 +775,8 @@ class Scenario(_Strict):
                 continue
             section, field = mapping[key]
             data[section][field] = list(value) if key == "base_urls" else value
+            if key == "ready_timeout":  # every wait for readiness, a restart's too
+                data["load"]["restart_ready_timeout_s"] = value
         try:
             scenario = Scenario.model_validate(data)
         except ValidationError as exc:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import Callable
 
 import httpx
 
@@ -24,9 +25,17 @@ from loadgen.scenario import LoadConfig
 from loadgen.targets.readiness import probe, wait_ready
 
 
+#: What changes how long a run waits for a server that went away.
+RESTART_WAIT = "load.restart_ready_timeout_s, or --ready-timeout,"
+
+
 class OutageWatch:
     def __init__(self, http: httpx.AsyncClient, pacer: Pacer, load: LoadConfig,
-                 stopper: Stopper, facts: RunFacts) -> None:
+                 stopper: Stopper, facts: RunFacts,
+                 say: Callable[[str], None] | None = None) -> None:
+        """`say`: where the wait for a server that went away is told as it goes (the
+        progress lines), so a restart wait of minutes is never silent."""
+        self._say = say
         self._http = http
         self._pacer = pacer
         self._load = load
@@ -68,11 +77,15 @@ class OutageWatch:
             self._stopper.stop("invalid", f"server {endpoint} went away during the run "
                                "(load.on_server_restart = 'invalid')")
             return
+        if self._say is not None:
+            self._say(f"server {endpoint} went away mid-run: its new requests wait until it "
+                      f"is back (load.on_server_restart = 'continue')")
         try:
             # A name that stops resolving is a container on its way back, not a typo:
             # the restart wait keeps its whole limit.
             await wait_ready(self._http, endpoint, self._load.restart_ready_timeout_s,
-                             dns_grace_s=math.inf, how_to_wait="load.restart_ready_timeout_s")
+                             say=self._say, dns_grace_s=math.inf,
+                             how_to_wait=RESTART_WAIT)
         except RunInvalidError as exc:
             self._stopper.stop("invalid", f"server went away and did not come back: {exc}")
             return

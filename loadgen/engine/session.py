@@ -53,7 +53,7 @@ class Session:
         self.writer = RecordWriter(self._records_path)
         self.pacer = Pacer(self.facts.base_urls, self.scenario.load.rate_limit)
         self.outage = OutageWatch(self.http, self.pacer, self.scenario.load, self.stopper,
-                                  self.facts)
+                                  self.facts, say=self.progress.note)
         self.stopper.install_signals(asyncio.get_running_loop())
         return self
 

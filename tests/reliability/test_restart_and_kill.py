@@ -44,7 +44,7 @@ def _crash_then_maybe_restart(srv: ServerThread, fake: FakeOpenAI, port: int,
 
 
 def _run_through_a_crash(sc: Path, out: Path, crash_after: int,
-                         down_s: float | None) -> tuple[CliResult, str]:
+                         down_s: float | None, *flags: str) -> tuple[CliResult, str]:
     """`dsv4-qual run` of `sc` against a server that crashes after `crash_after` requests
     and is back `down_s` later (None: never): the result and the server's URL."""
     fake = FakeOpenAI(("ok",), token_delay_s=0.01)
@@ -54,8 +54,8 @@ def _run_through_a_crash(sc: Path, out: Path, crash_after: int,
                          args=(srv, fake, srv.port, crash_after, down_s, restarted))
     t.start()
     try:
-        proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet",
-                       timeout=120)
+        proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out),
+                       *(flags or ("--quiet",)), timeout=120)
     finally:
         t.join()
         for s in restarted:
@@ -122,6 +122,21 @@ def test_server_that_never_comes_back_is_bounded(tmp_path: Path) -> None:
     assert "did not come back" in proc.stdout
     assert time.monotonic() - t0 < 60
     assert records_of(tmp_path / "out")  # what finished is kept
+
+
+def test_the_wait_for_a_server_gone_mid_run_is_told_and_ready_timeout_bounds_it(
+        tmp_path: Path) -> None:
+    # The scenario would wait 600 s for the server to come back; --ready-timeout says 3.
+    t0 = time.monotonic()
+    proc, url = _run_through_a_crash(scenario(tmp_path, 40, restart_wait=600),
+                                     tmp_path / "out", 8, None, "--ready-timeout", "3")
+    assert proc.returncode == 2
+    assert time.monotonic() - t0 < 60
+    said = proc.stderr
+    assert f"server {url} went away mid-run" in said
+    assert f"waiting for {url} to be ready" in said and "up to 3 s" in said
+    assert "--ready-timeout" in said  # what changes the wait is named
+    assert "did not come back" in proc.stdout
 
 
 @pytest.mark.slow
