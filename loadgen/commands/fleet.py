@@ -21,8 +21,9 @@ from loadgen.fleet.documents import fleet_json, fleet_junit, fleet_markdown, fle
 from loadgen.fleet.qualifications import qualification_rows
 from loadgen.fleet.verdict import FleetVerdict, judge_fleet
 from loadgen.history import History
-from loadgen.history.pooling import filter_rounds
+from loadgen.history.pooling import filter_rounds, unknown_filter
 from loadgen.report.trend import console
+from loadgen.scenario import shipped_scenarios
 
 
 def parse_since(text: str, now: float) -> float:
@@ -66,15 +67,19 @@ def fleet_verdict(db: str, *, scenario: str | None, since: str, lookback: str,
     except ValueError as exc:
         raise BadInputError(f"--lookback: {exc}") from None
     if Path(db).is_dir():
-        rows = [r for r in qualification_rows(Path(db))
-                if scenario is None or r.scenario in (scenario, None)]
-        rows = filter_rounds(rows, filters)
+        everything = qualification_rows(Path(db))
     else:
         store = History(db, create=False)
         try:
-            rows = filter_rounds(store.all_rounds(scenario=scenario), filters)
+            everything = store.all_rounds()
         finally:
             store.close()
+    problem = unknown_filter(everything, {"scenario": scenario, **filters},
+                             {"scenario": shipped_scenarios()})
+    if problem is not None and problem[1]:  # a typo; anything else: nobody reported it
+        raise BadInputError(problem[0])
+    rows = filter_rounds([r for r in everything
+                          if scenario is None or r.scenario in (scenario, None)], filters)
     seen = {str(r.host or "unknown") for r in rows if start - back <= (r.started or 0.0) < start}
     return judge_fleet(rows, since=start, until=now, expected=nodes, seen_before=seen,
                        scenario=scenario, filters=filters)

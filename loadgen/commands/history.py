@@ -8,12 +8,14 @@ are looked for in each group's rounds and across vLLM versions (`history.changes
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from loadgen.exit_codes import BadInputError
 from loadgen.history import History, is_postgres
 from loadgen.history.changes import ChangePoints, round_change_points, version_change_points
 from loadgen.history.pooling import (
@@ -24,6 +26,7 @@ from loadgen.history.pooling import (
     per_group,
     per_version,
     round_outcome,
+    unknown_filter,
 )
 from loadgen.history.rows import RoundRow
 from loadgen.report.trend import (
@@ -34,6 +37,7 @@ from loadgen.report.trend import (
     version_table,
     write_trend_plot,
 )
+from loadgen.scenario import shipped_scenarios
 
 DEFAULT_GROUP_BY = ("vllm",)
 METHOD = ("ruptures PELT, binomial deviance of each segment's pooled rate, penalty "
@@ -111,10 +115,17 @@ def show_history(db: str | Path, *, soak_id: str | None, scenario: str | None,
     """
     store = History(db, create=False)
     try:
-        rows = store.all_rounds(soak_id=soak_id, scenario=scenario)
+        everything = store.all_rounds()
     finally:
         store.close()
-    rows = filter_rounds(rows, filters or {}, last)
+    asked = {"soak": soak_id, "scenario": scenario, **(filters or {})}
+    problem = unknown_filter(everything, asked, {"scenario": shipped_scenarios()})
+    if problem is not None:
+        said, typo = problem
+        if typo:
+            raise BadInputError(said)
+        print(f"dsv4-qual: {said}", file=sys.stderr)
+    rows = filter_rounds(everything, {k: v for k, v in asked.items() if v is not None}, last)
     keys = list(group_by or DEFAULT_GROUP_BY)
     found = trend(rows, keys)
     if as_json:

@@ -24,7 +24,6 @@ from loadgen.run_facts import RunFacts
 from loadgen.scenario import LoadConfig
 from loadgen.targets.readiness import probe, wait_ready
 
-
 #: What changes how long a run waits for a server that went away.
 RESTART_WAIT = "load.restart_ready_timeout_s, or --ready-timeout,"
 

@@ -12,6 +12,7 @@ Pooled over valid rounds, clean rounds add up to a bound a single round cannot r
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -87,6 +88,36 @@ def matches(row: RoundRow, filters: dict[str, str]) -> bool:
             continue
         return False
     return True
+
+
+def unknown_filter(rows: list[RoundRow], filters: dict[str, str | None],
+                   names: dict[str, list[str]] | None = None) -> tuple[str, bool] | None:
+    """A filter value no round of `rows` (the whole history) has: (what to say, whether
+    it is a typo). A typo is a value close to one the history (or `names`: e.g. the
+    shipped scenarios) knows, and is bad input; any other value only matches nothing
+    yet (a release no node has run). None when every filter names something the
+    history holds, or the history is empty.
+
+    A typo must not read as "no data": `--scenario sim-smok` of a history of `sim-smoke`
+    rounds says so, instead of empty tables or a fleet in which no node reported."""
+    if not rows:
+        return None
+    for key, wanted in filters.items():
+        if wanted is None or any(matches(r, {key: wanted}) for r in rows):
+            continue
+        known = sorted({key_value(r, key) for r in rows})
+        listed = ", ".join(known[:12]) + (f" and {len(known) - 12} more"
+                                          if len(known) > 12 else "")
+        if wanted in (names or {}).get(key, ()):
+            return f"--{key} {wanted!r}: no round of this history has it yet; it has {listed}", \
+                False
+        candidates = sorted({*known, *(names or {}).get(key, ())})
+        close = difflib.get_close_matches(wanted, candidates, n=1, cutoff=0.75)
+        if close:
+            return (f"--{key} {wanted!r}: no round of this history has it (did you mean "
+                    f"{close[0]!r}?); it has {listed}", True)
+        return f"--{key} {wanted!r}: no round of this history has it; it has {listed}", False
+    return None
 
 
 def filter_rounds(rows: list[RoundRow], filters: dict[str, str],
