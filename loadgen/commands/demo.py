@@ -41,6 +41,8 @@ def _column(report: RunReport | None, sim: SimTarget | None = None) -> list[str]
         # No reproduction bounds nothing: "> 0.0%" would read as a finding.
         bound = (f"> {lb * 100:.1f}%" if gate.failures and lb is not None
                  else "did not reproduce" if gate.measured else "-")
+    elif gate.failures > gate.allowed and lb is not None:  # failed: how often, at least
+        bound = f"> {lb * 100:.2f}%"
     else:
         bound = f"< {ub * 100:.2f}%" if ub is not None else "-"
     verdicts = sorted(st.verdicts.items()) if st is not None else []

@@ -41,7 +41,9 @@ the bug; it must exceed {{ g.allowed }}.
 reproduce.{% endif %}
 {% else %}{{ g.failures }} of {{ g.measured }} measured requests failed the gate; allowed
 {{ g.allowed }}.
-{% if g.upper_bound_95 is not none %} Failure rate &lt;
+{% if g.failures > g.allowed and g.lower_bound_95 is not none %} Failure rate &gt;
+{{ '%.2f' % (100 * g.lower_bound_95) }}% at 95% confidence.
+{% elif g.upper_bound_95 is not none %} Failure rate &lt;
 {{ '%.2f' % (100 * g.upper_bound_95) }}% at 95% confidence.{% endif %}{% endif %}</p>
 <p id="proves"><b>What this run proves:</b> {{ g.statement }}</p>
 {% if derived %}<p id="run-level">{{ derived }}</p>{% endif %}

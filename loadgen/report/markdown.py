@@ -84,7 +84,12 @@ def render_markdown(report: RunReport) -> str:
            f"(fail on: {', '.join(gate.fail_on)}; allowed {gate.allowed})."),
         "",
     ]
-    if gate.role == Role.CANDIDATE and gate.upper_bound_95 is not None:
+    if gate.role == Role.CANDIDATE and gate.failures > gate.allowed \
+            and gate.lower_bound_95 is not None:
+        lines.append(f"Bound: {gate.failures} of {gate.measured} failed: the failure rate is "
+                     f"above {_fmt(gate.lower_bound_95, 100, 2)}% at 95% confidence "
+                     f"(and below {_fmt(gate.upper_bound_95, 100, 2)}%).")
+    elif gate.role == Role.CANDIDATE and gate.upper_bound_95 is not None:
         lines.append(f"Bound: {describe_bound(gate.failures, gate.measured)}.")
     elif gate.role == Role.CONTROL and gate.lower_bound_95 is not None:
         lines.append(f"Control reproduction rate: {gate.failures}/{gate.measured}"

@@ -77,6 +77,11 @@ def one_line(report: RunReport) -> str:
         counted = f"{gate.failures}/{gate.measured} reproduced the bug" + (
             f", rate > {lower * 100:.2f}% @95%" if gate.failures and lower is not None
             else ": did not reproduce" if gate.measured else "")
+    elif gate.failures > gate.allowed and gate.lower_bound_95 is not None:
+        # More failed than allowed: what the run proves is how often, at least, it fails
+        # (an upper bound here would read like good news).
+        counted = (f"{gate.failures}/{gate.measured} failed, rate > "
+                   f"{gate.lower_bound_95 * 100:.2f}% @95%")
     else:
         upper = gate.upper_bound_95
         counted = f"{gate.failures}/{gate.measured} failed" + (

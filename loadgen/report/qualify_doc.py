@@ -201,6 +201,8 @@ def comparison_rows(doc: QualifyDocument) -> list[tuple[str, str, str]]:
         if s.role == Role.CONTROL:
             return (f"> {_pct(s.lower_bound_95)} (reproduction rate)" if s.failures
                     else "none: did not reproduce")
+        if s.failures > s.allowed and s.lower_bound_95 is not None:
+            return f"> {_pct(s.lower_bound_95)} (it failed: how often, at least)"
         return f"< {_pct(s.upper_bound_95)}"
 
     def tokens(s: SideFacts) -> str:

@@ -7,6 +7,7 @@ other tests (`benchmarks/mutation.py`).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -426,3 +427,30 @@ def test_a_builder_never_reached_names_the_requests_served() -> None:
     assert result.exit_code == 2
     assert result.reasons == ["the C128A builder was not reached: 0 builder calls in every "
                               "model process while 100 requests were served"]
+
+
+def test_a_failed_gate_headlines_how_often_at_least_it_fails(fake_server, tmp_path) -> None:
+    """24 of 64 failed: the line says the rate is above the 95% lower bound (what the run
+    proved), never "< 48%", which reads like good news; a clean or a passing run keeps
+    its upper bound."""
+    from loadgen.bounds import lower_bound, upper_bound
+    from tests.loadgen.conftest import run_cli
+    from tests.support.scenario_files import write_scenario
+
+    _, srv = fake_server(("ok", "stuck"))  # every other reply stuck in reasoning
+    sc = write_scenario(tmp_path / "s.toml", load={"measurement": 16},
+                        gate={"prove_below": 0.9})
+    out = tmp_path / "out"
+    proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out))
+    assert proc.returncode == 1
+    failed = json.loads((out / "summary.json").read_text())["gate"]["failures"]
+    assert f"{failed}/16 failed, rate > {100 * lower_bound(failed, 16):.2f}% @95%" \
+        in proc.stdout
+    assert "rate <" not in proc.stdout
+    report = (out / "report.md").read_text()
+    assert f"the failure rate is above {100 * lower_bound(failed, 16):.2f}%" in report
+    assert f"Failure rate &gt;\n{100 * lower_bound(failed, 16):.2f}%" in \
+        (out / "report.html").read_text()
+    clean = run_cli("run", str(sc), "--base-url", fake_server(("ok",))[1].url, "--out",
+                    str(tmp_path / "clean"))
+    assert f"0/16 failed, rate < {100 * upper_bound(0, 16):.2f}% @95%" in clean.stdout
