@@ -306,17 +306,21 @@ def qualify(scenario_ref: str, control_urls: tuple[str, ...], candidate_urls: tu
             metrics_host: str, ship_to: str | None, **options: Any) -> None:
     """The positive control first, then the candidate; one verdict.
 
-    Exit 0 only when the control reproduced the bug AND the candidate stayed within
-    its gate; 1 when the candidate failed its gate; 2 when the control did not
-    reproduce (the harness cannot see the bug here; the candidate is not run) or a
-    run was invalid.
+    Exit 0 only when the control reproduced the bug, the candidate stayed within its
+    gate, AND the candidate fails less often than the control, proven by a one-sided
+    difference test at 95% (Fisher's exact test on the two sides' gated failures); 1
+    when the candidate failed its gate; 2 when the control did not reproduce (the
+    harness cannot see the bug here; the candidate is not run), a run was invalid, or
+    the difference is NOT PROVEN (too few measured requests for the control's rate: the
+    report says how many per side would settle it).
 
     Targets: --control and --candidate, else the scenario's [qualify.control] and
     [qualify.candidate] (base_urls, or a sim of their own: [qualify.control.sim],
     [qualify.candidate.sim]); one URL alone needs the other side in the scenario.
     With no URL, a side the scenario gives no target runs the scenario's
-    [target.sim]: packed for the control, capacity for the candidate, exactly what
-    `demo` runs.
+    [target.sim]: the bug its `reproduces` names left in for the control (packed, or
+    the captured indexer shortcut), the fix for the candidate, exactly what `demo` runs.
+    The two sides must be two servers: one URL given for both is bad input.
 
     \b
     Examples:

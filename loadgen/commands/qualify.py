@@ -108,6 +108,11 @@ def with_sides(scenario: Scenario, *, control_urls: list[str], candidate_urls: l
 
     control = side(cfg.control, control_urls, control_receipts)
     candidate = side(cfg.candidate, candidate_urls, candidate_receipts)
+    shared = sorted(set(control.base_urls) & set(candidate.base_urls))
+    if shared:
+        raise BadInputError(f"qualify: {shared[0]} is given as both the control and the "
+                            "candidate: a qualification compares two servers (the bug left "
+                            "in, and the fix)")
     return cfg.model_copy(update={"control": control, "candidate": candidate})
 
 

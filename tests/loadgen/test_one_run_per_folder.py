@@ -32,6 +32,7 @@ def wait_for(path: Path, timeout: float = 30.0) -> None:
 def test_a_folder_being_written_refuses_a_second_writer_at_once(
         fake_server, tmp_path: Path, second: str) -> None:
     _, slow = fake_server(("ok",), token_delay_s=0.015)  # a run of a few seconds
+    _, other = fake_server(("ok",))
     out = tmp_path / "out"
     first = subprocess.Popen(
         cli_command("run", str(scenario(tmp_path)), "--base-url", slow.url, "--out",
@@ -42,7 +43,7 @@ def test_a_folder_being_written_refuses_a_second_writer_at_once(
         args = {"run": ("run", str(scenario(tmp_path)), "--base-url", slow.url),
                 "demo": ("demo", "--quiet"),
                 "qualify": ("qualify", str(scenario(tmp_path)), "--control", slow.url,
-                            "--candidate", slow.url),
+                            "--candidate", other.url),
                 "soak": ("soak", str(scenario(tmp_path)), "--rounds", "1", "--base-url",
                          slow.url)}[second]
         started = time.monotonic()

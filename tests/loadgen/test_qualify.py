@@ -261,3 +261,18 @@ def test_every_progress_line_names_its_side(fake_server, tmp_path: Path) -> None
     alone = run_cli("run", str(scenario(tmp_path)), "--base-url", k.url, "--out",
                     str(tmp_path / "alone"))
     assert alone.returncode == 0 and alone.stderr.splitlines()[0].startswith("waiting for ")
+
+
+def test_one_server_given_as_both_sides_is_bad_input(fake_server, tmp_path: Path) -> None:
+    fake, srv = fake_server(("ok",))
+    for args in (("--control", srv.url, "--candidate", srv.url),
+                 ("--control", srv.url, "--candidate", srv.url + "/")):
+        proc, out, _ = qualify(tmp_path, scenario(tmp_path), *args)
+        assert proc.returncode == 3
+        assert f"{srv.url} is given as both the control and the candidate" in proc.stderr
+        assert sum(fake.counts.values()) == 0 and not out.exists()
+
+
+def test_qualify_help_names_the_difference_test() -> None:
+    proc = run_cli("qualify", "--help")
+    assert "Fisher's exact test" in proc.stdout and "NOT PROVEN" in proc.stdout
