@@ -14,6 +14,7 @@ from loadgen import __version__
 from loadgen.engine.transport import TRANSPORTS
 from loadgen.exit_codes import BadInputError, DsvQualError, ExitCode
 from loadgen.scenario import Scenario, load_scenario
+from loadgen.targets.embedded import SERVER_EXTRA
 
 COMMAND_PLUGINS_GROUP = "dsv4_qual.commands"
 
@@ -561,7 +562,7 @@ def _unavailable(name: str, reason: str) -> click.Command:
     @click.argument("args", nargs=-1, type=click.UNPROCESSED)
     def _cmd(args: tuple[str, ...]) -> None:
         raise DsvQualError(
-            f"'{name}' needs the server extra (pip install 'dsv4-qual[server]'): {reason}",
+            f"'{name}' needs {SERVER_EXTRA}: {reason}",
             ExitCode.BAD_INPUT,
         )
 

@@ -40,6 +40,11 @@ def rebuild_any(out_dir: Path) -> tuple[int, str]:
         doc = write_qualify_reports(qualification)
         return qualification.exit_code, f"{command} {doc.scenario}: {doc.headline}; " \
             f"reports in {out_dir}"
+    if not out_dir.exists():
+        raise BadInputError(f"{out_dir}: no such directory")
+    if not out_dir.is_dir():
+        raise BadInputError(f"{out_dir}: not a directory (a results directory holds "
+                            f"{RUN_FILE} and records.jsonl)")
     raise BadInputError(soak_hint(out_dir) or (
         f"{out_dir}: not a dsv4-qual results directory (no {RUN_FILE}, "
         f"and no {CONTROL_DIR}/{RUN_FILE} of a qualify or demo run)"))

@@ -19,6 +19,11 @@ from loadgen.exit_codes import BadInputError
 from loadgen.scenario import Scenario
 
 TARGETS_GROUP = "dsv4_qual.targets"
+#: How to get the server extra: not from an index (the project is installed from its
+#: checkout), and torch's CPU wheel first on a machine without a GPU (else pip pulls a
+#: CUDA build of several GB).
+SERVER_EXTRA = ("the server extra (from the checkout: pip install -e '.[server]'; on a CPU "
+                "machine install torch's CPU wheel first, as the README's Install says)")
 
 
 class EmbeddedTarget(Protocol):
@@ -46,8 +51,7 @@ def start_embedded(name: str, options: dict[str, Any]) -> EmbeddedTarget:
                 factory = ep.load()
             except ImportError as exc:
                 raise BadInputError(
-                    f"target.{name} needs the server extra "
-                    f"(pip install 'dsv4-qual[server]'): {exc}") from None
+                    f"target.{name} needs {SERVER_EXTRA}: {exc}") from None
             return factory(**options)
     raise BadInputError(f"target.{name}: no embedded target {name!r} is installed")
 

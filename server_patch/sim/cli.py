@@ -85,8 +85,9 @@ def sim_command(layout: str, device: str, graph_mode: str, salad_foreign_share: 
         from server_patch.sim.config import SimConfig
         from server_patch.sim.server import bind, serve
     except ImportError as exc:  # the load generator alone was installed
-        raise SimInputError(f"the sim needs the server extra (pip install "
-                            f"'dsv4-qual[server]'): {exc}") from None
+        raise SimInputError("the sim needs the server extra (from the checkout: pip install "
+                            "-e '.[server]'; on a CPU machine install torch's CPU wheel "
+                            f"first, as the README's Install says): {exc}") from None
 
     if device == "cuda" and not torch.cuda.is_available():
         raise SimInputError("--device cuda: no CUDA device is available")

@@ -215,6 +215,9 @@ def test_sim_errors_are_one_line_and_exit_3(case: str, monkeypatch) -> None:
     words = {"busy port": "cannot listen on", "cuda without a GPU": "no CUDA device",
              "no torch": "needs the server extra"}[case]
     assert words in lines[0]
+    if case == "no torch":  # the project is not on an index: the hint says how to get it
+        assert "pip install -e '.[server]'" in lines[0] and "CPU wheel first" in lines[0]
+        assert "pip install 'dsv4-qual[server]'" not in lines[0]
 
 
 class _Records(logging.Handler):
@@ -672,3 +675,18 @@ def test_a_soak_sees_an_ingress_without_health_as_ready(fake_server) -> None:
     assert observe(srv.url).ready
     fake.healthy = False
     assert not observe(srv.url).ready
+
+
+@pytest.mark.parametrize("case", ["missing", "a file", "an empty folder"])
+def test_report_of_what_is_no_results_directory_says_what_it_is(tmp_path: Path,
+                                                                 case: str) -> None:
+    target = tmp_path / "x"
+    if case == "a file":
+        target.write_text("")
+    elif case == "an empty folder":
+        target.mkdir()
+    proc = run_cli("report", str(target))
+    assert proc.returncode == 3
+    said = {"missing": "no such directory", "a file": "not a directory",
+            "an empty folder": "not a dsv4-qual results directory"}[case]
+    assert f"{target}: {said}" in proc.stderr
