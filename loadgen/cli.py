@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from importlib.metadata import entry_points
@@ -30,10 +31,15 @@ def _options(*options: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return apply
 
 
+#: The environment variable that may hold the base URLs (a CI job's, a container's).
+BASE_URL_ENV = "DSV4_QUAL_BASE_URL"
+
 #: Where the requests go (run, soak; qualify names its two sides its own way).
 target_options = _options(
     click.option("--base-url", "base_urls", multiple=True, metavar="URL",
-                 help="Server base URL; repeat for data-parallel replicas (round-robin)."),
+                 envvar=BASE_URL_ENV, show_envvar=True,
+                 help="Server base URL; repeat for data-parallel replicas (round-robin). "
+                      f"{BASE_URL_ENV} may hold them, separated by spaces."),
     click.option("--receipts-dir", default=None,
                  help="Where the server's patch receipts appear."),
 )
@@ -41,6 +47,10 @@ target_options = _options(
 #: What every command that sends requests lets the command line override.
 load_options = _options(
     click.option("--model", default=None, help="Model name (default: the scenario's, or auto)."),
+    click.option("--api-key-env", default=None, metavar="NAME",
+                 help="The NAME of the environment variable that holds the server's API key "
+                      "(target.api_key_env); the key itself never goes on a command line, "
+                      "where every user of the machine can read it."),
     click.option("--concurrency", type=int, default=None, help="Requests in flight."),
     click.option("--priming", type=int, default=None, help="Requests before measuring."),
     click.option("--measurement", type=int, default=None, help="Requests measured and gated."),
@@ -87,8 +97,8 @@ def _shipper(dest: str | None) -> Any:
 
 
 #: The options above that are scenario overrides (Scenario.with_overrides keys).
-OVERRIDE_KEYS = ("base_urls", "receipts_dir", "model", "concurrency", "priming",
-                 "measurement", "max_tokens", "rate_limit", "ready_timeout")
+OVERRIDE_KEYS = ("base_urls", "receipts_dir", "model", "api_key_env", "concurrency",
+                 "priming", "measurement", "max_tokens", "rate_limit", "ready_timeout")
 
 
 class _Group(click.Group):
@@ -127,14 +137,23 @@ def cli() -> None:
 
 @cli.command()
 @click.argument("scenario_ref", metavar="SCENARIO")
-def validate(scenario_ref: str) -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the validated scenario (every key, defaults filled in) as JSON.")
+def validate(scenario_ref: str, as_json: bool) -> None:
     """Check a scenario file without sending anything.
 
     \b
-    Example:
+    Examples:
       dsv4-qual validate scenarios/smoke.toml
+      dsv4-qual validate release-gate --json | jq .gate
     """
     scenario = load_scenario(scenario_ref)
+    if as_json:
+        doc = {"scenario": scenario.name, "valid": True,
+               "required_measured": scenario.gate.required_measured(),
+               "resolved": scenario.model_dump(mode="json")}
+        click.echo(json.dumps(doc, indent=2))
+        return
     load = scenario.load
     reference = scenario.reference
     click.echo(f"{scenario.name}: ok ({scenario.workload.kind}, concurrency {load.concurrency}, "
@@ -171,8 +190,12 @@ def _scenario_from(ref: str, options: dict[str, Any]) -> Scenario:
               help="Processes sharing each phase (one event loop each).")
 @metrics_options
 @ship_option
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the result as one JSON object on stdout instead of the result "
+                   "line (progress stays on stderr).")
 def run(scenario_ref: str, out: Path | None, workers: int, transport: str, quiet: bool,
-        metrics_port: int, metrics_host: str, ship_to: str | None, **options: Any) -> None:
+        metrics_port: int, metrics_host: str, ship_to: str | None, as_json: bool,
+        **options: Any) -> None:
     """One run: wait until ready, priming, measurement, reports; exits with the gate's code.
 
     \b
@@ -181,14 +204,18 @@ def run(scenario_ref: str, out: Path | None, workers: int, transport: str, quiet
       dsv4-qual run pr-51318 --base-url http://gpu-a:8000 --base-url http://gpu-b:8000 \\
           --receipts-dir /receipts --out results/pr-51318
       dsv4-qual run smoke --base-url http://127.0.0.1:8000 --metrics-port 9464
+      DSV4_QUAL_BASE_URL=http://127.0.0.1:8000 dsv4-qual run smoke --json --quiet
     """
     from loadgen.commands.run import live_metrics, run_scenario
+    from loadgen.report.outcome import result_document
 
     scenario = _scenario_from(scenario_ref, options)
     shipper = _shipper(ship_to)
     with live_metrics("run", scenario, metrics_port, metrics_host) as metrics:
         outcome = run_scenario(scenario, out, quiet=quiet, transport=transport,
-                               workers=workers, observer=metrics)
+                               workers=workers, observer=metrics, echo=not as_json)
+    if as_json:
+        click.echo(json.dumps(result_document(outcome.report)))
     if shipper is not None:
         click.echo(shipper.ship(outcome.out_dir, outcome.out_dir.name), err=True)
     sys.exit(outcome.exit_code)

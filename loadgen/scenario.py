@@ -761,6 +761,7 @@ class Scenario(_Strict):
         mapping = {
             "base_urls": ("target", "base_urls"),
             "model": ("target", "model"),
+            "api_key_env": ("target", "api_key_env"),
             "concurrency": ("load", "concurrency"),
             "priming": ("load", "priming"),
             "measurement": ("load", "measurement"),

@@ -92,3 +92,19 @@ def one_line(report: RunReport) -> str:
             f"(exit {gate.exit_code}): {counted}{' — ' + reasons if reasons else ''}"
             f"{unchecked}; "
             f"load: {load_text(report)}; results in {report.out_dir}")
+
+
+def result_document(report: RunReport) -> dict[str, Any]:
+    """What `run --json` prints: the result line's facts, for a program to read (the
+    whole account is summary.json, beside them)."""
+    gate = report.gate
+    return {
+        "scenario": report.scenario.name, "run_id": report.run.run_id,
+        "role": str(gate.role), "exit_code": gate.exit_code,
+        "result": EXIT_WORDS.get(gate.exit_code, "?"), "passed": gate.passed,
+        "failures": gate.failures, "measured": gate.measured, "allowed": gate.allowed,
+        "upper_bound_95": gate.upper_bound_95, "lower_bound_95": gate.lower_bound_95,
+        "checked_answers": gate.answers.checked if gate.answers is not None else None,
+        "reasons": list(gate.reasons), "not_checked": list(gate.not_checked),
+        "statement": gate.statement, "results": str(report.out_dir),
+    }

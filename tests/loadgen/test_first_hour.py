@@ -690,3 +690,53 @@ def test_report_of_what_is_no_results_directory_says_what_it_is(tmp_path: Path,
     said = {"missing": "no such directory", "a file": "not a directory",
             "an empty folder": "not a dsv4-qual results directory"}[case]
     assert f"{target}: {said}" in proc.stderr
+
+
+def test_run_json_is_the_result_for_a_program(fake_server, tmp_path: Path) -> None:
+    import json as _json
+
+    _, srv = fake_server()
+    sc = write_scenario(tmp_path / "s.toml")
+    out = tmp_path / "out"
+    proc = run_cli("run", str(sc), "--out", str(out), "--json", "--quiet",
+                   env={"DSV4_QUAL_BASE_URL": srv.url})  # the URL from the environment
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = _json.loads(proc.stdout)
+    assert (doc["exit_code"], doc["result"], doc["failures"], doc["measured"]) == (
+        0, "PASSED", 0, 8)
+    assert doc["results"] == str(out) and doc["statement"]
+    assert _json.loads((out / "summary.json").read_text())["gate"]["exit_code"] == 0
+
+
+def test_validate_json_gives_the_resolved_scenario() -> None:
+    import json as _json
+
+    proc = run_cli("validate", "release-gate", "--json")
+    assert proc.returncode == 0
+    doc = _json.loads(proc.stdout)
+    assert doc["valid"] and doc["required_measured"] == 998
+    assert doc["resolved"]["workload"]["kind"] == "mix"
+    assert doc["resolved"]["load"]["idle_connection_s"] == 3.0
+
+
+def test_the_api_key_comes_from_the_variable_the_command_line_names(
+        fake_server, tmp_path: Path) -> None:
+    fake, srv = fake_server()
+    sc = write_scenario(tmp_path / "s.toml")
+    proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(tmp_path / "out"),
+                   "--quiet", "--api-key-env", "MY_KEY", env={"MY_KEY": "s3cret"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert any(h.get("authorization") == "Bearer s3cret" for h in fake.headers)
+    unset = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(tmp_path / "o2"),
+                    "--api-key-env", "NOT_SET_ANYWHERE")
+    assert unset.returncode == 3 and "NOT_SET_ANYWHERE is not set" in unset.stderr
+
+
+def test_shell_completion_completes_commands_and_options() -> None:
+    env = {"_DSV4_QUAL_COMPLETE": "bash_complete", "COMP_WORDS": "dsv4-qual ru",
+           "COMP_CWORD": "1"}
+    assert "plain,run" in run_cli(env=env).stdout
+    env["COMP_WORDS"], env["COMP_CWORD"] = "dsv4-qual run smoke --transp", "3"
+    assert "plain,--transport" in run_cli(env=env).stdout
+    script = run_cli(env={"_DSV4_QUAL_COMPLETE": "bash_source"}).stdout
+    assert "complete " in script and "_dsv4_qual_completion" in script
