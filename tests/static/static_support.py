@@ -24,11 +24,13 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE = REPO / "compose.yaml"
+SIM_COMPOSE = REPO / "compose.sim.yaml"
 MULTINODE = REPO / "docker" / "compose.multinode.yaml"
 EIGHT_GPUS = REPO / "docker" / "compose.8-gpus.yaml"
 ENV_EXAMPLE = REPO / ".env.example"
 DOCKERFILE_SERVER = REPO / "docker" / "Dockerfile.server"
 DOCKERFILE_LOADGEN = REPO / "docker" / "Dockerfile.loadgen"
+DOCKERFILE_SIM = REPO / "docker" / "Dockerfile.sim"
 FLAG_LISTS = sorted((Path(__file__).parent / "vllm_serve_flags").glob("*.txt"))
 
 # The head's address has no sensible default; a test supplies this one.
@@ -38,6 +40,7 @@ MULTINODE_REQUIRED = {"DSV4_HEAD_ADDRESS": "10.0.0.1"}
 PROFILES = {
     COMPOSE: [None, "control", "soak", "dp", "qualify", "monitoring"],
     MULTINODE: ["head", "worker", "hybrid", "gate"],
+    SIM_COMPOSE: [None],
 }
 # Profiles that add a service to the others' rather than run a gate of their own.
 ADD_ON_PROFILES = ["monitoring"]

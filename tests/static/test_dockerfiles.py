@@ -17,6 +17,7 @@ from static_support import (
     COMPOSE,
     DOCKERFILE_LOADGEN,
     DOCKERFILE_SERVER,
+    DOCKERFILE_SIM,
     REPO,
     env_example,
     hadolint,
@@ -24,7 +25,7 @@ from static_support import (
     model,
 )
 
-DOCKERFILES = [DOCKERFILE_SERVER, DOCKERFILE_LOADGEN]
+DOCKERFILES = [DOCKERFILE_SERVER, DOCKERFILE_LOADGEN, DOCKERFILE_SIM]
 CONSTRAINTS = REPO / "docker" / "constraints.txt"
 
 
@@ -186,3 +187,45 @@ def test_constraints_pin_every_dependency() -> None:
 def test_loadgen_image_puts_each_run_in_its_own_directory_on_the_volume() -> None:
     text = (REPO / "docker" / "Dockerfile.loadgen").read_text()
     assert re.search(r"^ENV DSV4_QUAL_RESULTS_ROOT=/results$", text, re.MULTILINE)
+
+
+def test_the_sim_image_is_the_sim_on_torchs_cpu_build() -> None:
+    """The sim image serves on a machine with no GPU: torch's CPU build from its own
+    index (PyPI's Linux torch is the CUDA build, several GB), alone and at a pinned
+    version, then the `sim` extra, pinned; no triton; the build proves the torch is a CPU
+    build and that the sim imports."""
+    rows = instructions(DOCKERFILE_SIM)
+    args = arg_defaults(DOCKERFILE_SIM)
+    assert args["TORCH_INDEX_URL"] == "https://download.pytorch.org/whl/cpu"
+    assert re.fullmatch(r"\d+\.\d+\.\d+", args["TORCH_VERSION"])
+    assert args["TORCH_INDEX_URL"] == env_example().values["DSV4_TORCH_INDEX_URL"]
+    runs = " ".join(rest for word, rest in rows if word == "RUN")
+    torch_install, rest = runs.split("&&", 1)
+    assert 'PIP_INDEX_URL="${TORCH_INDEX_URL}"' in torch_install
+    assert "--no-deps" in torch_install and '"torch==${TORCH_VERSION}"' in torch_install
+    assert "--constraint" in rest and '"$(ls /tmp/dist/*.whl)[sim]"' in rest, rest
+    assert rest.index('"torch==${TORCH_VERSION}"') < rest.index("[sim]"), "torch stays the CPU one"
+    assert "torch.version.cuda is not None" in rest and "import server_patch.sim.server" in rest
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    names = {Requirement(r).name for r in extras["sim"]}
+    assert "triton" not in names
+    assert names <= {Requirement(r).name for r in extras["server"]}, "the sim is part of the server"
+    users = [rest for word, rest in rows if word == "USER"]
+    assert users[-1] == "10001:10001"
+    assert [rest for word, rest in rows if word == "ENTRYPOINT"] == ['["dsv4-qual", "sim"]']
+
+
+def test_constraints_pin_the_sims_packages() -> None:
+    """What the sim image adds to the loadgen's packages is pinned too (torch is pinned
+    by the Dockerfile's TORCH_VERSION)."""
+    pins = {re.sub(r"[-_.]+", "-", line.split("==")[0]).lower()
+            for line in CONSTRAINTS.read_text().splitlines() if line and line[0] != "#"}
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    for spec in map(Requirement, extras["sim"]):
+        if spec.name != "torch":
+            assert re.sub(r"[-_.]+", "-", spec.name).lower() in pins, spec.name
+    # torch's own dependencies (those of its CPU build) are pinned as well.
+    for name in ("sympy", "networkx", "filelock"):
+        assert name in pins, name

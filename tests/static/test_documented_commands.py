@@ -14,10 +14,10 @@ import shlex
 from pathlib import Path
 
 import pytest
-from static_support import COMPOSE, MULTINODE, REPO
+from static_support import COMPOSE, MULTINODE, REPO, SIM_COMPOSE
 
 DOCS = [REPO / "README.md", REPO / "docker" / "README.md", *sorted((REPO / "docs").glob("*.md")),
-        COMPOSE, MULTINODE, *sorted((REPO / "fleet" / "ci").glob("*.yml"))]
+        COMPOSE, MULTINODE, SIM_COMPOSE, *sorted((REPO / "fleet" / "ci").glob("*.yml"))]
 
 
 def command_lines(path: Path) -> list[str]:
