@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The Slurm the fleet's tests start on this machine (tests/support/slurm.py: munged,
-# slurmctld and one slurmd per node, `slurmd -N`, in a temp folder of their own):
+# The Slurm the fleet's tests start on this machine (fleet/slurm/one-machine.sh, through
+# tests/support/slurm.py: munged, slurmctld and one slurmd per node, `slurmd -N`, in a
+# temp folder of their own):
 #   slurm-wlm   Debian   slurmctld, slurmd, sbatch, sinfo, scontrol
 #   munge       Debian   munged (Slurm's authentication)
 # With DSV4_QUAL_REQUIRE_SLURM=1 or CI set, those tests fail rather than skip when the

@@ -77,3 +77,10 @@ def test_the_soak_records_a_server_restart_and_goes_on(compose: ComposeProject) 
     assert after["restart_detected"] == 1, "the next round knows the server is new"
     for later in rounds[KILLED_ROUND:]:
         assert later["exit_code"] == 0, later
+
+    # docs/fleet.md's trend command reads the history where the soak wrote it: in the
+    # results volume, through the soak service's own mount.
+    trend = compose.run("run", "--rm", "--no-deps", "soak", "history",
+                        "/results/soak-history.sqlite", timeout=300, check=False)
+    assert trend.returncode == 0, trend.stdout[-2000:] + trend.stderr[-2000:]
+    assert SOAK.name in trend.stdout, trend.stdout[-2000:]

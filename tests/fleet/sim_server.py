@@ -1,7 +1,9 @@
 """The server a CI array task starts on its node (DSV4_SERVER_CMD of the Slurm recipe).
 
-The embedded sim, capacity layout, on the task's port (DSV4_SERVER_PORT) with its
-receipt in the task's folder (DSV4_RECEIPTS), as the patched vLLM would be. On the node
+The embedded sim, capacity layout, on the port and with its receipt in the folder its
+command line names: `sim_server.py PORT RECEIPTS`, given as `$DSV4_SERVER_PORT
+$DSV4_RECEIPTS` in DSV4_SERVER_CMD, which the task expands (the task's own port and
+folder), as the patched vLLM would be. On the node
 named in DSV4_TEST_KILL_NODE the server dies in the middle of a round: once it is
 serving requests it is killed (SIGKILL), as a crashed server is, and not restarted.
 """
@@ -29,7 +31,10 @@ def serving(port: str) -> bool:
 
 
 def main() -> int:
-    port, receipts = os.environ["DSV4_SERVER_PORT"], os.environ["DSV4_RECEIPTS"]
+    port, receipts = sys.argv[1:3]
+    if not port.isdigit() or "$" in receipts:
+        print(f"sim_server: not expanded: {sys.argv[1:3]}", file=sys.stderr, flush=True)
+        return 2
     sim = subprocess.Popen([sys.executable, "-m", "loadgen", "sim", "--layout", "capacity",
                             "--port", port, "--receipts-dir", receipts])
     signal.signal(signal.SIGTERM, lambda *_: (sim.terminate(), sys.exit(0)))

@@ -66,19 +66,26 @@ def postgres() -> Iterator[Cluster]:
         cluster.remove()
 
 
-def submit(slurm: SlurmCluster, postgres: Cluster, work: Path, kill_node: str | None = None,
-           ship_to: Path | None = None) -> tuple[subprocess.CompletedProcess[str], Path]:
+def submit(slurm: SlurmCluster, postgres: Cluster | None, work: Path,
+           kill_node: str | None = None, ship_to: Path | None = None
+           ) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """The array and its verdict; the history in a new PostgreSQL database, or (None)
+    in one SQLite file on the shared folder (docs/fleet.md's one-machine try)."""
     work.mkdir(parents=True, exist_ok=True)
     work.chmod(0o755)
     scenario = work / "fleet-ci.toml"
     scenario.write_text(scenario_text())
     results = work / "results"
     env = {**slurm.env,
-           "DSV4_HISTORY": postgres.new_database(f"fleet_{uuid.uuid4().hex[:12]}"),
+           "DSV4_HISTORY": (postgres.new_database(f"fleet_{uuid.uuid4().hex[:12]}")
+                            if postgres else str(work / "history.sqlite")),
            "DSV4_SCENARIO": str(scenario), "DSV4_ROUNDS": "1", "DSV4_RESULTS": str(results),
            "DSV4_PORT_STRIDE": "1", "DSV4_SERVER_PORT": str(18000 + os.getpid() % 1000 * 8),
            "DSV4_METRICS_PORT": str(28000 + os.getpid() % 1000 * 8),
-           "DSV4_SERVER_CMD": f"{sys.executable} {REPO / 'tests' / 'fleet' / 'sim_server.py'}",
+           # Single-quoted as a user would: the task expands its own port and folder.
+           "DSV4_SERVER_CMD": f"{sys.executable} {REPO / 'tests' / 'fleet' / 'sim_server.py'}"
+                              ' "$DSV4_SERVER_PORT" "$DSV4_RECEIPTS"',
+           "DSV4_SERVER_IMAGE": "",
            "DSV4_QUAL": f"{sys.executable} -m loadgen", "DSV4_WAIT": "1",
            "PYTHONPATH": str(REPO), "DSV4_TEST_KILL_NODE": kill_node or "",
            "DSV4_SHIP_TO": str(ship_to or "")}
@@ -93,16 +100,20 @@ def explain(done: subprocess.CompletedProcess[str], results: Path, slurm: SlurmC
     return f"{done.stdout}\n{done.stderr}\n{outs}\n{slurm.logs()[-4000:]}"
 
 
-def test_a_healthy_fleet_passes(slurm: SlurmCluster, postgres: Cluster,
+@pytest.mark.parametrize("history", ["postgresql", "sqlite"])
+def test_a_healthy_fleet_passes(slurm: SlurmCluster, postgres: Cluster, history: str,
                                 tmp_path: Path) -> None:
     shipped = tmp_path / "shipped"
-    done, results = submit(slurm, postgres, tmp_path / "healthy", ship_to=shipped)
+    done, results = submit(slurm, postgres if history == "postgresql" else None,
+                           tmp_path / "healthy", ship_to=shipped)
     assert done.returncode == 0, explain(done, results, slurm)
     verdict = json.loads((results / "fleet.json").read_text())
     assert {n["node"]: n["state"] for n in verdict["nodes"]} == dict.fromkeys(NODES, "passed")
     # Each node's round was its own: run on that node, against that node's server.
     for node in verdict["nodes"]:
         assert Path(node["round"]["results_dir"]).is_relative_to(results / node["node"])
+        # The server was a command of the user's own, no image named: unknown, not guessed.
+        assert node["round"]["image"] is None, node["round"]
     suite = ET.parse(results / "fleet.xml").getroot()
     assert (suite.get("tests"), suite.get("failures")) == ("4", "0")
     # DSV4_SHIP_TO: each node's round copied under the node's own name.
