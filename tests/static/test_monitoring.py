@@ -51,8 +51,14 @@ def test_promtool_accepts_the_config_and_its_rules() -> None:
     assert "1 rule files found" in done.stdout + done.stderr
 
 
-def test_promtool_accepts_the_fleets_central_config(tmp_path: Path) -> None:
-    """fleet/prometheus-central.yml, beside the same alerts.yml (as it is deployed)."""
+def test_promtool_accepts_the_fleets_central_config_where_it_is(tmp_path: Path) -> None:
+    """`promtool check config fleet/prometheus-central.yml` from the repository root, as
+    a user tries it: its rules file resolves beside it (fleet/alerts.yml, a link to the
+    one docker/monitoring/alerts.yml); and, as deployed, beside a copy of alerts.yml."""
+    done = promtool("check", "config", "fleet/prometheus-central.yml", cwd=REPO)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 rule files found" in done.stdout + done.stderr
+    assert (REPO / "fleet" / "alerts.yml").resolve() == ALERTS.resolve()
     shutil.copy(REPO / "fleet" / "prometheus-central.yml", tmp_path / "prometheus.yml")
     shutil.copy(ALERTS, tmp_path / "alerts.yml")
     done = promtool("check", "config", "prometheus.yml", cwd=tmp_path)
