@@ -41,6 +41,11 @@ class ClientReport:
     loop_lag_ms_p99: float | None = None
     loop_lag_ms_max: float | None = None
     saturated: bool = False
+    #: Why, when saturated: `client` (its own CPU or blocking work) or `host` (its loop
+    #: waited for CPUs other processes held).
+    saturation: str | None = None
+    #: Share of the run the event loop spent runnable but waiting for a CPU (Linux).
+    cpu_wait_share: float | None = None
     workers: int | None = None  # worker processes (None: the run sent from one)
     per_worker: list[dict[str, Any]] = field(default_factory=list)
 

@@ -154,5 +154,10 @@ def combine_reports(parent: ClientReport, workers: list[ShardReport]) -> ClientR
         cpu_ms_per_request=round(cpu * 1000 / records, 3) if records else None,
         loop_lag_ms_p99=max(lags) if lags else None,
         saturated=any(w.client.saturated for w in workers),
+        # One worker's own work is the client's; otherwise a busy host, if any said so.
+        saturation=next((c for c in ("client", "host")
+                         if any(w.client.saturation == c for w in workers)), None),
+        cpu_wait_share=max((s for w in workers if (s := w.client.cpu_wait_share) is not None),
+                           default=None),
         per_worker=[w.to_dict() for w in workers],
     )

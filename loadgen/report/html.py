@@ -14,7 +14,12 @@ from loadgen.judge.session_view import MAX_DETAILS
 from loadgen.report.facts_text import server_words
 from loadgen.report.figures import page_template, png_data_uri, pyplot
 from loadgen.report.markdown import findings_lines
-from loadgen.report.run_text import load_text, reference_lines, run_level_text
+from loadgen.report.run_text import (
+    client_saturation,
+    load_text,
+    reference_lines,
+    run_level_text,
+)
 from loadgen.report.telemetry_plots import telemetry_plots
 
 _TEMPLATE = """<!doctype html>
@@ -64,8 +69,8 @@ reproduce.{% endif %}
 {% if server.processes %}<tr><th>processes</th>
 <td id="processes">{{ server.processes }}</td></tr>{% endif %}
 <tr><th>client</th><td>CPU {{ r.run.client.cpu_util }},
-loop lag p99 {{ r.run.client.loop_lag_ms_p99 }} ms {% if r.run.client.saturated %}
-<b class="fail">(saturated: timings are the client's)</b>{% endif %}</td></tr>
+loop lag p99 {{ r.run.client.loop_lag_ms_p99 }} ms {% if saturation %}
+<br><b class="fail" id="saturation">{{ saturation }}</b>{% endif %}</td></tr>
 </table>
 {% for name, ph in phases.items() %}
 <h2>{{ name }}: {{ ph.requests }} requests</h2>
@@ -196,6 +201,7 @@ def render_html(report: RunReport) -> str:
         server=server_words(report.server),
         forensics=[(n, st.failures) for n, st in report.stats.phases.items() if st.failures],
         findings=findings_lines, load=load_text(report), derived=run_level_text(report),
+        saturation=client_saturation(report.run.client).replace("**", ""),
         reference=reference_lines(report.stats.reference),
         sessions=report.sessions,
         failed_turns=[(v, t) for v in report.sessions for t in v.failed][:MAX_DETAILS],

@@ -9,6 +9,7 @@ from loadgen.judge.run_report import RunReport
 from loadgen.report.facts_text import server_words
 from loadgen.report.run_text import (
     answers_lines,
+    client_saturation,
     load_text,
     reference_lines,
     run_level_text,
@@ -140,9 +141,7 @@ def render_markdown(report: RunReport) -> str:
         lines += ["", words.telemetry_note + "."]
     client = run.client
     if client.saturated:
-        lines += ["", "> **Client saturated**: the load generator's own CPU or event loop "
-                  f"was the bottleneck (CPU {client.cpu_util}, loop lag p99 "
-                  f"{client.loop_lag_ms_p99} ms); timings are the client's."]
+        lines += ["", "> " + client_saturation(client)]
     for name, ph in report.phase_summaries.items():
         lat = ph.latency_s
         lines += [

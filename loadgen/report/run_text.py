@@ -10,6 +10,7 @@ from loadgen.judge.run_level.reference import ReferenceSummary
 from loadgen.judge.run_report import RunReport
 from loadgen.judge.session_view import MAX_DETAILS
 from loadgen.load_claim import LoadClaim, describe
+from loadgen.run_facts import ClientReport
 from loadgen.taxonomy import Verdict, by_severity
 
 #: What each run-level verdict means, in the words of a console line.
@@ -173,3 +174,25 @@ def session_lines(report: RunReport) -> list[str]:
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _pct(share: float | None) -> str:
+    return "-" if share is None else f"{100 * share:.0f}%"
+
+
+def client_saturation(client: ClientReport) -> str:
+    """Why the run's timings are the client's, and what to change: its own work (fewer
+    in flight, worker processes) or a busy host (a quieter machine). Empty when they
+    are the server's."""
+    if not client.saturated:
+        return ""
+    lag = f"event-loop lag p99 {client.loop_lag_ms_p99} ms"
+    if client.saturation == "host":
+        waited = (f", and waited {_pct(client.cpu_wait_share)} of the run for a CPU other "
+                  "processes held" if client.cpu_wait_share is not None else "")
+        return (f"**Host busy**: the load generator's {lag} while it used "
+                f"{_pct(client.cpu_util)} of a CPU itself{waited}; timings include that "
+                "wait: run it on a quieter machine.")
+    return (f"**Client saturated**: the load generator's own work was the bottleneck "
+            f"(its CPU {_pct(client.cpu_util)} of a core, {lag}); timings are the "
+            "client's: fewer requests in flight, or --workers.")
