@@ -65,7 +65,8 @@ def run_scenario(
 ) -> RunOutcome:
     """Run a scenario end to end and write every report; never raises on a bad server.
     `observer` (the metrics of `--metrics-port`) is told as the run goes and judged;
-    `side` (a qualification's `control` or `candidate`) starts every progress line."""
+    `side` (a qualification's `control` or `candidate`, a soak's `round N`) starts every
+    line the run prints."""
     check_target(scenario)
     api_key = api_key_from_env(scenario)
     run_id = new_run_id()
@@ -108,7 +109,8 @@ def _run_in(scenario: Scenario, out_dir: Path, run_id: str, api_key: str | None,
         if not quiet:  # the counts the progress lines gave, as the run-level rules revised them
             for line in run_level_lines(outcome.report):
                 print(f"{side}: {line}" if side else line, file=sys.stderr, flush=True)
-        print(one_line(outcome.report), file=sys.stdout, flush=True)
+        line = one_line(outcome.report)
+        print(f"{side}: {line}" if side else line, file=sys.stdout, flush=True)
         if outcome.interrupted_after:
             print(f"dsv4-qual: {outcome.interrupted_after} came after the run had finished: "
                   "its reports are complete", file=sys.stderr, flush=True)

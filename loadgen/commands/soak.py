@@ -80,12 +80,24 @@ class SoakPlan:
     stop_on_breach: bool
 
     def describe(self) -> str:
-        parts = []
-        if self.rounds:
-            parts.append(f"{self.rounds} complete rounds")
-        if self.duration_s:
-            parts.append(format_duration(self.duration_s))
-        return " or ".join(parts) + (", stop on the first breach" if self.stop_on_breach else "")
+        """The plan as the start line says it: a plan, never a result ("runs until 6
+        rounds are complete, for 8h at most")."""
+        duration = format_duration(self.duration_s) if self.duration_s else None
+        if self.rounds and duration:
+            plan = f"runs {rounds_complete(self.rounds, 'until')}, for {duration} at most"
+        elif self.rounds:
+            plan = f"runs {rounds_complete(self.rounds, 'until')}"
+        else:
+            plan = f"runs for {duration}"
+        return plan + (", stopping at the first breach" if self.stop_on_breach else "")
+
+
+def rounds_complete(count: int, when: str = "") -> str:
+    """'1 round complete', '6 rounds complete'; with `until`: 'until 1 round is complete'."""
+    noun = "round" if count == 1 else "rounds"
+    if when == "until":
+        return f"until {count} {noun} {'is' if count == 1 else 'are'} complete"
+    return f"{count} {noun} complete"
 
 
 @dataclass
@@ -277,7 +289,7 @@ class SoakSession:
         rounds = self.history.rounds(self.soak.soak_id)
         complete = sum(1 for r in rounds if r.status == RoundStatus.COMPLETE)
         if self.plan.rounds is not None and complete >= self.plan.rounds:
-            return f"{complete} complete rounds"
+            return rounds_complete(complete)
         if self.plan.duration_s is not None and \
                 time.time() >= self.soak.started + self.plan.duration_s:
             return f"duration {format_duration(self.plan.duration_s)} reached"
@@ -311,7 +323,8 @@ class SoakSession:
             self.observer.round_started(number)
         try:
             outcome = run_scenario(round_scenario, directory, quiet=self.quiet,
-                                   transport=self.transport, observer=self.observer)
+                                   transport=self.transport, observer=self.observer,
+                                   side=f"round {number}")
         except KeyboardInterrupt:
             interrupts.hold()
             recover_round(self.history, self.soak.soak_id,
@@ -422,7 +435,8 @@ def soak(scenario: Scenario, plan: SoakPlan, out: Path | None, history_path: str
                 interrupts.hold()
                 stop = INTERRUPTED
             outcome = session.finish(stop)
-            session.echo(f"soak {outcome.soak_id}: {outcome.status} ({stop.reason}); "
+            why = "" if stop.reason == outcome.status else f" ({stop.reason})"
+            session.echo(f"soak {outcome.soak_id}: {outcome.status}{why}; "
                          f"exit {outcome.exit_code}")
             return outcome
         finally:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import sqlite3
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from loadgen.commands.soak import SoakPlan, rounds_complete
 from loadgen.durations import parse_duration
 from loadgen.targets.epochs import Observation, detect_restart
 from tests.loadgen.conftest import run_cli
@@ -122,6 +124,8 @@ def test_killed_soak_resumes_its_round_count(fake_server, tmp_path: Path, sig,
     stdout, stderr = proc.communicate(timeout=60)
     if sig == signal.SIGTERM:
         assert proc.returncode == 130, stdout + stderr
+        # The stop said once, not as "interrupted (interrupted)".
+        assert ": interrupted; exit 130" in stdout and "(interrupted)" not in stdout, stdout
         assert [(r["round"], r["status"]) for r in rounds_in(db)] == [
             (1, "complete"), (2, "partial")]
     else:
@@ -315,3 +319,33 @@ def test_no_round_reads_the_receipt_before_its_builder_calls_reach_it(
         assert gate["exit_code"] == 0, (n, gate["reasons"])
         assert counted["guard"]["calls"] == served > 0
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_plans_and_stops_are_said_as_plans_and_counts() -> None:
+    """The start line states a plan (never what reads as a result), in the right number."""
+    assert SoakPlan(None, 6, False).describe() == "runs until 6 rounds are complete"
+    assert SoakPlan(None, 1, False).describe() == "runs until 1 round is complete"
+    assert SoakPlan(8 * 3600, None, False).describe() == "runs for 8h"
+    assert SoakPlan(8 * 3600, 6, True).describe() == (
+        "runs until 6 rounds are complete, for 8h at most, stopping at the first breach")
+    assert rounds_complete(1) == "1 round complete"
+    assert rounds_complete(6) == "6 rounds complete"
+
+
+def test_every_line_a_round_prints_says_which_round(fake_server, tmp_path: Path) -> None:
+    """Progress, waits, run-level lines (stderr) and each round's result (stdout) start
+    with `round N:`; the soak's own lines say its plan and how it ended."""
+    _, srv = fake_server(("ok",))
+    proc = run_cli("soak", str(scenario(tmp_path)), "--base-url", srv.url, "--rounds", "2",
+                   "--out", str(tmp_path / "soak"), "--history", str(tmp_path / "h.sqlite"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    progress = [line for line in proc.stderr.splitlines()
+                if re.match(r"(round \d+: )?(priming|measurement|waiting)", line)]
+    assert progress and all(re.match(r"round [12]: ", line) for line in progress), progress
+    results = [line for line in proc.stdout.splitlines() if "PASSED" in line]
+    assert [line.split(":")[0] for line in results] == ["round 1", "round 2"], results
+    first = proc.stdout.splitlines()[0]
+    assert "runs until 2 rounds are complete" in first, first
+    assert re.search(r": finished \(2 rounds complete\); exit 0$", proc.stdout, re.M), \
+        proc.stdout
+    assert "complete rounds" not in proc.stdout + proc.stderr
