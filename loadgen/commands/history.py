@@ -141,7 +141,7 @@ def show_history(db: str | Path, *, soak_id: str | None, scenario: str | None,
     if not rows or target is None:
         return Shown(len(rows), None)
     try:
-        write_trend_plot(rows, target, found.change_points.rounds)
+        write_trend_plot(rows, target, found.change_points.rounds, keys)
     except OSError as exc:
         return Shown(len(rows), None, f"trend plot {target}: cannot write it "
                                       f"({exc.strerror or exc})")

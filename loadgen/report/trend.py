@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,8 @@ from loadgen.history.pooling import (
     Pool,
     failure_rate,
     is_pooled,
-    per_version,
+    key_value,
+    per_group,
     round_outcome,
 )
 from loadgen.history.rows import RoundRow
@@ -188,27 +189,59 @@ def change_table(changes: ChangePoints) -> RenderableType:
     return table
 
 
-def trend_figure(rows: list[RoundRow], change_points: list[RoundChange] | None = None) -> Any:
-    """Failure rate and its 95% bound per round (colour: vLLM version), invalid and
-    partial rounds marked (not pooled), change points as dashed lines; and per version."""
+#: What a --group-by key is called on the plot.
+KEY_WORDS = {"vllm": "vLLM version", "layout": "C128A layout", "gpu": "GPU",
+             "gpu-count": "GPU count", "revision": "model revision",
+             "scenario-hash": "scenario hash"}
+
+
+def _group_words(keys: Sequence[str]) -> str:
+    return ", ".join(KEY_WORDS.get(k, k) for k in keys)
+
+
+def _group_label(values: dict[str, str], keys: Sequence[str]) -> str:
+    return " / ".join(values[k] for k in keys)
+
+
+def round_labels(rows: Sequence[RoundRow]) -> tuple[list[str], str]:
+    """Each round's tick and the axis's name: the round number within one soak; across
+    several soaks, `soak.round` (soaks numbered oldest first), so a number never
+    repeats along the axis."""
+    soaks: dict[str, int] = {}
+    for r in rows:
+        soaks.setdefault(r.soak_id, len(soaks) + 1)
+    if len(soaks) <= 1:
+        return [str(r.round) for r in rows], "round (oldest first)"
+    return ([f"{soaks[r.soak_id]}.{r.round}" for r in rows],
+            f"soak.round (oldest first; {len(soaks)} soaks)")
+
+
+def trend_figure(rows: list[RoundRow], change_points: list[RoundChange] | None = None,
+                 keys: Sequence[str] = ("vllm",)) -> Any:
+    """Failure rate and its 95% bound per round (colour: its group of `keys`, the vLLM
+    version by default), invalid and partial rounds marked (not pooled), change points
+    as dashed lines, soaks apart; and the valid rounds pooled per group."""
     plt = pyplot()
-    versions = [v for v in per_version(rows) if v.measured]
+    keys = list(keys) or ["vllm"]
+    groups = [g for g in per_group(rows, keys) if g.measured]
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 3.6),
                                  gridspec_kw={"width_ratios": [3, 1]})
     palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    colour = {v.vllm_version: palette[i % len(palette)] for i, v in enumerate(versions)}
-    for version in colour:
+    labels = [_group_label(g.group, keys) for g in groups]
+    colour = {label: palette[i % len(palette)] for i, label in enumerate(labels)}
+    for label in colour:
         pts = [(i, r) for i, r in enumerate(rows)
-               if (r.vllm_version or UNKNOWN) == version and is_pooled(r)]
+               if is_pooled(r) and _group_label({k: key_value(r, k) for k in keys}, keys)
+               == label]
         if not pts:
             continue
         xs = [i for i, _ in pts]
         rates = [100 * (failure_rate(r) or 0) for _, r in pts]
         bounds = [100 * (r.upper_bound_95 or 0) for _, r in pts]
-        ax.plot(xs, rates, "o", color=colour[version], label=f"{version}: failure rate")
-        ax.vlines(xs, rates, bounds, color=colour[version], alpha=0.5)
-        ax.plot(xs, bounds, "_", markersize=12, color=colour[version],
-                label=f"{version}: 95% upper bound")
+        ax.plot(xs, rates, "o", color=colour[label], label=f"{label}: failure rate")
+        ax.vlines(xs, rates, bounds, color=colour[label], alpha=0.5)
+        ax.plot(xs, bounds, "_", markersize=12, color=colour[label],
+                label=f"{label}: 95% upper bound")
     for outcome, marker, shade in ((INVALID, "X", "#d62728"), (PARTIAL, "x", "#7f7f7f")):
         xs = [i for i, r in enumerate(rows) if round_outcome(r) == outcome]
         if not xs:
@@ -217,36 +250,40 @@ def trend_figure(rows: list[RoundRow], change_points: list[RoundChange] | None =
             ax.axvspan(i - 0.4, i + 0.4, color=shade, alpha=0.12, linewidth=0)
         ax.plot(xs, [100 * (failure_rate(rows[i]) or 0) for i in xs], marker, color=shade,
                 markersize=9, linestyle="none", label=f"{outcome} round (not pooled)")
+    for i in range(1, len(rows)):
+        if rows[i].soak_id != rows[i - 1].soak_id:
+            ax.axvline(i - 0.5, color="#999", linestyle=":", linewidth=1)
     index = {(r.soak_id, r.round): i for i, r in enumerate(rows)}
     for n, c in enumerate(change_points or []):
         at = index.get((c.soak_id, c.round))
         if at is not None:
             ax.axvline(at - 0.5, color="#333", linestyle="--", linewidth=1,
                        label="change point" if n == 0 else None)
+    ticks, axis_name = round_labels(rows)
     ax.set_xticks(range(len(rows)))
-    ax.set_xticklabels([str(r.round) for r in rows], fontsize=7)
+    ax.set_xticklabels(ticks, fontsize=7)
     ax.set_ylim(bottom=0)
-    ax.set_xlabel("round (oldest first)")
+    ax.set_xlabel(axis_name)
     ax.set_ylabel("% of measured requests")
     ax.set_title("per round")
     if ax.get_legend_handles_labels()[1]:
         ax.legend(fontsize=7)
-    names = [v.vllm_version for v in versions]
-    rates = [100 * (v.failure_rate or 0) for v in versions]
-    bx.bar(names, rates, color=[colour[n] for n in names], label="failure rate")
-    bx.errorbar(names, rates,
-                yerr=[[0] * len(versions),
-                      [100 * (v.upper_bound_95 or 0) - r for v, r in zip(versions, rates,
-                                                                         strict=True)]],
+    rates = [100 * (g.failure_rate or 0) for g in groups]
+    bx.bar(labels, rates, color=[colour[n] for n in labels], label="failure rate")
+    bx.errorbar(labels, rates,
+                yerr=[[0] * len(groups),
+                      [100 * (g.upper_bound_95 or 0) - r for g, r in zip(groups, rates,
+                                                                       strict=True)]],
                 fmt="none", ecolor="#333", capsize=6, label="95% upper bound")
-    bx.set_title("per vLLM version (valid rounds pooled)")
+    bx.set_title(f"per {_group_words(keys)} (valid rounds pooled)")
     bx.tick_params(axis="x", labelsize=7)
     return fig
 
 
 def write_trend_plot(rows: list[RoundRow], path: Path,
-                     change_points: list[RoundChange] | None = None) -> None:
-    fig = trend_figure(rows, change_points)
+                     change_points: list[RoundChange] | None = None,
+                     keys: Sequence[str] = ("vllm",)) -> None:
+    fig = trend_figure(rows, change_points, keys)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(png_bytes(fig))
 

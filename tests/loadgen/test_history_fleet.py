@@ -368,3 +368,40 @@ def test_a_database_unreachable_at_the_start_is_bad_input(fake_server, tmp_path:
     assert sum(fake.counts.values()) == 0
     proc = run_cli("history", url)
     assert proc.returncode == 3 and "cannot connect" in proc.stderr
+
+
+def _plotted(soak: str, number: int, layout: str, failures: int) -> RoundRow:
+    return RoundRow(soak_id=soak, round=number, status="complete", started=float(number),
+                    vllm_version="0.27.1", c128a_layout=layout, measured=64,
+                    gated_failures=failures, upper_bound_95=0.1,
+                    exit_code=1 if failures else 0)
+
+
+def test_the_plot_never_repeats_a_round_number_across_soaks() -> None:
+    rows = [_plotted("soak-a", n, "capacity", 0) for n in (1, 2, 3)] + \
+        [_plotted("soak-b", n, "capacity", 0) for n in (1, 2)]
+    ax = trend_figure(rows).axes[0]
+    ticks = [t.get_text() for t in ax.get_xticklabels()]
+    assert ticks == ["1.1", "1.2", "1.3", "2.1", "2.2"]
+    assert "soak.round" in ax.get_xlabel() and "2 soaks" in ax.get_xlabel()
+    one = trend_figure(rows[:3]).axes[0]
+    assert [t.get_text() for t in one.get_xticklabels()] == ["1", "2", "3"]
+    assert one.get_xlabel() == "round (oldest first)"
+
+
+def test_the_plot_pools_by_the_group_asked_for() -> None:
+    """--group-by layout: one bar a layout, titled so; the default stays per version."""
+    rows = [_plotted("soak-a", 1, "packed", 20), _plotted("soak-a", 2, "capacity", 0),
+            _plotted("soak-a", 3, "packed", 18)]
+    bars = trend_figure(rows, keys=["layout"]).axes[1]
+    assert bars.get_title() == "per C128A layout (valid rounds pooled)"
+    assert [t.get_text() for t in bars.get_xticklabels()] == ["packed", "capacity"]
+    heights = [round(p.get_height(), 2) for p in bars.patches]
+    assert heights == [round(100 * 38 / 128, 2), 0.0]
+    default = trend_figure(rows).axes[1]
+    assert default.get_title() == "per vLLM version (valid rounds pooled)"
+    assert [t.get_text() for t in default.get_xticklabels()] == ["0.27.1"]
+    both = trend_figure(rows, keys=["vllm", "layout"]).axes[1]
+    assert both.get_title() == "per vLLM version, C128A layout (valid rounds pooled)"
+    assert [t.get_text() for t in both.get_xticklabels()] == ["0.27.1 / packed",
+                                                              "0.27.1 / capacity"]
