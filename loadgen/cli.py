@@ -280,17 +280,23 @@ def _cores(text: str) -> list[int]:
 
 @cli.command("bench-client")
 @click.option("--concurrency", "concurrencies", type=click.IntRange(1, 100_000), multiple=True,
-              default=(64, 256), show_default=True)
+              default=(64, 256), show_default=True,
+              help="Requests in flight (repeat it for a row each).")
 @click.option("--mode", "modes", type=click.Choice(["burst", "paced"]), multiple=True,
               default=("burst", "paced"), show_default=True,
               help="burst: whole reply at once; paced: one token every 2 ms.")
 @click.option("--transport", "transports", type=click.Choice(["raw", "aiohttp", "httpx"]),
-              multiple=True, default=("raw",), show_default=True)
+              multiple=True, default=("raw",), show_default=True,
+              help="HTTP client of the load generator (repeat it to compare).")
 @click.option("--workers", "workers_list", type=click.IntRange(1, 512), multiple=True,
-              default=(1,), show_default=True)
-@click.option("--requests", type=click.IntRange(1, 10_000_000), default=2000, show_default=True)
-@click.option("--tokens", type=click.IntRange(2, 100_000), default=64, show_default=True)
-@click.option("--repeats", type=click.IntRange(1, 100), default=3, show_default=True)
+              default=(1,), show_default=True,
+              help="Worker processes of the client (repeat it to see the scaling).")
+@click.option("--requests", type=click.IntRange(1, 10_000_000), default=2000, show_default=True,
+              help="Requests a measurement sends.")
+@click.option("--tokens", type=click.IntRange(2, 100_000), default=64, show_default=True,
+              help="Tokens the stub streams in each reply.")
+@click.option("--repeats", type=click.IntRange(1, 100), default=3, show_default=True,
+              help="Measurements of each row (its median is reported).")
 @click.option("--stub-cores", default="0", show_default=True, help="CPUs for the stub.")
 @click.option("--client-cores", default="1", show_default=True, help="CPUs for the client.")
 def bench_client(concurrencies: tuple[int, ...], modes: tuple[str, ...],

@@ -740,3 +740,19 @@ def test_shell_completion_completes_commands_and_options() -> None:
     assert "plain,--transport" in run_cli(env=env).stdout
     script = run_cli(env={"_DSV4_QUAL_COMPLETE": "bash_source"}).stdout
     assert "complete " in script and "_dsv4_qual_completion" in script
+
+
+def test_every_option_of_every_command_says_what_it_does() -> None:
+    """`--help` of each command (the sim's included) explains each of its options."""
+    import click
+
+    from loadgen.cli import _load_command_plugins, cli
+
+    _load_command_plugins()
+    silent = [f"{name} {param.opts[0]}"
+              for name, command in cli.commands.items()
+              for param in command.params
+              if isinstance(param, click.Option) and not param.hidden
+              and not (param.help or "").strip()]
+    assert "sim" in cli.commands
+    assert not silent, f"options without help: {silent}"
