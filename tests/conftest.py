@@ -7,6 +7,14 @@ from pathlib import Path
 
 import pytest
 
+try:  # hypothesis is a dev dependency (GPU hosts may lack it)
+    from hypothesis import configuration as _hypothesis
+except ImportError:  # pragma: no cover - a host without the dev extra
+    pass
+else:
+    # Its example database and failure patches go to a temp dir, never the checkout.
+    _hypothesis.set_hypothesis_home_dir(tempfile.mkdtemp(prefix="dsv4q-hypothesis-"))
+
 #: Tiers whose tools want short socket paths under the machine's own temp dir.
 _OWN_TEMP_TIERS = ("docker", "vllm", "slurm")
 

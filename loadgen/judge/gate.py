@@ -13,7 +13,9 @@ errors within their limit, and the receipts readable where they must be.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from loadgen.bounds import detectable_rate, lower_bound, upper_bound
@@ -161,40 +163,67 @@ def priming_check(cfg: GateConfig, context: GateContext) -> Check:
 def acceptance_check(context: GateContext) -> Check | None:
     """Speculative decoding must not collapse under load (#51009: acceptance length 1.46
     of 5): its acceptance rate in the measurement against the reference phase's, on every
-    server (one collapsing replica must not hide in a pooled ratio; a server whose own
-    reference replies drafted nothing is held to the pooled rate alone). A counter that
-    went down mid-phase (a restart) is counted across and said."""
+    server and every engine a server's /metrics counts apart (one collapsing replica
+    must not hide in a pooled ratio; a server whose own reference replies drafted
+    nothing is held to the pooled rate alone). A drafter that accepted none of its drafts
+    alone is broken before any load: that fails too, never a ratio of zero to zero. The
+    check passes exactly when every ratio it states reaches the one it needs. A counter
+    that went down mid-phase (a restart) is counted across and said."""
     if context.reference.requests <= 0:
         return None
     ratio = context.reference.min_acceptance_ratio
     name = f"spec-decode acceptance under load >= {ratio:g} x alone"
-    pooled_alone = (context.acceptance.get("reference") or {}).get("acceptance")
+    pooled_alone = context.acceptance.get("reference") or {}
     resets = [f"{url}'s spec-decode counters went down {c['resets']} time(s) during the "
               f"{phase} (a restart): counted across, as Prometheus's increase() does"
               for url, phases in sorted(context.acceptance_by_server.items())
               for phase, c in sorted(phases.items()) if c.get("resets")]
-    compared = []
+    compared: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
     for url, phases in sorted(context.acceptance_by_server.items()):
-        loaded = (phases.get("measurement") or {}).get("acceptance")
-        alone = (phases.get("reference") or {}).get("acceptance")
-        alone = pooled_alone if alone is None else alone
-        if loaded is not None and alone is not None:
+        loaded = phases.get("measurement") or {}
+        alone = phases.get("reference") or {}
+        if alone.get("acceptance") is None:
+            alone = pooled_alone
+        if loaded.get("acceptance") is not None and alone.get("acceptance") is not None:
             compared.append((url, loaded, alone))
     if not compared:
         alone, loaded = context.acceptance.get("reference"), context.acceptance.get("measurement")
-        if alone is None or loaded is None:
+        if not alone or not loaded or alone.get("acceptance") is None \
+                or loaded.get("acceptance") is None:
             return Check(name, True, "; ".join([
                 "no speculative-decoding metrics in both the reference phase and the "
                 "measurement: nothing to compare", *resets]))
-        compared = [("", loaded["acceptance"], alone["acceptance"])]
+        compared = [("", loaded, alone)]
 
-    def said(url: str, loaded: float, alone: float) -> str:
+    def holds(loaded: dict[str, Any], alone: dict[str, Any]) -> bool:
+        # Exact (rational) arithmetic: no rounding passes 0.349 of 0.7, and no underflow
+        # passes zero against a tiny rate alone.
+        base = Fraction(float(alone["acceptance"]))
+        return base > 0 and Fraction(float(loaded["acceptance"])) >= Fraction(ratio) * base
+
+    def shown_ratio(loaded: dict[str, Any], alone: dict[str, Any]) -> str:
+        """Two decimals that never read as enough when it is not (0.4986 is 0.49)."""
+        value = float(loaded["acceptance"]) / float(alone["acceptance"])
+        if value > 99:  # a rate alone next to nothing: the ratio says little more
+            return ">99"
+        if holds(loaded, alone) or round(value, 2) < ratio:
+            return f"{value:.2f}"
+        return f"{math.floor(value * 100) / 100:.2f}"
+
+    def said(url: str, loaded: dict[str, Any], alone: dict[str, Any]) -> str:
         named = url and len(compared) > 1  # one server needs no name
-        return (f"{url + ': ' if named else ''}acceptance {loaded:.3f} under load, "
-                f"{alone:.3f} alone (ratio {loaded / alone if alone else 0:.2f}, "
-                f"needs {ratio:g})")
+        who = url + ": " if named else ""
+        base, under = float(alone["acceptance"]), float(loaded["acceptance"])
+        if base <= 0:
+            drafted = alone.get("drafted")
+            of = f" of {drafted:g} drafted tokens" if isinstance(drafted, int | float) else ""
+            return (f"{who}acceptance {base:.3f} alone: none{of} accepted before any load, "
+                    f"{under:.3f} under load (speculative decoding is not working; "
+                    f"needs {ratio:g} of a working rate)")
+        return (f"{who}acceptance {under:.3f} under load, {base:.3f} alone "
+                f"(ratio {shown_ratio(loaded, alone)}, needs {ratio:g})")
 
-    failing = [c for c in compared if c[1] < ratio * c[2]]
+    failing = [c for c in compared if not holds(c[1], c[2])]
     shown = failing or compared
     message = "; ".join([*(said(*c) for c in shown), *resets])
     if failing and len(compared) > 1:

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 from loadgen.background import cancel
 from loadgen.targets.receipts import read_receipts, receipts_dir_state
@@ -73,6 +74,44 @@ def parse_prometheus(text: str) -> dict[str, float]:
             continue
         sums[name] = sums.get(name, 0.0) + value
     return sums
+
+
+#: Counters also kept per label set (an engine, a data-parallel rank, a replica behind
+#: one URL): summed, an engine that accepts nothing hides beside one that accepts most.
+PER_REPLICA = ("spec_draft_tokens", "spec_accepted_tokens")
+#: Labels that name what is served, not which engine serves it.
+NOT_A_REPLICA = frozenset({"model_name"})
+
+
+def replica_counters(text: str) -> dict[str, dict[str, float]]:
+    """The PER_REPLICA counters per label set (`engine=1`), read with Prometheus's own
+    text parser; empty where the server exports one label set or none (the sum is then
+    that one) or the text does not parse."""
+    names = {name: key for key in PER_REPLICA for name in TRACKED_METRICS[key]}
+    found: dict[str, dict[str, float]] = {}
+    try:
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                key = names.get(sample.name)
+                if key is None or math.isnan(sample.value):
+                    continue
+                replica = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items())
+                                   if k not in NOT_A_REPLICA)
+                slot = found.setdefault(replica, {})
+                slot[key] = slot.get(key, 0.0) + sample.value
+    except (ValueError, TypeError, IndexError, KeyError):
+        return {}
+    return found if len(found) > 1 else {}
+
+
+def counters(text: str) -> dict[str, Any]:
+    """What a sample or a phase mark keeps of a /metrics text: the tracked sums, and the
+    per-replica counters where there are several replicas."""
+    kept: dict[str, Any] = tracked(parse_prometheus(text))
+    replicas = replica_counters(text)
+    if replicas:
+        kept["replicas"] = replicas
+    return kept
 
 
 def labelled(text: str, name: str) -> list[dict[str, str]]:
@@ -167,7 +206,7 @@ class Telemetry:
             if text is not None:
                 marks = self.servers[url].setdefault("phase_marks", {})
                 marks.setdefault(phase, {})[edge] = {"t": time.time() - self._t0,
-                                                     **tracked(parse_prometheus(text))}
+                                                     **counters(text)}
 
     async def _scrape_forever(self) -> None:
         # Start fast (0.5, 1, 2, 4 s ...) up to the interval: a run of seconds still gets
@@ -183,7 +222,7 @@ class Telemetry:
             text = await fetch_metrics(self.http, url)
             if text is not None:
                 self.samples.append({"t": time.time() - self._t0, "server": url,
-                                     **tracked(parse_prometheus(text))})
+                                     **counters(text)})
 
     def start(self) -> None:
         if self.interval_s > 0 and self._task is None:

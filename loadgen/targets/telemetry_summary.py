@@ -225,22 +225,42 @@ def prefix_reuse(document: dict[str, Any]) -> dict[str, PrefixReuse]:
     return {phase: PrefixReuse(q, h) for phase, (q, h) in totals.items()}
 
 
+def _acceptance(points: list[dict[str, Any]]) -> dict[str, Any] | None:
+    drafted = _increase(points, "spec_draft_tokens")
+    accepted = _increase(points, "spec_accepted_tokens")
+    if drafted is None or accepted is None:
+        return None
+    return {"drafted": drafted[0], "accepted": accepted[0],
+            "acceptance": accepted[0] / drafted[0] if drafted[0] > 0 else None,
+            "resets": max(drafted[1], accepted[1])}
+
+
+def _replicas(points: list[dict[str, Any]]) -> list[str]:
+    """The label sets (engines) every point counted separately, in order."""
+    if not points or not all(isinstance(p.get("replicas"), dict) for p in points):
+        return []
+    names = [set(p["replicas"]) for p in points]
+    return sorted(set.intersection(*names))
+
+
 def acceptance_by_server(document: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
     """Speculative decoding per server and phase: drafted and accepted tokens between
     the phase's start and end marks, through every /metrics sample in between (so a
     counter reset mid-phase is counted across and stated: `resets`), and their ratio
-    where anything was drafted (`acceptance`, else None)."""
+    where anything was drafted (`acceptance`, else None). A URL whose /metrics counts
+    several engines (label sets) gives one entry per engine, `URL (engine=1)`: each is
+    judged on its own, never in their sum."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for url, phases in _phase_points(document).items():
         for phase, points in phases.items():
-            drafted = _increase(points, "spec_draft_tokens")
-            accepted = _increase(points, "spec_accepted_tokens")
-            if drafted is None or accepted is None:
-                continue
-            out.setdefault(url, {})[phase] = {
-                "drafted": drafted[0], "accepted": accepted[0],
-                "acceptance": accepted[0] / drafted[0] if drafted[0] > 0 else None,
-                "resets": max(drafted[1], accepted[1])}
+            replicas = _replicas(points)
+            counted = {f"{url} ({name})": _acceptance([p["replicas"][name] for p in points])
+                       for name in replicas}
+            if not replicas:
+                counted = {url: _acceptance(points)}
+            for who, figures in counted.items():
+                if figures is not None:
+                    out.setdefault(who, {})[phase] = figures
     return out
 
 

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import re
+from fractions import Fraction
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from loadgen.judge.aggregate import PhaseStats
 from loadgen.judge.gate import GateContext, acceptance_check, priming_check
@@ -121,3 +126,33 @@ def test_a_counter_reset_mid_phase_is_counted_across_and_stated() -> None:
     assert check is not None and check.passed  # 0.43 of 0.71 alone: 0.6 >= 0.5
     assert "a's spec-decode counters went down 1 time(s) during the measurement (a " \
            "restart): counted across" in check.message
+
+
+@settings(max_examples=400, deadline=None)
+@given(loaded=st.one_of(st.just(0.0), st.floats(0, 1)),
+       alone=st.one_of(st.just(0.0), st.just(5e-324), st.floats(0, 1)),
+       needs=st.sampled_from([0.25, 0.5, 0.6, 0.75, 1.0]),
+       servers=st.integers(1, 3))
+def test_the_acceptance_check_and_its_words_agree(loaded: float, alone: float, needs: float,
+                                                  servers: int) -> None:
+    """On any rates (zeros and boundaries included) the check passes exactly when every
+    ratio it states reaches what it says it needs, and never passes a drafter that
+    accepted nothing alone."""
+    by_server = {f"s{i}": {"measurement": {"drafted": 70.0, "accepted": 70 * loaded,
+                                           "acceptance": loaded},
+                           "reference": {"drafted": 7.0, "accepted": 7 * alone,
+                                         "acceptance": alone}}
+                 for i in range(servers)}
+    context = GateContext(reference=ReferenceConfig(requests=4, min_acceptance_ratio=needs),
+                          acceptance_by_server=by_server)
+    check = acceptance_check(context)
+    assert check is not None
+    stated = [(float("inf") if over else float(r), float(n)) for over, r, n in
+              re.findall(r"ratio (>)?(\d+(?:\.\d+)?), needs (\d+(?:\.\d+)?)\)",
+                         check.message)]
+    if alone <= 0:
+        assert not check.passed and "none of 7 drafted tokens accepted" in check.message
+        return
+    assert stated, check.message
+    assert check.passed == all(r >= n for r, n in stated), check.message
+    assert check.passed == (Fraction(loaded) >= Fraction(needs) * Fraction(alone))

@@ -400,16 +400,24 @@ def test_a_claim_loose_enough_for_one_reply_passes_on_one() -> None:
     assert gate(cfg, stats(1)).exit_code == 0
 
 
-def test_acceptance_against_a_reference_that_accepted_nothing() -> None:
+@pytest.mark.parametrize("loaded", [0.0, 0.2])
+def test_a_drafter_that_accepts_nothing_alone_fails(loaded: float) -> None:
+    """Acceptance 0 alone is speculative decoding broken before any load: a failure,
+    never a pass on a ratio of zero to zero ("ratio 0.00, needs 0.5" and passed)."""
     from loadgen.scenario import ReferenceConfig
 
-    rates = {"measurement": {"acceptance": 0.2}, "reference": {"acceptance": 0.0}}
+    rates = {"measurement": {"acceptance": loaded},
+             "reference": {"drafted": 70.0, "accepted": 0.0, "acceptance": 0.0}}
     context = GateContext(reference=ReferenceConfig(requests=4), acceptance=rates,
                           **oracle(4))
     result = gate(GateConfig(), stats(100), context=context)
-    assert result.exit_code == 0
+    assert result.exit_code == 1
     (check,) = [c for c in result.checks if c.name.startswith("spec-decode")]
-    assert check.message == "acceptance 0.200 under load, 0.000 alone (ratio 0.00, needs 0.5)"
+    assert not check.passed
+    assert check.message == (
+        f"acceptance 0.000 alone: none of 70 drafted tokens accepted before any load, "
+        f"{loaded:.3f} under load (speculative decoding is not working; needs 0.5 of a "
+        "working rate)")
 
 
 def test_a_bound_equal_to_the_asked_rate_does_not_prove_it() -> None:

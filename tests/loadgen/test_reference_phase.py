@@ -104,6 +104,35 @@ def test_spec_decode_acceptance_that_collapses_under_load_fails(fake_server,
     assert summary["phases"]["measurement"]["verdicts"] == {"ok": 12}
 
 
+@pytest.mark.parametrize(("engines", "collapsing"), [(2, 1), (3, 0), (4, 2)])
+def test_one_collapsing_engine_behind_one_url_fails_by_name(fake_server, tmp_path: Path,
+                                                            engines: int,
+                                                            collapsing: int) -> None:
+    """Data-parallel engines behind one URL, each its own label set on /metrics: one
+    accepting 1 of 7 under load fails the gate, named, though the sum over the engines
+    would keep more than half of the rate alone."""
+    fake, srv = fake_server(("ok",), token_delay_s=0.004)
+    fake.engines, fake.collapsing_engine, fake.accepted_under_load = engines, collapsing, 1
+    code, summary, _, output = run(tmp_path, srv.url)
+    assert code == 1, output
+    (check,) = [c for c in summary["gate"]["checks"] if c["name"].startswith("spec-decode")]
+    assert not check["passed"]
+    assert f"(engine={collapsing})" in check["message"], check["message"]
+    assert "1 of " in check["message"] and "servers collapse under load" in check["message"]
+    assert summary["phases"]["measurement"]["verdicts"] == {"ok": 12}
+
+
+@pytest.mark.parametrize("engines", [2, 3])
+def test_healthy_engines_behind_one_url_pass(fake_server, tmp_path: Path,
+                                             engines: int) -> None:
+    fake, srv = fake_server(("ok",), token_delay_s=0.004)
+    fake.engines = engines
+    code, summary, _, output = run(tmp_path, srv.url)
+    assert code == 0, output
+    (check,) = [c for c in summary["gate"]["checks"] if c["name"].startswith("spec-decode")]
+    assert check["passed"] and "engine=" in check["message"], check["message"]
+
+
 def test_without_a_reference_phase_there_is_no_acceptance_check(fake_server,
                                                                 tmp_path: Path) -> None:
     _, srv = fake_server(("ok",))

@@ -224,6 +224,12 @@ class FakeOpenAI:
         self.drafted = 0
         self.accepted = 0
         self.accepted_under_load = 5
+        # Data-parallel engines behind this one URL, each its own label set on /metrics
+        # (`engine="k"`); requests go round robin. Only `collapsing_engine` (when set)
+        # accepts `accepted_under_load` under load, the others 5 of 7.
+        self.engines = 1
+        self.collapsing_engine: int | None = None
+        self.engine_spec: dict[int, list[int]] = {}
         self.headers: list[dict[str, str]] = []
         # A "restart": a new process start time and server id, counters from zero, and
         # optionally a few failed readiness probes, as a restarted vLLM shows them.
@@ -256,6 +262,7 @@ class FakeOpenAI:
         self._down_probes = down_probes
         self._served_at_start = sum(self.counts.values())
         self.drafted = self.accepted = 0
+        self.engine_spec = {}
 
     async def health(self, request: Request) -> Response:
         if self._down_probes > 0:
@@ -287,9 +294,19 @@ class FakeOpenAI:
             f"vllm:generation_tokens_total{label} {served * 10}",
             # 7 drafted tokens a request, 5 accepted alone: an acceptance rate of 5/7
             # (`accepted_under_load` of 7 while another request is in flight).
-            f"vllm:spec_decode_num_draft_tokens_total{label} {self.drafted}",
-            f"vllm:spec_decode_num_accepted_tokens_total{label} {self.accepted}",
         ]
+        if self.engines > 1:
+            lines.append("# TYPE vllm:spec_decode_num_draft_tokens counter")
+            lines += [f'vllm:spec_decode_num_draft_tokens_total{{engine="{k}",'
+                      f'model_name="{self.model}"}} {self.engine_spec.get(k, [0, 0])[0]}'
+                      for k in range(self.engines)]
+            lines.append("# TYPE vllm:spec_decode_num_accepted_tokens counter")
+            lines += [f'vllm:spec_decode_num_accepted_tokens_total{{engine="{k}",'
+                      f'model_name="{self.model}"}} {self.engine_spec.get(k, [0, 0])[1]}'
+                      for k in range(self.engines)]
+        else:
+            lines += [f"vllm:spec_decode_num_draft_tokens_total{label} {self.drafted}",
+                      f"vllm:spec_decode_num_accepted_tokens_total{label} {self.accepted}"]
         if self.expose_start_time:
             lines.append(f"process_start_time_seconds {self.start_time}")
         if self.expose_server_id:
@@ -313,8 +330,14 @@ class FakeOpenAI:
         self.headers.append(dict(request.headers))
         mode = body.get("fake_mode") or self._mode_for(raw) or next(self._next)
         self.counts[mode] += 1
+        engine = sum(self.counts.values()) % self.engines
+        collapses = self.collapsing_engine is None or engine == self.collapsing_engine
+        accepted = 5 if self.open_requests == 0 or not collapses else self.accepted_under_load
         self.drafted += 7
-        self.accepted += 5 if self.open_requests == 0 else self.accepted_under_load
+        self.accepted += accepted
+        slot = self.engine_spec.setdefault(engine, [0, 0])
+        slot[0] += 7
+        slot[1] += accepted
         self.open_requests += 1
         response = await self._answer(body, mode)
         if not isinstance(response, StreamingResponse) or not getattr(response, "tracked",
