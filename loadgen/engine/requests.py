@@ -3,7 +3,8 @@
 The scenario's sampling settings fill what a work item leaves open; the keys the
 engine must own to measure (model, stream, stream_options) are always its own. A
 body is serialised once per item and its hash lets identical greedy requests be
-compared after the run.
+compared after the run. How a reply is sampled (greedy or not, its max_tokens) is read
+from the body that is sent, never from the scenario: a replayed body says its own.
 """
 
 from __future__ import annotations
@@ -32,6 +33,32 @@ class Prepared(NamedTuple):
     offered: dict[str, Any]
     #: What a correct reply contains (the item's expectation as records keep it).
     expected: dict[str, Any] | None
+    #: How the reply is sampled, as the body sent says it (`sampling`).
+    sampling: dict[str, Any]
+
+
+#: The body's keys that say how a reply is sampled, in a record's params.
+SAMPLING_KEYS = ("temperature", "top_p", "top_k", "seed", "n")
+
+
+def sampling(body: dict[str, Any]) -> dict[str, Any]:
+    """How this request's reply is sampled, from the body that is sent (a replayed or
+    scripted body overrides the scenario's settings, so the scenario cannot say it):
+    the keys the body sets, and max_tokens (or max_completion_tokens)."""
+    found = {key: body[key] for key in SAMPLING_KEYS if body.get(key) is not None}
+    limit = body.get("max_completion_tokens", body.get("max_tokens"))
+    found["max_tokens"] = limit
+    found.setdefault("temperature", None)
+    return found
+
+
+def is_greedy(found: dict[str, Any]) -> bool:
+    """Greedy decoding: temperature 0, or top_k 1. A body that leaves temperature out
+    is sampled at the server's default (the model's generation config), never assumed
+    greedy."""
+    temperature, top_k = found.get("temperature"), found.get("top_k")
+    numeric = isinstance(temperature, int | float) and not isinstance(temperature, bool)
+    return (numeric and temperature == 0) or top_k == 1
 
 
 #: What a record keeps of its request's last message: enough for a person to see what was
@@ -100,7 +127,8 @@ class RequestMaker:
             offered["turn"] = {"session": item.turn.session, "index": item.turn.index,
                                "count": item.turn.count, "think_s": item.turn.think_s}
         entry = Prepared(raw, hashlib.blake2b(raw, digest_size=8).hexdigest(), offered,
-                         item.expected.to_dict() if item.expected is not None else None)
+                         item.expected.to_dict() if item.expected is not None else None,
+                         sampling(body))
         if len(self._bodies) < BODY_CACHE_ITEMS:
             self._bodies[item.item_id] = entry
         return entry
@@ -111,9 +139,9 @@ class RequestMaker:
         return RequestRecord(
             run_id=self._run_id, scenario=self._scenario.name, phase=phase, seq=seq,
             endpoint=endpoint, item_id=item.item_id,
-            params={"max_tokens": req.max_tokens, "temperature": req.temperature,
-                    "top_p": req.top_p, "seed": req.seed, "stream": req.stream,
+            params={"top_p": None, "seed": None, **prepared.sampling, "stream": req.stream,
                     "approx_prompt_tokens": item.approx_prompt_tokens, **prepared.offered},
-            body_hash=prepared.body_hash, greedy=req.temperature == 0.0, worker=self._worker,
+            body_hash=prepared.body_hash, greedy=is_greedy(prepared.sampling),
+            worker=self._worker,
             expected=prepared.expected,
         )
