@@ -19,6 +19,19 @@ about chat templates or tokenizers writes them too, so where a match stands deci
 - leaked otherwise: e.g. a `</think>` that closes a sentence's worth of reasoning at the
   start of the content.
 
+Those rules of where a match stands apply to replies whose request is about markup
+(chat templates, tokenizers, special tokens, tags; or that holds markup itself: the
+request's `about_markup`, worked out once per body). An answer about anything else has
+no reason to write a special token: there, markup anywhere outside code is a leak,
+whatever its neighbours ("... let me know. A <｜begin▁of▁sentence｜> few notes ..." of a
+billing answer). Besides each model's own tokens, a catalogue of other chat templates'
+markers is looked for (`</s>`, `<unk>`, `<end_of_turn>`, `[INST]`, `<</SYS>>`, ...): a
+server may serve a model whose tokenizer the judge has never seen.
+
+Invented turns: a role line written as text after the answer ("User: thanks!",
+"Assistant:") is the model writing the conversation's next turn itself, unless the
+request asks for a dialogue or writes such lines itself (`asks_dialogue`).
+
 Plain tool-call tags are looked for in the content only (a reasoning may draft a call);
 DSML elements, made of special tokens, in the reasoning too. Any
 token the scenario names (`special_tokens`) is a leak wherever it appears.
@@ -29,6 +42,7 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from loadgen.judge.visible import is_blank
 from loadgen.records import RequestRecord
@@ -38,10 +52,29 @@ from loadgen.scenario import VerdictConfig
 # trying each branch at every position of a 64 KB text.
 _MARKUP = re.compile(
     r"<(?:(?P<dsml>/?｜DSML｜[A-Za-z_]+(?:\s[^<>\n]{0,200})?>)"
-    r"|(?P<special>\|[A-Za-z0-9_▁:.\-]{1,48}\|>|｜[^｜\n]{1,48}｜>?)"
+    r"|(?P<special>\|[A-Za-z0-9_▁:.\-]{1,48}\|>|｜[^｜\n]{1,48}｜>?"
+    # Other templates' markers: Llama/Mistral's BOS and EOS, SentencePiece's unknown and
+    # padding, Gemma's turns, Llama 2's system block.
+    r"|/?s>|unk>|pad>|/?eos>|/?bos>|start_of_turn>|end_of_turn>|</?SYS>>)"
     r"|(?P<tool>/?(?:tool_calls?|function_calls?)>|\|tool_calls?)"
     r"|(?P<think>/?think>))"
 )
+#: Mistral's and Llama 2's instruction brackets (no "<" to start with, so apart).
+_BRACKETS = re.compile(r"\[/?INST\]")
+_ROLES = r"(?:User|Human|Assistant|System|用户|助手)"
+#: "User: ...", "**User:** ...", or a heading of its own ("### User").
+_ROLE_LINE = re.compile(
+    rf"^[ \t]*(?:#{{1,4}}[ \t]*{_ROLES}[ \t]*[:：]?[ \t]*$"
+    rf"|(?:#{{1,4}}[ \t]*|\*\*)?{_ROLES}(?:\*\*)?[ \t]*[:：])", re.M)
+#: Words of a request about markup: templates, tokenizers, tokens, tags.
+_MARKUP_TOPIC = re.compile(
+    r"(?i)\b(?:templates?|tokeni[sz]ers?|tokens?|tags?|markup|bos|eos|chatml|jinja|xml|"
+    r"html|sgml|delimiters?|stop (?:sequences?|strings?)|prompt format|chat format|"
+    r"special characters?)\b|模板|分词|词元|令牌|标签|标记|テンプレート|トークン|タグ")
+#: Words of a request that asks for a dialogue written out.
+_DIALOGUE_TOPIC = re.compile(
+    r"(?i)\b(?:dialogues?|dialogs?|conversations?|transcripts?|scripts?|role-?plays?|"
+    r"chat logs?|interviews?|exchanges?|screenplays?)\b|对话|会話|台本")
 _TOOL_STRUCTURE = re.compile(
     r"""\s*(?:\{\s*"(?:name|arguments|function)"|</?｜DSML｜|<(?:invoke|parameter|function)\b)""")
 _FENCED = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n.*?^[ \t]*\1[ \t]*$", re.M | re.S)
@@ -184,16 +217,46 @@ def talked_about(text: str, start: int, end: int,
     return _named(text, start, end, line) or _in_sentence(text, start, end, line)
 
 
-def markup_leak(text: str, kinds: frozenset[str]) -> str | None:
-    """The first markup of these kinds that leaked into the text, or None."""
+def _texts(messages: list[dict[str, Any]]) -> list[str]:
+    return [c for m in messages if isinstance(c := m.get("content"), str)]
+
+
+def asks_about_markup(messages: list[dict[str, Any]]) -> bool:
+    """The request is about markup (templates, tokenizers, tokens, tags) or holds some:
+    its reply may write markup as a word among words."""
+    return any(_MARKUP_TOPIC.search(t) or _MARKUP.search(t) or _BRACKETS.search(t)
+               for t in _texts(messages))
+
+
+def asks_dialogue(messages: list[dict[str, Any]]) -> bool:
+    """The request asks for a dialogue written out, or writes role lines itself."""
+    return any(_DIALOGUE_TOPIC.search(t) or _ROLE_LINE.search(t) for t in _texts(messages))
+
+
+def markup_leak(text: str, kinds: frozenset[str], *, about_markup: bool = True) -> str | None:
+    """The first markup of these kinds that leaked into the text, or None. A text whose
+    request is not `about_markup` has no reason for markup: any outside code leaked."""
     found = [_Match(m.start(), m.end(), m.lastgroup or "")
              for m in _MARKUP.finditer(text) if m.lastgroup in kinds]
+    if "INST]" in text and "special" in kinds:
+        found = sorted(found + [_Match(m.start(), m.end(), "special")
+                                for m in _BRACKETS.finditer(text)], key=lambda m: m.start)
     if not found:
         return None
     code = _code_spans(text) if "`" in text or "~~~" in text else []
     for i, m in enumerate(found):
+        if not about_markup and not _inside(code, m.start, m.end):
+            return text[m.start:m.end]
         if _leaked(text, found, i, code):
             return text[m.start:m.end]
+    return None
+
+
+def invented_turn(text: str) -> str | None:
+    """A role line written after the answer ("User: thanks"), or None."""
+    for m in _ROLE_LINE.finditer(text):
+        if not is_blank(text, 0, m.start()):
+            return m.group(0).strip()
     return None
 
 
@@ -202,15 +265,21 @@ _REASONING_KINDS = frozenset({"dsml", "special", "think"})  # DSML is special to
 
 
 def find_leak(record: RequestRecord, cfg: VerdictConfig) -> str | None:
-    """The first leaked token or tag, as the report shows it, or None."""
+    """The first leaked token or tag (or invented turn), as the report shows it, or None.
+    A record that does not say what its request was about (written before the judge
+    asked) is judged by where its markup stands alone."""
+    params = record.params or {}
+    about = params.get("about_markup") is not False
     content = record.content
     if content:
-        leaked = markup_leak(content, _CONTENT_KINDS)
+        leaked = markup_leak(content, _CONTENT_KINDS, about_markup=about)
         if leaked:
             return f"content: {leaked!r}"
+        if params.get("asks_dialogue") is False and (turn := invented_turn(content)):
+            return f"content: an invented turn {turn!r}"
     reasoning = record.reasoning
     if reasoning:
-        leaked = markup_leak(reasoning, _REASONING_KINDS)
+        leaked = markup_leak(reasoning, _REASONING_KINDS, about_markup=about)
         if leaked:
             return f"reasoning: {leaked!r}"
     for token in cfg.special_tokens:
