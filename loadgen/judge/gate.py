@@ -187,13 +187,13 @@ def acceptance_check(context: GateContext) -> Check | None:
         if loaded.get("acceptance") is not None and alone.get("acceptance") is not None:
             compared.append((url, loaded, alone))
     if not compared:
-        alone, loaded = context.acceptance.get("reference"), context.acceptance.get("measurement")
-        if not alone or not loaded or alone.get("acceptance") is None \
-                or loaded.get("acceptance") is None:
+        pooled = (context.acceptance.get("reference") or {},
+                  context.acceptance.get("measurement") or {})
+        if pooled[0].get("acceptance") is None or pooled[1].get("acceptance") is None:
             return Check(name, True, "; ".join([
                 "no speculative-decoding metrics in both the reference phase and the "
                 "measurement: nothing to compare", *resets]))
-        compared = [("", loaded, alone)]
+        compared = [("", dict(pooled[1]), dict(pooled[0]))]
 
     def holds(loaded: dict[str, Any], alone: dict[str, Any]) -> bool:
         # Exact (rational) arithmetic: no rounding passes 0.349 of 0.7, and no underflow
