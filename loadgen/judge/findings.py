@@ -93,6 +93,7 @@ class Findings(_Finding):
     loop: LoopFinding | None = None
     asked_repetition: LoopFinding | None = None
     leak: str | None = None
+    usage: str | None = None
     garbled: GarbleFinding | None = None
     tool_calls: list[str] = []
     wrong_answer: list[WrongFinding] = []

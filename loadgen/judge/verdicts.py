@@ -13,6 +13,8 @@ Rules (a record can carry several; `classify` orders them most severe first):
 - reasoning_loop: reasoning or content ends in a loop (`judge.loops`), unless the content
   repeats a sentence the request quoted as often as it asked (`judge.asked`).
 - token_leak: special tokens or markup in the visible text (`judge.leaks`).
+- usage_mismatch: the server's completion-token count is impossible against what it
+  streamed and the request allowed (`judge.usage`).
 - garbled: token salad in the reasoning, the content or a tool call's argument values,
   however cleanly the reply finished (`judge.garbled`).
 - no_tool_call / bad_tool_call / tool_args_loop: tool turns (`judge.tool_calls`).
@@ -45,6 +47,7 @@ from loadgen.judge.loops import find_loop
 from loadgen.judge.reply_language import find_unfinished, find_wrong_language
 from loadgen.judge.substance import find_wrong
 from loadgen.judge.tool_calls import tool_call_problems
+from loadgen.judge.usage import usage_problem
 from loadgen.judge.visible import is_blank
 from loadgen.records import ErrorKind, RequestRecord
 from loadgen.scenario import VerdictConfig
@@ -111,6 +114,10 @@ def classify(record: RequestRecord, cfg: VerdictConfig) -> list[str]:
     if leak is not None:
         found.add(Verdict.TOKEN_LEAK)
         findings["leak"] = leak
+    usage = usage_problem(record)
+    if usage is not None:
+        found.add(Verdict.USAGE_MISMATCH)
+        findings["usage"] = usage
     garble = find_garble(record, cfg)
     if garble is not None:
         found.add(Verdict.GARBLED)

@@ -33,6 +33,8 @@ def findings_lines(findings: Findings) -> list[str]:
                      f"({loop.kind})")
     if findings.leak:
         lines.append(f"leak: {findings.leak}")
+    if findings.usage:
+        lines.append(f"usage: {findings.usage}")
     lines += [f"tool call: {problem}" for problem in findings.tool_calls]
     if findings.finish:
         lines.append(f"finish_reason: {findings.finish}")

@@ -44,8 +44,13 @@ class Chunks:
         self.id = f"chatcmpl-{time.monotonic_ns()}"
         self.model = model
         self.created = int(time.time())
+        #: Deltas built so far that carry text, reasoning or a call: each is at least one
+        #: token, so an honest usage counts at least these (`usage`).
+        self.tokens = 0
 
     def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> bytes:
+        if delta.get("content") or delta.get("reasoning") or delta.get("tool_calls"):
+            self.tokens += 1
         choice: dict[str, Any] = {"index": 0, "delta": delta, "logprobs": None,
                                   "finish_reason": finish}
         if finish:
@@ -76,6 +81,14 @@ class Chunks:
                          for p in parts]
 
     def usage(self, prompt: int, completion: int, reasoning: int) -> bytes:
+        """The usage chunk; an honest count: at least the token-bearing deltas built so
+        far (a mode's own figure where it is larger), reasoning a part of it."""
+        completion = max(completion, self.tokens)
+        reasoning = min(reasoning, completion)
+        return self.usage_as_said(prompt, completion, reasoning)
+
+    def usage_as_said(self, prompt: int, completion: int, reasoning: int) -> bytes:
+        """The usage chunk with exactly these counts (a server whose accounting lies)."""
         obj = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
                "model": self.model, "choices": [],
                "usage": {"prompt_tokens": prompt, "total_tokens": prompt + completion,
@@ -856,7 +869,10 @@ class FakeOpenAI:
             parts += [chunk(text[i:i + 40]) for i in range(0, len(text), 40)]
         for index, call in enumerate(reply.get("tool_calls") or []):
             parts += c.tool_call(call["function"]["name"], call["function"]["arguments"], index)
-        parts += [c.finish(reply.get("finish_reason") or "stop"), c.usage(300, 100, 50), DONE]
+        usage = reply.get("usage")
+        parts += [c.finish(reply.get("finish_reason") or "stop"),
+                  c.usage(300, 100, 50) if usage is None else c.usage_as_said(300, *usage),
+                  DONE]
         return self._stream(parts)
 
 

@@ -1,0 +1,51 @@
+"""`usage_mismatch`: the server's own token count against what it streamed and allowed.
+
+A reply's `usage.completion_tokens` is the server's account of what it generated (what
+a billing system charges, what a capacity plan counts). Two things bound it, whatever
+the model and the tokenizer:
+
+- every delta that carried text, reasoning or a call carried at least one new token
+  (a step of the engine yields one delta a choice at most, and a token that decodes to
+  nothing yields none), so the count is at least the token-bearing deltas received
+  (the stated tolerance: zero; a server that packs several tokens into a delta only
+  makes the count larger);
+- the request's `max_tokens` (or `max_completion_tokens`): a server that says it
+  generated more than it was allowed either ignored the limit or miscounts;
+- `reasoning_tokens` is a part of the completion, never more than all of it.
+
+A count outside these is impossible for an honest server: its accounting is broken (a
+counter stuck at zero, another request's count, a stale one), a failure of the server
+even when the text is right. A reply that did not complete (an error, no finish) is
+not judged: its count was never final. A server that reports no usage says nothing
+here.
+"""
+
+from __future__ import annotations
+
+from loadgen.records import RequestRecord
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def usage_problem(record: RequestRecord) -> str | None:
+    """What is impossible about the reply's usage, in one sentence, or None."""
+    if record.error is not None or record.status != 200 or not record.finish_reason:
+        return None
+    completion = _count(record.usage.completion_tokens)
+    if completion is None:
+        return None
+    limit = _count((record.params or {}).get("max_tokens"))
+    if limit is not None and completion > limit:
+        return (f"usage says {completion} completion tokens, more than the request's "
+                f"max_tokens {limit}")
+    streamed = record.timings.chunks if (record.params or {}).get("stream", True) else 0
+    if completion < streamed:
+        return (f"usage says {completion} completion tokens, fewer than the {streamed} "
+                "token-bearing deltas streamed (each carries at least one token)")
+    reasoning = _count(record.usage.reasoning_tokens)
+    if reasoning is not None and reasoning > completion:
+        return (f"usage says {reasoning} reasoning tokens, more than its {completion} "
+                "completion tokens")
+    return None
