@@ -160,15 +160,39 @@ def priming_check(cfg: GateConfig, context: GateContext) -> Check:
                  kind=CheckKind.ERROR)
 
 
+#: Tokens a phase must generate before a drafter that drafted none of them is stuck.
+STUCK_DRAFTER_TOKENS = 64
+
+
+def impossible_spec_counters(by_server: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
+    """Where the server's spec-decode counters cannot be true: more tokens accepted than
+    drafted, or than generated (an accepted draft token is a generated one)."""
+    found = []
+    for url, phases in sorted(by_server.items()):
+        for phase, c in sorted(phases.items()):
+            who = f"{url + ' ' if url else ''}{phase}"
+            accepted, drafted, generated = c.get("accepted"), c.get("drafted"), c.get("generated")
+            if isinstance(accepted, int | float) and isinstance(drafted, int | float) \
+                    and accepted > drafted:
+                found.append(f"{who}: {accepted:g} accepted of {drafted:g} drafted")
+            elif isinstance(accepted, int | float) and isinstance(generated, int | float) \
+                    and accepted > generated:
+                found.append(f"{who}: {accepted:g} accepted, {generated:g} generated")
+    return found
+
+
 def acceptance_check(context: GateContext) -> Check | None:
     """Speculative decoding must not collapse under load (#51009: acceptance length 1.46
     of 5): its acceptance rate in the measurement against the reference phase's, on every
     server and every engine a server's /metrics counts apart (one collapsing replica
     must not hide in a pooled ratio; a server whose own reference replies drafted
     nothing is held to the pooled rate alone). A drafter that accepted none of its drafts
-    alone is broken before any load: that fails too, never a ratio of zero to zero. The
-    check passes exactly when every ratio it states reaches the one it needs. A counter
-    that went down mid-phase (a restart) is counted across and said."""
+    alone is broken before any load: that fails too, never a ratio of zero to zero; so
+    does one that stopped drafting while the server generated. The check passes exactly
+    when every ratio it states reaches the one it needs. Counters that cannot be true
+    (more accepted than drafted or generated) make the run invalid: nothing can be
+    judged from them. A counter that went down mid-phase (a restart) is counted across
+    and said."""
     if context.reference.requests <= 0:
         return None
     ratio = context.reference.min_acceptance_ratio
@@ -178,6 +202,18 @@ def acceptance_check(context: GateContext) -> Check | None:
               f"{phase} (a restart): counted across, as Prometheus's increase() does"
               for url, phases in sorted(context.acceptance_by_server.items())
               for phase, c in sorted(phases.items()) if c.get("resets")]
+    broken = impossible_spec_counters(context.acceptance_by_server)
+    if broken:
+        return Check(name, False, "the server's spec-decode counters are impossible ("
+                     + "; ".join(broken) + "): acceptance under load cannot be judged",
+                     kind=CheckKind.ERROR)
+    stuck = [f"{url or 'the server'} drafted nothing in the measurement while it generated "
+             f"{c['generated']:g} tokens (speculative decoding stopped drafting)"
+             for url, phases in sorted(context.acceptance_by_server.items())
+             if (c := phases.get("measurement") or {}).get("drafted") == 0
+             and (c.get("generated") or 0) >= STUCK_DRAFTER_TOKENS]
+    if stuck:
+        return Check(name, False, "; ".join(stuck))
     compared: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
     for url, phases in sorted(context.acceptance_by_server.items()):
         loaded = phases.get("measurement") or {}

@@ -230,9 +230,11 @@ def _acceptance(points: list[dict[str, Any]]) -> dict[str, Any] | None:
     accepted = _increase(points, "spec_accepted_tokens")
     if drafted is None or accepted is None:
         return None
+    generated = _increase(points, "generation_tokens")  # the server's, not an engine's
     return {"drafted": drafted[0], "accepted": accepted[0],
             "acceptance": accepted[0] / drafted[0] if drafted[0] > 0 else None,
-            "resets": max(drafted[1], accepted[1])}
+            "resets": max(drafted[1], accepted[1]),
+            "generated": generated[0] if generated is not None else None}
 
 
 def _replicas(points: list[dict[str, Any]]) -> list[str]:

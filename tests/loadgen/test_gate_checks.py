@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loadgen.judge.aggregate import PhaseStats
+from loadgen.judge.checks import CheckKind
 from loadgen.judge.gate import GateContext, acceptance_check, priming_check
 from loadgen.scenario import GateConfig, ReferenceConfig
 
@@ -119,7 +120,8 @@ def test_a_counter_reset_mid_phase_is_counted_across_and_stated() -> None:
                             (4, 0, 0), (5, 700, 100)])
     by_server = acceptance_by_server(document)
     assert by_server["a"]["measurement"] == {"drafted": 1400, "accepted": 600,
-                                             "acceptance": 600 / 1400, "resets": 1}
+                                             "acceptance": 600 / 1400, "resets": 1,
+                                             "generated": None}
     context = GateContext(reference=ReferenceConfig(requests=4),
                           acceptance=phase_acceptance(document), acceptance_by_server=by_server)
     check = acceptance_check(context)
@@ -156,3 +158,40 @@ def test_the_acceptance_check_and_its_words_agree(loaded: float, alone: float, n
     assert stated, check.message
     assert check.passed == all(r >= n for r, n in stated), check.message
     assert check.passed == (Fraction(loaded) >= Fraction(needs) * Fraction(alone))
+
+
+@pytest.mark.parametrize(("phase", "counts", "why"), [
+    ("measurement", {"drafted": 700.0, "accepted": 900.0, "generated": 2000.0},
+     "900 accepted of 700 drafted"),
+    ("reference", {"drafted": 70.0, "accepted": 50.0, "generated": 20.0},
+     "50 accepted, 20 generated"),
+])
+def test_impossible_spec_counters_make_the_run_invalid(phase: str, counts: dict[str, float],
+                                                       why: str) -> None:
+    """Counters that cannot be true (a stuck, swapped or foreign counter) leave nothing
+    to judge acceptance by: invalid (exit 2), saying which and why, never a pass."""
+    fine = {"drafted": 70.0, "accepted": 50.0, "acceptance": 50 / 70, "generated": 500.0}
+    by_server = {"http://a": {"reference": fine, "measurement": fine,
+                              phase: {**counts, "acceptance": counts["accepted"]
+                                      / counts["drafted"]}}}
+    context = GateContext(reference=ReferenceConfig(requests=4), acceptance_by_server=by_server)
+    check = acceptance_check(context)
+    assert check is not None and not check.passed and check.kind == CheckKind.ERROR
+    assert why in check.message and "cannot be judged" in check.message
+
+
+def test_a_drafter_that_stopped_drafting_fails() -> None:
+    fine = {"drafted": 70.0, "accepted": 50.0, "acceptance": 50 / 70, "generated": 500.0}
+    stopped = {"drafted": 0.0, "accepted": 0.0, "acceptance": None, "generated": 4000.0}
+    context = GateContext(reference=ReferenceConfig(requests=4), acceptance_by_server={
+        "http://a": {"reference": fine, "measurement": stopped}})
+    check = acceptance_check(context)
+    assert check is not None and not check.passed and check.kind == CheckKind.FAILURE
+    assert check.message == ("http://a drafted nothing in the measurement while it generated "
+                             "4000 tokens (speculative decoding stopped drafting)")
+    # Too little generated to say: nothing to compare, as before.
+    few = {**stopped, "generated": 10.0}
+    check = acceptance_check(GateContext(reference=ReferenceConfig(requests=4),
+                                         acceptance_by_server={"http://a": {
+                                             "reference": fine, "measurement": few}}))
+    assert check is not None and check.passed

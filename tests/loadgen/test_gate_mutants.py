@@ -462,3 +462,15 @@ def test_a_failed_gate_headlines_how_often_at_least_it_fails(fake_server, tmp_pa
     clean = run_cli("run", str(sc), "--base-url", fake_server(("ok",))[1].url, "--out",
                     str(tmp_path / "clean"))
     assert f"0/16 failed, rate < {100 * upper_bound(0, 16):.2f}% @95%" in clean.stdout
+
+
+def test_impossible_spec_counters_are_an_invalid_run_not_a_pass() -> None:
+    from loadgen.scenario import ReferenceConfig
+
+    fine = {"drafted": 70.0, "accepted": 50.0, "acceptance": 50 / 70, "generated": 500.0}
+    lying = {"drafted": 700.0, "accepted": 900.0, "acceptance": 900 / 700, "generated": 9e3}
+    context = GateContext(reference=ReferenceConfig(requests=4), **oracle(4),
+                          acceptance_by_server={"http://x": {"reference": fine,
+                                                             "measurement": lying}})
+    result = gate(GateConfig(), stats(100), context=context)
+    assert result.exit_code == 2
