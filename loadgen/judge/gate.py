@@ -228,7 +228,7 @@ def acceptance_check(context: GateContext) -> Check | None:
         if pooled[0].get("acceptance") is None or pooled[1].get("acceptance") is None:
             return Check(name, True, "; ".join([
                 "no speculative-decoding metrics in both the reference phase and the "
-                "measurement: nothing to compare", *resets]))
+                "measurement: nothing to compare", *resets]), skipped=True)
         compared = [("", dict(pooled[1]), dict(pooled[0]))]
 
     def holds(loaded: dict[str, Any], alone: dict[str, Any]) -> bool:
