@@ -6,8 +6,10 @@ solo reply is what this server says when the bug cannot fire. Each loaded reply 
 sampled body is compared with it:
 
 - its **verifiable fields** exactly: whether it answered with a tool call or in prose,
-  the functions called and their short scalar arguments (ids, enums, numbers: values
-  without spaces), the codes an answer states (in any case or look-alike letters) and
+  the functions called (parallel calls as a multiset: in any order) and their short
+  scalar arguments however deep (nested objects and lists leaf by leaf; ids, enums,
+  numbers by value, `42` as `42.0` or `"42"`: values without spaces), the codes an
+  answer states (in any case or look-alike letters) and
   the numbers it states, each under its label (the words beside it: "12 seats", "total
   is 1,234.50"; a number under a label only one of the two replies uses is not
   compared; numbers only where decoding is greedy). A difference is
@@ -35,7 +37,9 @@ a reference phase that left no oracle at all makes the run invalid (`judge.gate`
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import orjson
@@ -54,6 +58,7 @@ SIMILARITY_CHARS = 8000
 #: Loaded replies per sampled body whose text is kept for the agreement distribution.
 TEXTS_PER_BODY = 8
 _SHORT_VALUE = 64
+_PLAIN_NUMBER = regex.compile(r"-?\d+(?:\.\d+)?")
 _BROKEN = frozenset(v.value for v in DEFAULT_FAIL_ON)
 
 
@@ -62,6 +67,36 @@ def _scalar(value: Any) -> bool:
         return True
     return isinstance(value, str) and len(value) <= _SHORT_VALUE and not any(
         c.isspace() for c in value)
+
+
+def _canonical(value: Any) -> str:
+    """A scalar as its type reads it: a number by its value (`42`, `42.0` and `"42"` are
+    one number), a boolean as JSON writes it, text case-folded."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float) or (isinstance(value, str)
+                                          and _PLAIN_NUMBER.fullmatch(value)):
+        try:
+            number = Decimal(str(value))
+        except InvalidOperation:
+            return str(value).casefold()
+        if number.is_finite():
+            return format(number.normalize(), "f")
+    return str(value).casefold()
+
+
+def leaves(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
+    """(path, value) of every short scalar a call's arguments hold, however deep:
+    `{"order": {"items": [{"sku": "A1"}]}}` holds `order.items[0].sku` = `a1`. Nested
+    objects and lists are compared leaf by leaf, a list in its order."""
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            yield from leaves(inner, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for i, inner in enumerate(value):
+            yield from leaves(inner, f"{path}[{i}]")
+    elif value is not None and _scalar(value):
+        yield path, _canonical(value)
 
 
 def _code_of(value: str) -> str | None:
@@ -106,12 +141,12 @@ def verifiable(record: dict[str, Any]) -> tuple[Any, ...]:
             args = orjson.loads(fn.get("arguments") or "{}")
         except orjson.JSONDecodeError:
             args = None
-        fields = (tuple(sorted((str(k), str(v).casefold()) for k, v in args.items()
-                               if _scalar(v)))
-                  if isinstance(args, dict) else ("<not a JSON object>",))
+        fields = (tuple(sorted(set(leaves(args)))) if isinstance(args, dict)
+                  else ("<not a JSON object>",))
         calls.append((str(fn.get("name") or ""), fields))
     if calls:
-        return ("tool_calls", tuple(calls))
+        # Parallel calls are a multiset: the same calls in another order agree.
+        return ("tool_calls", tuple(sorted(calls, key=repr)))
     content = record.get("content") or ""
     codes = {code for form in forms(content) if (code := _code_of(form.folded))
              and content[form.start:form.end].isalnum()}
