@@ -105,6 +105,10 @@ class RequestRecord:
     #: request was sent again, once, on a new connection (the first attempt's error). A
     #: transport event, never a server failure.
     transport_retry: str | None = None
+    #: What the order of the reply's deltas showed wrong, where it showed anything
+    #: (`judge.sequence.stream_facts`): a run of deltas replayed, reasoning that came
+    #: after the answer began. The joined text cannot show it; None when clean.
+    sequence: dict[str, Any] | None = None
 
     def to_json(self) -> bytes:
         # orjson serialises (slotted) dataclasses natively, ~10x faster than asdict().

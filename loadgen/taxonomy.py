@@ -31,6 +31,7 @@ class Verdict(StrEnum):
     TRUNCATED = "truncated"
     UNFINISHED = "unfinished"
     TOKEN_LEAK = "token_leak"
+    DISORDERED_STREAM = "disordered_stream"
     USAGE_MISMATCH = "usage_mismatch"
     DIVERGENT = "divergent"
     STREAM_ERROR = "stream_error"

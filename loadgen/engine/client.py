@@ -19,6 +19,7 @@ import orjson
 from loadgen import __version__
 from loadgen.engine.raw_http import RawReply, RawTransport, StaleConnection, origin
 from loadgen.engine.sse import SSEParser
+from loadgen.judge.sequence import stream_facts
 from loadgen.records import ErrorKind, RequestRecord
 
 CHAT_PATH = "/v1/chat/completions"
@@ -368,10 +369,12 @@ class _StreamState:
     """What one response has delivered so far (also on a timeout or a reset)."""
 
     __slots__ = (
+        "_answered",
         "_content",
         "_done",
         "_gaps",
         "_last_tok",
+        "_late",
         "_loop",
         "_reasoning",
         "_t0",
@@ -389,6 +392,10 @@ class _StreamState:
         self._gaps: list[float] = []
         self._last_tok: float | None = None
         self._done = 0
+        # The order of the channels: whether visible content has begun, and how many
+        # reasoning deltas came after it (`judge.sequence`).
+        self._answered = False
+        self._late = 0
 
     async def consume(
         self,
@@ -461,6 +468,8 @@ class _StreamState:
             if not isinstance(reasoning, str):
                 return self._malformed(f"reasoning is not text: {data[:120]!r}")
             self._reasoning.append(reasoning)
+            if self._answered:
+                self._late += 1
             if rec.timings.first_reasoning is None:
                 rec.timings.first_reasoning = now - self._t0
             token = True
@@ -469,6 +478,8 @@ class _StreamState:
             if not isinstance(content, str):
                 return self._malformed(f"content is not text: {data[:120]!r}")
             self._content.append(content)
+            if not self._answered and not content.isspace():
+                self._answered = True
             token = True
             if rec.timings.first_content is None:
                 rec.timings.first_content = now - self._t0
@@ -556,6 +567,9 @@ class _StreamState:
             rec.timings.end = self._loop.time() - self._t0
         rec.reasoning = "".join(self._reasoning)
         rec.content = "".join(self._content)
+        # The deltas in order, looked at once while they are still apart: only what
+        # was wrong with them is kept.
+        rec.sequence = stream_facts(self._reasoning, self._content, self._late)
         rec.tool_calls = self._tools.result()
         gaps = self._gaps
         if gaps:

@@ -94,6 +94,7 @@ class Findings(_Finding):
     asked_repetition: LoopFinding | None = None
     leak: str | None = None
     usage: str | None = None
+    stream: list[str] = []
     garbled: GarbleFinding | None = None
     tool_calls: list[str] = []
     wrong_answer: list[WrongFinding] = []
@@ -101,6 +102,7 @@ class Findings(_Finding):
     wrong_language: LanguageFinding | None = None
     unfinished: UnfinishedFinding | None = None
     cross_talk: CrossTalkFinding | None = None
+    tool_call_ids: list[str] = []
     reference_mismatch: ReferenceMismatch | None = None
 
     @classmethod

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -66,7 +67,44 @@ def tool_call_problems(record: RequestRecord, cfg: VerdictConfig
         if problem:
             found.add(Verdict.BAD_TOOL_CALL)
             why.append(f"call {i} ({name or '?'}): {problem}")
+    twice = _reused_ids(calls)
+    if twice:
+        # The client answers each call by its id: two calls of one id cannot both be.
+        found.add(Verdict.BAD_TOOL_CALL)
+        why += twice
     return found, why
+
+
+#: A random part of a tool-call id: at least this many letters and digits, both in it.
+MIN_RANDOM_CHARS = 9
+_RANDOM_RUN = re.compile(rf"[A-Za-z0-9]{{{MIN_RANDOM_CHARS},}}")
+
+
+def random_part(call_id: str, name: str) -> bool:
+    """Whether a tool-call id holds a part made up at random, the function's name taken
+    out: what a server writes to tell its calls apart (vLLM's `chatcmpl-tool-` and a
+    random hex, OpenAI's `call_` and 24 characters, Mistral's 9). An id a parser writes
+    from the name and the position (`functions.get_weather:0`) or a fixed one (`t`) has
+    none, and says nothing when it is seen again."""
+    rest = call_id.replace(name, " ") if name else call_id
+    return any(any(c.isdigit() for c in run) and any(c.isalpha() for c in run)
+               for run in _RANDOM_RUN.findall(rest))
+
+
+def _reused_ids(calls: list[dict[str, Any]]) -> list[str]:
+    """One sentence per random id that two calls of one reply both carry."""
+    first: dict[str, int] = {}
+    out: list[str] = []
+    for i, call in enumerate(calls):
+        call_id = call.get("id") if isinstance(call, dict) else None
+        name = fields.section(call, "function").get("name") or ""
+        if not isinstance(call_id, str) or not random_part(call_id, str(name)):
+            continue
+        if call_id in first:
+            out.append(f"call {i}: id {call_id!r} is call {first[call_id]}'s too")
+        else:
+            first[call_id] = i
+    return out
 
 
 

@@ -13,6 +13,10 @@ Rules (a record can carry several; `classify` orders them most severe first):
 - reasoning_loop: reasoning or content ends in a loop (`judge.loops`), unless the content
   repeats a sentence the request quoted as often as it asked (`judge.asked`).
 - token_leak: special tokens or markup in the visible text (`judge.leaks`).
+- disordered_stream: the reply's deltas in order are what no honest server streams: a
+  run of deltas sent again right after itself, many deltas each sent twice, reasoning
+  after the answer began, the reasoning's opening repeated in the content
+  (`judge.sequence`).
 - usage_mismatch: the server's completion-token count is impossible against what it
   streamed and the request allowed (`judge.usage`).
 - garbled: token salad in the reasoning, the content or a tool call's argument values,
@@ -45,6 +49,7 @@ from loadgen.judge.garbled import find_garble
 from loadgen.judge.leaks import find_leak
 from loadgen.judge.loops import find_loop
 from loadgen.judge.reply_language import find_unfinished, find_wrong_language
+from loadgen.judge.sequence import sequence_problems
 from loadgen.judge.substance import find_wrong
 from loadgen.judge.tool_calls import tool_call_problems
 from loadgen.judge.usage import usage_problem
@@ -114,6 +119,10 @@ def classify(record: RequestRecord, cfg: VerdictConfig) -> list[str]:
     if leak is not None:
         found.add(Verdict.TOKEN_LEAK)
         findings["leak"] = leak
+    disorder = sequence_problems(record)
+    if disorder:
+        found.add(Verdict.DISORDERED_STREAM)
+        findings["stream"] = disorder
     usage = usage_problem(record)
     if usage is not None:
         found.add(Verdict.USAGE_MISMATCH)

@@ -35,6 +35,7 @@ def findings_lines(findings: Findings) -> list[str]:
         lines.append(f"leak: {findings.leak}")
     if findings.usage:
         lines.append(f"usage: {findings.usage}")
+    lines += [f"stream: {problem}" for problem in findings.stream]
     lines += [f"tool call: {problem}" for problem in findings.tool_calls]
     if findings.finish:
         lines.append(f"finish_reason: {findings.finish}")
@@ -52,6 +53,7 @@ def findings_lines(findings: Findings) -> list[str]:
                      f"{', '.join(other.request_languages)}")
     if (cut := findings.unfinished) is not None:
         lines.append(f"unfinished: {cut.why}; it ends {cut.tail[-40:]!r}")
+    lines += [f"cross-talk: {why}" for why in findings.tool_call_ids]
     for src in findings.cross_talk.sources if findings.cross_talk is not None else []:
         how = (f" written {src.written!r}" if src.written and src.written != src.code
                else "") + (" (a part of it)" if src.part else "")

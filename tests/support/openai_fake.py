@@ -71,8 +71,12 @@ class Chunks:
     def finish(self, reason: str) -> bytes:
         return self._chunk({"content": ""}, reason)
 
-    def tool_call(self, name: str, arguments: str, index: int = 0) -> list[bytes]:
-        head = self._chunk({"tool_calls": [{"id": f"chatcmpl-tool-{self.created}-{index}",
+    def tool_call(self, name: str, arguments: str, index: int = 0,
+                  call_id: str | None = None) -> list[bytes]:
+        """A call's head (its id: random, as vLLM makes it, unless given) and its
+        arguments 12 characters a fragment."""
+        call_id = call_id or f"chatcmpl-tool-{uuid.uuid4().hex}"
+        head = self._chunk({"tool_calls": [{"id": call_id,
                                             "type": "function", "index": index,
                                             "function": {"name": name, "arguments": ""}}]})
         parts = [arguments[i:i + 12] for i in range(0, len(arguments), 12)]
@@ -864,11 +868,19 @@ class FakeOpenAI:
         reply = body.get("fake_reply") or {}
         c = Chunks(self.model)
         parts = [c.role()]
-        for field, chunk in (("reasoning", c.reasoning), ("content", c.content)):
-            text = reply.get(field) or ""
-            parts += [chunk(text[i:i + 40]) for i in range(0, len(text), 40)]
+        if reply.get("deltas") is not None:
+            # The deltas in the order given, one event each: a stream whose order is
+            # what is judged (a run replayed, reasoning after the answer began).
+            send = {"reasoning": c.reasoning, "content": c.content}
+            parts += [send[field](text) for field, text in reply["deltas"]]
+        else:
+            for field, chunk in (("reasoning", c.reasoning), ("content", c.content)):
+                text = reply.get(field) or ""
+                parts += [chunk(text[i:i + 40]) for i in range(0, len(text), 40)]
+        ids = reply.get("call_ids") or []
         for index, call in enumerate(reply.get("tool_calls") or []):
-            parts += c.tool_call(call["function"]["name"], call["function"]["arguments"], index)
+            parts += c.tool_call(call["function"]["name"], call["function"]["arguments"], index,
+                                 ids[index] if index < len(ids) else None)
         usage = reply.get("usage")
         parts += [c.finish(reply.get("finish_reason") or "stop"),
                   c.usage(300, 100, 50) if usage is None else c.usage_as_said(300, *usage),

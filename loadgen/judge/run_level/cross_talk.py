@@ -17,6 +17,9 @@ are written (`run_level.value_index`).
 
 A reply whose wrong fields (`wrong_answer`, `judge.substance`) are all another
 request's facts is `cross_talk` only: that is what its wrong answer was.
+
+A random tool-call id that another request's reply carries too is another request's
+fact as well (`run_level.tool_ids`, judged as part of this rule).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from loadgen.judge.code_forms import (
     index_of,
 )
 from loadgen.judge.run_level import Revision, completed
+from loadgen.judge.run_level.tool_ids import ToolCallIds
 from loadgen.judge.run_level.value_index import ValueIndex, normal
 from loadgen.taxonomy import Verdict
 
@@ -111,6 +115,7 @@ class CrossTalk:
         self._facts: dict[str, dict[str, str]] = {}  # item id -> its facts
         self._sent: dict[str, list[_Sent]] = {}  # item id -> its requests
         self._suspects: list[_Suspect] = []
+        self._ids = ToolCallIds()
 
     def prepare(self, record: dict[str, Any]) -> None:
         """A first look at every record before any is observed: who owns which code. A
@@ -142,6 +147,7 @@ class CrossTalk:
         start, end = _window(record)
         exp = self._own(record)
         self._sent.setdefault(item, []).append(_Sent(seq, start, end))
+        self._ids.observe(record, own)
         if not completed(own):
             return
         given = {part for value in (exp.facts.values() if exp is not None else ())
@@ -188,7 +194,7 @@ class CrossTalk:
 
     def revisions(self) -> dict[int, Revision]:
         index = index_of(self._owners)
-        out: dict[int, Revision] = {}
+        out: dict[int, Revision] = self._ids.revisions()
         for suspect in self._suspects:
             # The longest written form of each foreign code the reply carries.
             best: dict[str, tuple[str, str, list[str]]] = {}
@@ -221,7 +227,7 @@ class CrossTalk:
                                 findings={"cross_talk": {"sources": sources}})
             if suspect.wrong and self._explains(suspect.wrong, sources):
                 revision.remove.add(Verdict.WRONG_ANSWER)
-            out[suspect.seq] = revision
+            out.setdefault(suspect.seq, Revision()).merge(revision)
         return out
 
     def _explains(self, wrong: list[dict[str, Any]], sources: list[dict[str, Any]]) -> bool:

@@ -1,0 +1,62 @@
+"""`cross_talk` by tool-call id: a call id that two requests' replies both carry.
+
+A server makes each tool call's id up for that call (vLLM: `chatcmpl-tool-` and a random
+hex; OpenAI: `call_` and 24 random characters; Mistral's: 9 random characters), and a
+client answers the call by that id. A random id in the replies of two different
+requests is one reply's call handed to another, or a generator that repeats itself:
+either way a client that keys anything on the id mixes two conversations up.
+
+Not every id is random: some parsers write the function's name and its position
+(`functions.get_weather:0`), the same in every reply that calls it. An id counts only
+where, the function's name taken out, it holds a random part (`judge.tool_calls.
+random_part`). Within one reply, two calls of one such id are `bad_tool_call`
+(`judge.tool_calls`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loadgen.judge.run_level import Revision, completed
+from loadgen.judge.tool_calls import random_part
+from loadgen.taxonomy import Verdict
+
+
+class ToolCallIds:
+    """The rule: which requests' replies carry each random tool-call id."""
+
+    name = "tool_call_ids"
+
+    def __init__(self) -> None:
+        self._seen: dict[str, list[int]] = {}  # id -> the seqs whose replies carry it
+
+    def observe(self, record: dict[str, Any], own: list[str]) -> None:
+        if not completed(own):
+            return
+        seq = int(record.get("seq", -1))
+        for call in record.get("tool_calls") or []:
+            if not isinstance(call, dict):
+                continue
+            call_id = call.get("id")
+            fn = call.get("function")
+            name = fn.get("name") if isinstance(fn, dict) else None
+            if isinstance(call_id, str) and random_part(call_id, name or ""):
+                seqs = self._seen.setdefault(call_id, [])
+                if seq not in seqs:
+                    seqs.append(seq)
+
+    def revisions(self) -> dict[int, Revision]:
+        out: dict[int, Revision] = {}
+        for call_id, seqs in sorted(self._seen.items()):
+            if len(seqs) < 2:
+                continue
+            for seq in seqs:
+                others = ", ".join(str(s) for s in seqs if s != seq)
+                revision = out.setdefault(seq, Revision(add={Verdict.CROSS_TALK},
+                                                        findings={"tool_call_ids": []}))
+                revision.findings["tool_call_ids"].append(
+                    f"tool-call id {call_id!r} is also in the reply to seq {others}")
+        return out
+
+    def summary(self) -> None:
+        return None
