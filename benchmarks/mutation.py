@@ -57,6 +57,7 @@ TESTS: dict[str, list[str]] = {
         "tests/loadgen/test_bounds_and_gate.py",
         "tests/loadgen/test_gate_checks.py",
         "tests/loadgen/test_gate_mutants.py",
+        "tests/loadgen/test_gate_self_consistency.py",
     ],
     "loadgen/judge/receipt_rules.py": [
         "tests/loadgen/test_receipt_rules.py",

@@ -14,6 +14,7 @@ import pytest
 
 from loadgen.judge import gate as gate_mod
 from loadgen.judge.aggregate import PhaseStats, TimelinePoint
+from loadgen.judge.checks import CheckKind
 from loadgen.judge.gate import GateContext, GateResult
 from loadgen.judge.run_level.reference import ReferenceSummary
 from loadgen.load_claim import LoadClaim
@@ -474,3 +475,96 @@ def test_impossible_spec_counters_are_an_invalid_run_not_a_pass() -> None:
                                                              "measurement": lying}})
     result = gate(GateConfig(), stats(100), context=context)
     assert result.exit_code == 2
+
+
+# ------------------------------------- the reference phase and acceptance, at their edges
+# Mutants of `reference_checks` and `acceptance_check` that the tests above let live: the
+# phase-size boundary, the kind an infrastructure error or a missing oracle makes of the
+# run, the fallback to the pooled solo rate, the stuck drafter's bound, and where
+# counters stop being possible.
+
+
+def _reference(requests: int) -> Any:
+    from loadgen.scenario import ReferenceConfig
+
+    return ReferenceConfig(requests=requests)
+
+
+def test_a_reference_phase_of_one_request_is_judged() -> None:
+    context = GateContext(reference=_reference(1), reference_stats=stats(1, 1),
+                          reference_summary=oracle(1)["reference_summary"])
+    result = gate(GateConfig(), stats(100), context=context)
+    (check,) = [c for c in result.checks if c.name.startswith("reference phase: the server")]
+    assert not check.passed and check.message.startswith("1 of 1 solo replies failed")
+    assert result.exit_code == 1
+
+
+def test_infrastructure_errors_of_the_reference_phase_make_the_run_invalid() -> None:
+    solo = stats(4, infra=1)
+    context = GateContext(reference=_reference(4), reference_stats=solo,
+                          reference_summary=oracle(3)["reference_summary"])
+    result = gate(GateConfig(), stats(100), context=context)
+    (check,) = [c for c in result.checks
+                if c.name == "reference phase: infrastructure errors <= 0"]
+    assert not check.passed and check.kind == CheckKind.ERROR
+    assert result.exit_code == 2
+
+
+@pytest.mark.parametrize("failed_alone,code", [(0, 2), (1, 1)])
+def test_no_oracle_is_invalid_unless_the_server_failed_alone(failed_alone: int,
+                                                             code: int) -> None:
+    summary = ReferenceSummary(solo_replies=2, oracles=0, unusable={"b": "failed alone"},
+                               compared=0, verifiable_mismatches=0, identical=0,
+                               texts_compared=0, similarity={}, reasoning_similarity={},
+                               batch_invariant=False, per_request=[])
+    context = GateContext(reference=_reference(2), reference_stats=stats(2, failed_alone),
+                          reference_summary=summary)
+    result = gate(GateConfig(allowed=0), stats(100), context=context)
+    (check,) = [c for c in result.checks if c.name == "reference phase: a usable oracle"]
+    assert not check.passed
+    assert check.kind == (CheckKind.FAILURE if failed_alone else CheckKind.ERROR)
+    assert result.exit_code == code
+
+
+def test_a_server_without_solo_counters_is_held_to_the_pooled_solo_rate() -> None:
+    # The server's own reference counters are missing; the pooled solo rate (0.7) is
+    # what its collapse under load (0.1) is held to, not the pooled loaded rate (0.6).
+    from loadgen.judge.gate import acceptance_check
+
+    context = GateContext(reference=_reference(4), acceptance={
+        "reference": {"acceptance": 0.7}, "measurement": {"acceptance": 0.6}},
+        acceptance_by_server={"http://a": {"measurement": {
+            "drafted": 700.0, "accepted": 70.0, "acceptance": 0.1}}})
+    check = acceptance_check(context)
+    assert check is not None and not check.passed
+    assert check.message == ("acceptance 0.100 under load, 0.700 alone (ratio 0.14, "
+                             "needs 0.5)")
+
+
+@pytest.mark.parametrize("generated,stuck", [(63.0, False), (64.0, True)])
+def test_a_drafter_is_stuck_from_the_stated_number_of_tokens(generated: float,
+                                                             stuck: bool) -> None:
+    from loadgen.judge.gate import STUCK_DRAFTER_TOKENS, acceptance_check
+
+    assert STUCK_DRAFTER_TOKENS == 64
+    fine = {"drafted": 70.0, "accepted": 50.0, "acceptance": 50 / 70, "generated": 500.0}
+    stopped = {"drafted": 0.0, "accepted": 0.0, "acceptance": None, "generated": generated}
+    check = acceptance_check(GateContext(reference=_reference(4), acceptance_by_server={
+        "http://a": {"reference": fine, "measurement": stopped}}))
+    assert check is not None and check.passed is not stuck
+
+
+@pytest.mark.parametrize("accepted,possible", [(500.0, True), (501.0, False)])
+def test_counters_are_impossible_from_more_accepted_than_generated(accepted: float,
+                                                                   possible: bool) -> None:
+    from loadgen.judge.gate import impossible_spec_counters
+
+    counters = {"drafted": 1000.0, "accepted": accepted, "generated": 500.0}
+    found = impossible_spec_counters({"http://a": {"measurement": counters}})
+    assert (found == []) is possible
+    assert possible or found == ["http://a measurement: 501 accepted, 500 generated"]
+    drafted = {"drafted": 100.0, "accepted": 100.0, "generated": 5000.0}
+    assert impossible_spec_counters({"": {"reference": drafted}}) == []
+    over = {**drafted, "accepted": 101.0}
+    assert impossible_spec_counters({"": {"reference": over}}) == [
+        "reference: 101 accepted of 100 drafted"]
