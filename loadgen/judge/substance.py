@@ -9,6 +9,9 @@ a verifiable field is checked against the request's own facts:
   (`steps`); and it must call nothing else: another offered function beside the right
   one (a cancellation nobody asked for yet) or the asked one twice is a wrong answer.
   A call to a function that was not offered is `bad_tool_call`'s, not counted here;
+- a tool turn answered with calls, anywhere in the reply (reasoning, content, the
+  calls): a code of its own code's length that none of its facts explains (an account
+  nobody gave it);
 - an answer in prose that finished (`stop`): it must state each fact the expectation
   names (a code in any of its written forms: another case, separators, look-alike
   letters, `judge.code_forms`; a cut answer may not have got there yet and is not held
@@ -24,12 +27,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import orjson
 
 from loadgen import fields
-from loadgen.expectations import Expectation, is_code
+from loadgen.expectations import Expectation, find_codes, is_code
 from loadgen.judge.code_forms import states
 from loadgen.judge.known_answers import answer_problems, argument_problems
 from loadgen.records import RequestRecord
@@ -123,13 +127,55 @@ def _known_answers(exp: Expectation, record: RequestRecord) -> list[WrongField]:
             for p in answer_problems(exp, record.content)]
 
 
+def _mixed(code: str) -> bool:
+    """Letters and digits in turn more than once (`K7Q2ZD`), as a made-up code is: a
+    name followed by a number (`SHA256`, `RFC822`, `AES128`) is a standard's or an
+    algorithm's name, which an honest reply may write."""
+    return sum(a.isdigit() != b.isdigit() for a, b in pairwise(code)) >= 2
+
+
+def _strangers(exp: Expectation, record: RequestRecord,
+               found: list[WrongField]) -> list[WrongField]:
+    """Codes of a tool turn's own code length that no fact of its request explains, in
+    the reasoning, the content or a call: an account nobody gave this request. A tool
+    turn's conversation carries its own codes only, so a code of another request of
+    this run is `cross_talk` (the run-level rule reads this finding), and a code of no
+    request of the run (another tenant's, an earlier run's, or made up) is a wrong
+    answer all the same: the reply speaks of an account the user never named. A call
+    already found wrong (`found`) or whose arguments are no object is judged once, by
+    what was found of it."""
+    own = [(name, exp.facts[name]) for name in exp.distinctive if is_code(exp.facts[name])]
+    if not own:
+        return []
+    known = {value for value in exp.facts.values() if isinstance(value, str)}
+    lengths = {len(value) for _, value in own}
+    places = [("reasoning", record.reasoning), ("content", record.content)]
+    judged = {w.field.split(" ")[1] for w in found if w.field.startswith("call ")}
+    for i, call in enumerate(record.tool_calls):
+        name, args = _arguments(call)
+        if args is None or str(i) in judged:
+            continue
+        places.append((f"call {i} {name or '?'}",
+                       str(fields.section(call, "function").get("arguments") or "")))
+    fact, expected = own[0]
+    wrong: list[WrongField] = []
+    for where, text in places:
+        stray = sorted(code for code in find_codes(text)
+                       if code not in known and len(code) in lengths
+                       and _mixed(code))
+        if stray:
+            wrong.append(WrongField(where, fact, expected, stray[0]))
+    return wrong
+
+
 def find_wrong(record: RequestRecord) -> list[WrongField]:
     """The verifiable fields of a completed reply that disagree with its own facts."""
     exp = Expectation.from_dict(record.expected)
     if exp is None:
         return []
     if exp.call is not None and record.tool_calls:
-        return _call_problems(exp, record)
+        wrong = _call_problems(exp, record)
+        return wrong + _strangers(exp, record, wrong)
     wrong = _answer_problems(exp, record) if exp.answer else []
     if exp.checks:
         wrong += _known_answers(exp, record)
