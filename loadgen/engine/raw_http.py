@@ -9,18 +9,22 @@ exception the engine already classifies (with the socket's own error as its caus
 "nothing listening", "no such host" and TLS problems are still told apart).
 
 What it speaks: HTTP/1.1 keep-alive to the servers a qualification talks to (vLLM,
-gateways in front of it, the embedded sim): Content-Length, chunked and read-to-close
-bodies, 1xx heads skipped, TLS with the system's trust store (as aiohttp's default).
-No proxies and no .netrc, as for every transport here (trust_env off). A kept
-connection the server has closed meanwhile is never reused (the check httpcore makes),
-nor one idle longer than the pool's keep-alive expiry (`httpx.Limits.keepalive_expiry`):
-a server that closes idle connections after 5 s (vLLM, uvicorn) may be closing it at the
-very moment it is written to, and says nothing in its log.
+gateways in front of it, the embedded sim): Content-Length, chunked (extensions and
+trailers read past) and read-to-close bodies, 1xx heads skipped, TLS with the system's
+trust store (as aiohttp's default). Framing is read as strictly as h11 reads it: a chunk
+size, a Content-Length or a trailer that the reference stacks refuse is a protocol error
+here too, never a guess. No proxies and no .netrc, as for every transport here
+(trust_env off). A kept connection the server has closed meanwhile is never reused (the
+check httpcore makes), nor one idle longer than the pool's keep-alive expiry
+(`httpx.Limits.keepalive_expiry`): a server that closes idle connections after 5 s (vLLM,
+uvicorn) may be closing it at the very moment it is written to, and says nothing in its
+log.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import ssl
 import zlib
 from collections.abc import AsyncIterator
@@ -126,6 +130,14 @@ class _Body(httpx.AsyncByteStream):
             while (eol := buf.find(b"\r\n", pos)) >= 0:
                 size = _chunk_size(buf[pos:eol])
                 start = eol + 2
+                if size == 0:  # the last chunk, then trailer lines (if any) to a blank one
+                    rest = _after_trailers(buf, start)
+                    if rest < 0:
+                        break  # read on: the trailer section is not all here yet
+                    conn.buf = buf[rest:]
+                    if pieces:
+                        yield b"".join(pieces)
+                    return
                 end = start + size
                 if end + 2 > size_of:
                     have = size_of - start
@@ -139,11 +151,6 @@ class _Body(httpx.AsyncByteStream):
                 if buf[end:end + 2] != b"\r\n":
                     raise httpx.RemoteProtocolError("malformed chunked body: a chunk does "
                                                     "not end with CRLF")
-                if size == 0:  # the last chunk (trailers are not used by these servers)
-                    conn.buf = buf[end + 2:]
-                    if pieces:
-                        yield b"".join(pieces)
-                    return
                 pieces.append(buf[start:end])
                 pos = end + 2
             if pieces:
@@ -168,15 +175,61 @@ class _Body(httpx.AsyncByteStream):
             self._pool.forget()
 
 
+#: A chunk-size line (RFC 9112 7.1): hex digits, extensions (ignored) after `;`, and the
+#: trailing blanks h11 also lets by. Python's int() would take more ("0x1f", "+1f",
+#: "1_f", " 1f"): a server the reference stacks (h11, llhttp) refuse must not pass here.
+_CHUNK_LINE = re.compile(rb"([0-9A-Fa-f]{1,16})(?:;[^\r\n]*)?[ \t]*")
+
+
+_HEX = b"0123456789abcdefABCDEF"
+
+
 def _chunk_size(line: bytes) -> int:
-    try:
-        size = int(line.split(b";", 1)[0], 16)
-    except ValueError:
+    if 0 < len(line) <= 16 and not line.strip(_HEX):  # what servers send: digits alone
+        return int(line, 16)
+    match = _CHUNK_LINE.fullmatch(line)
+    if match is None:
         raise httpx.RemoteProtocolError(
-            f"malformed chunked body: chunk size {line[:40]!r}") from None
-    if size < 0:
-        raise httpx.RemoteProtocolError(f"malformed chunked body: chunk size {size}")
-    return size
+            f"malformed chunked body: chunk size {line[:40]!r}")
+    return int(match[1], 16)
+
+
+def _after_trailers(buf: bytes, start: int) -> int:
+    """Where the message after a chunked body begins: past the trailer section at `start`
+    (header lines, then a blank line; RFC 9112 7.1.2), or -1 when it is not all read yet.
+    A client that stops at `0\r\n\r\n` would take a trailer for the next response's
+    head; the fields themselves are dropped (none of them is needed here)."""
+    if buf.startswith(b"\r\n", start):
+        return start + 2
+    end = buf.find(b"\r\n\r\n", start)
+    if end < 0:
+        if len(buf) - start > MAX_HEAD_BYTES:
+            raise httpx.RemoteProtocolError("malformed chunked body: trailers over 64 KB")
+        return -1
+    for line in buf[start:end].split(b"\r\n"):
+        name, sep, _ = line.partition(b":")
+        if not sep or not _TOKEN.fullmatch(name) or b"\n" in line or b"\r" in line:
+            raise httpx.RemoteProtocolError(
+                f"malformed chunked body: trailer line {line[:80]!r}")
+    return end + 4
+
+
+#: A field name (RFC 9110 5.6.2 token).
+_TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+
+
+def _content_length(value: bytes, seen: int | None) -> int:
+    """A Content-Length value (RFC 9110 8.6): digits only; a list of one value repeated
+    stands for that value; two different values, in one field or in two, frame the body
+    two ways, and neither is trusted (h11 and llhttp refuse them as well)."""
+    values = {v.strip() for v in value.split(b",")}
+    digits = values.pop() if len(values) == 1 else b""
+    if not digits.isdigit() or len(digits) > 19:
+        raise httpx.RemoteProtocolError(f"malformed Content-Length {value[:40]!r}")
+    length = int(digits)
+    if seen is not None and seen != length:
+        raise httpx.RemoteProtocolError(f"conflicting Content-Length: {seen} and {length}")
+    return length
 
 
 def origin(url: httpx.URL) -> tuple[str, str, int]:
@@ -235,9 +288,8 @@ async def _decoded(body: _Body, coding: str) -> AsyncIterator[bytes]:
         raise httpx.DecodingError(f"Content-Encoding {coding}: {exc}") from exc
     if rest:
         yield rest
-
-    async def aclose(self) -> None:
-        await self.body.aclose()
+    if not decoder.eof:  # the body ended, the compressed stream did not: its tail is lost
+        raise httpx.DecodingError(f"Content-Encoding {coding}: the compressed stream is cut")
 
 
 class RawTransport(httpx.AsyncBaseTransport):
@@ -364,11 +416,7 @@ class RawTransport(httpx.AsyncBaseTransport):
             for name, value in headers:
                 lower = name.lower()
                 if lower == b"content-length":
-                    try:
-                        length = int(value)
-                    except ValueError:
-                        raise httpx.RemoteProtocolError(
-                            f"malformed Content-Length {value[:40]!r}") from None
+                    length = _content_length(value, length)
                 elif lower == b"transfer-encoding":
                     chunked = b"chunked" in value.lower()
                 elif lower == b"connection":
