@@ -243,6 +243,11 @@ class ChatClient:
         except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
             record.fail(ErrorKind.BROKEN, f"stream broken: {type(exc).__name__}: {exc}",
                         first_only=False)
+        except httpx.DecodingError as exc:
+            # The body came whole but its Content-Encoding does not decode (a gzip stream
+            # corrupt or cut): the server's stream is malformed, not the path to it.
+            record.fail(ErrorKind.STREAM, f"stream error: {type(exc).__name__}: {exc}",
+                        first_only=False)
         except httpx.TimeoutException as exc:
             record.fail(ErrorKind.TIMEOUT, f"timeout: {type(exc).__name__}: {exc}",
                         first_only=False)
@@ -290,12 +295,16 @@ class ChatClient:
         """Whether a failure before the reply is a kept connection the server closed. The
         raw transport knows the connection was a kept one (`StaleConnection`); over httpx
         or aiohttp, a disconnect before the reply is taken for one (aiohttp's
-        ServerDisconnectedError arrives as a ConnectError)."""
+        ServerDisconnectedError arrives as a ConnectError; so does its ClientOSError
+        "Can not write request body", a write on a kept socket the server had closed,
+        while a failure to connect at all is its ClientConnectorError)."""
         if self._raw is not None:
             return isinstance(exc, StaleConnection)
         if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
             return True
-        return type(exc.__cause__).__name__ == "ServerDisconnectedError"
+        kinds = {cls.__name__ for cls in type(exc.__cause__).__mro__}
+        return "ServerDisconnectedError" in kinds or (
+            "ClientOSError" in kinds and "ClientConnectorError" not in kinds)
 
     async def _open(self, record: RequestRecord, body: bytes, fresh: bool = False
                     ) -> httpx.Response | RawReply:
