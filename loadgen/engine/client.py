@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,7 @@ import httpx
 import orjson
 
 from loadgen import __version__
+from loadgen.engine.content_coding import decoded
 from loadgen.engine.raw_http import RawReply, RawTransport, StaleConnection, origin
 from loadgen.engine.sse import SSEParser
 from loadgen.records import ErrorKind, RequestRecord
@@ -31,6 +33,45 @@ class Timeouts:
     first_token: float
     idle: float
     total: float
+
+
+class HttpxReply:
+    """An httpx response as the client reads a reply, the shape a raw reply has: its
+    status, a header by name, its body decoded by the one decoder every transport's
+    replies go through (engine/content_coding; httpx's own decoders stop at a gzip
+    body's first member), and `aclose`."""
+
+    __slots__ = ("response", "status_code")
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.response = response
+        self.status_code = response.status_code
+
+    def header(self, name: bytes) -> str | None:
+        return self.response.headers.get(name.decode("latin-1"))
+
+    def aiter_bytes(self) -> AsyncIterator[bytes]:
+        try:
+            # A reply given whole, read already (an `httpx.MockTransport` handler's):
+            # httpx decoded it as it read it, and it has no wire bytes left to give.
+            whole = self.response.content
+        except httpx.ResponseNotRead:
+            return decoded(self.response.aiter_raw(), self.header(b"content-encoding"))
+        return _once(whole)
+
+    async def aread(self) -> bytes:
+        return b"".join([piece async for piece in self.aiter_bytes()])
+
+    async def aclose(self) -> None:
+        await self.response.aclose()
+
+
+async def _once(data: bytes) -> AsyncIterator[bytes]:
+    yield data
+
+
+#: A reply as the client reads it, whichever transport brought it.
+Reply = RawReply | HttpxReply
 
 
 class _Watchdog:
@@ -307,7 +348,7 @@ class ChatClient:
             "ClientOSError" in kinds and "ClientConnectorError" not in kinds)
 
     async def _open(self, record: RequestRecord, body: bytes, fresh: bool = False
-                    ) -> httpx.Response | RawReply:
+                    ) -> Reply:
         """Send the request; the response once its head has come."""
         if self._raw is not None:
             key, head = self._wire.get(record.endpoint) or self._head(record.endpoint)
@@ -320,7 +361,7 @@ class ChatClient:
         request = self.http.build_request(
             "POST", url, content=body, headers=self._headers, timeout=self._timeout,
         )
-        return await self.http.send(request, stream=True)
+        return HttpxReply(await self.http.send(request, stream=True))
 
     def _head(self, endpoint: str) -> tuple[tuple[str, str, int], bytes]:
         """An endpoint's chat request head, all but its length: built once."""
@@ -332,8 +373,7 @@ class ChatClient:
         self._wire[endpoint] = (origin(url), b"\r\n".join(lines))
         return self._wire[endpoint]
 
-    async def _read_error(self, record: RequestRecord,
-                          response: httpx.Response | RawReply) -> float | None:
+    async def _read_error(self, record: RequestRecord, response: Reply) -> float | None:
         chunks: list[bytes] = []
         size = 0
         async for chunk in response.aiter_bytes():
@@ -347,8 +387,7 @@ class ChatClient:
         except orjson.JSONDecodeError:
             detail = text.decode("utf-8", "replace").strip()[:2000]
         record.fail(ErrorKind.HTTP, f"HTTP {response.status_code}: {detail}", first_only=False)
-        retry_after = (response.header(b"retry-after") if isinstance(response, RawReply)
-                       else response.headers.get("retry-after"))
+        retry_after = response.header(b"retry-after")
         if retry_after is not None:
             with contextlib.suppress(ValueError):
                 return max(0.0, float(retry_after))
@@ -401,7 +440,7 @@ class _StreamState:
 
     async def consume(
         self,
-        response: httpx.Response | RawReply,
+        response: Reply,
         dog: _Watchdog,
         timeouts: Timeouts,
         total_deadline: float,
@@ -516,7 +555,7 @@ class _StreamState:
         if isinstance(prompt, dict):
             u.cached_tokens = _count(prompt.get("cached_tokens"), u.cached_tokens)
 
-    async def consume_json(self, response: httpx.Response | RawReply) -> None:
+    async def consume_json(self, response: Reply) -> None:
         raw = await response.aread()
         now = self._loop.time()
         rec = self.rec

@@ -10,15 +10,16 @@ exception the engine already classifies (with the socket's own error as its caus
 
 What it speaks: HTTP/1.1 keep-alive to the servers a qualification talks to (vLLM,
 gateways in front of it, the embedded sim): Content-Length, chunked (extensions and
-trailers read past) and read-to-close bodies, 1xx heads skipped, TLS with the system's
-trust store (as aiohttp's default). Framing is read as strictly as h11 reads it: a chunk
-size, a Content-Length or a trailer that the reference stacks refuse is a protocol error
-here too, never a guess. No proxies and no .netrc, as for every transport here
-(trust_env off). A kept connection the server has closed meanwhile is never reused (the
-check httpcore makes), nor one idle longer than the pool's keep-alive expiry
-(`httpx.Limits.keepalive_expiry`): a server that closes idle connections after 5 s (vLLM,
-uvicorn) may be closing it at the very moment it is written to, and says nothing in its
-log.
+trailers read past) and read-to-close bodies, 1xx interim heads skipped (a 101 no
+request asked for refused), heads with bare LF line ends or folded fields read as RFC
+9112 says, TLS with the system's trust store (as aiohttp's default). Framing is read
+as strictly as h11 reads it: a chunk size, a Content-Length, a field line or a trailer
+that the reference stacks refuse is a protocol error here too, never a guess. No
+proxies and no .netrc, as for every transport here (trust_env off). A kept connection
+the server has closed meanwhile is never reused (the check httpcore makes), nor one idle
+longer than the pool's keep-alive expiry (`httpx.Limits.keepalive_expiry`): a server
+that closes idle connections after 5 s (vLLM, uvicorn) may be closing it at the very
+moment it is written to, and says nothing in its log.
 """
 
 from __future__ import annotations
@@ -26,10 +27,11 @@ from __future__ import annotations
 import asyncio
 import re
 import ssl
-import zlib
 from collections.abc import AsyncIterator
 
 import httpx
+
+from loadgen.engine.content_coding import decoded
 
 #: One socket read: a whole burst of short replies, or a good part of a long one.
 READ_SIZE = 64 * 1024
@@ -259,37 +261,19 @@ class RawReply:
         return None
 
     def aiter_bytes(self) -> AsyncIterator[bytes]:
-        """The body as sent, decoded when the server compressed it anyway (gzip or
-        deflate: no Accept-Encoding is sent, but a gateway may compress regardless)."""
-        coding = (self.header(b"content-encoding") or "identity").strip().lower()
-        if coding == "identity":
+        """The body as sent, decoded when the server compressed it anyway (no
+        Accept-Encoding is sent, but a gateway may compress regardless), by the decoder
+        every transport's replies go through (engine/content_coding)."""
+        coding = self.header(b"content-encoding")
+        if coding is None:
             return self.body.__aiter__()
-        return _decoded(self.body, coding)
+        return decoded(self.body.__aiter__(), coding)
 
     async def aread(self) -> bytes:
         return b"".join([piece async for piece in self.aiter_bytes()])
 
     async def aclose(self) -> None:
         await self.body.aclose()
-
-
-async def _decoded(body: _Body, coding: str) -> AsyncIterator[bytes]:
-    if coding not in ("gzip", "x-gzip", "deflate"):
-        raise httpx.DecodingError(f"unsupported Content-Encoding {coding!r}")
-    # gzip: its own header; deflate: the zlib header (47: zlib or gzip, detected).
-    decoder = zlib.decompressobj(wbits=31 if "gzip" in coding else 47)
-    try:
-        async for piece in body:
-            data = decoder.decompress(piece)
-            if data:
-                yield data
-        rest = decoder.flush()
-    except zlib.error as exc:
-        raise httpx.DecodingError(f"Content-Encoding {coding}: {exc}") from exc
-    if rest:
-        yield rest
-    if not decoder.eof:  # the body ended, the compressed stream did not: its tail is lost
-        raise httpx.DecodingError(f"Content-Encoding {coding}: the compressed stream is cut")
 
 
 class RawTransport(httpx.AsyncBaseTransport):
@@ -444,13 +428,22 @@ class RawTransport(httpx.AsyncBaseTransport):
         self._idle.clear()
 
 
+#: The end of a response head: a blank line, its line ends CRLF or a bare LF (RFC 9112
+#: 2.2 lets a recipient take LF alone for a line end, as h11 and llhttp do).
+_HEAD_END = re.compile(rb"\n\r?\n")
+_LINE_END = re.compile(rb"\r?\n")
+#: A status line (RFC 9112 4): the version, three digits, the reason (maybe empty).
+_STATUS_LINE = re.compile(rb"(HTTP/1\.[0-9]) ([0-9]{3})(?: ([^\r\n]*))?")
+
+
 async def _read_head(conn: _Connection, timeout: float | None
                      ) -> tuple[int, bytes, list[tuple[bytes, bytes]], bytes]:
-    """(status, reason, headers, HTTP version) of the next final response (1xx skipped)."""
+    """(status, reason, headers, HTTP version) of the next final response (1xx interim
+    heads, 100 Continue or 103 Early Hints, skipped)."""
     buf = conn.buf
     while True:
-        end = buf.find(b"\r\n\r\n")
-        if end < 0:
+        end = _HEAD_END.search(buf)
+        if end is None:
             if len(buf) > MAX_HEAD_BYTES:
                 raise httpx.RemoteProtocolError("response head over 64 KB")
             data = await conn.read(timeout)
@@ -459,20 +452,41 @@ async def _read_head(conn: _Connection, timeout: float | None
                     "Server disconnected without sending a response.")
             buf += data
             continue
-        lines = buf[:end].split(b"\r\n")
-        buf = buf[end + 4:]
-        version, _, rest = lines[0].partition(b" ")
-        code, _, reason = rest.partition(b" ")
-        if not version.startswith(b"HTTP/1.") or not code.isdigit():
+        head = buf[:end.start()]  # up to the LF that ends its last line
+        lines = _LINE_END.split(head[:-1] if head.endswith(b"\r") else head)
+        buf = buf[end.end():]
+        status_line = _STATUS_LINE.fullmatch(lines[0])
+        if status_line is None:
             raise httpx.RemoteProtocolError(f"not an HTTP/1.x response: {lines[0][:80]!r}")
-        status = int(code)
-        if 100 <= status < 200 and status != 101:
-            continue  # 100 Continue and friends: the final head follows
-        headers = []
-        for line in lines[1:]:
-            name, sep, value = line.partition(b":")
-            if not sep:
-                raise httpx.RemoteProtocolError(f"malformed header line {line[:80]!r}")
-            headers.append((name.strip(), value.strip()))
+        version, status = status_line[1], int(status_line[2])
+        if status == 101:
+            # A switch of protocols no request here asked for (none sends Upgrade): the
+            # bytes that follow are not HTTP/1.1, and no reply is read from them.
+            raise httpx.RemoteProtocolError("101 Switching Protocols without an Upgrade "
+                                            "request")
+        if 100 <= status < 200:
+            continue  # an interim head: the final one follows
         conn.buf = buf
-        return status, reason, headers, version
+        return status, status_line[3] or b"", _fields(lines[1:]), version
+
+
+def _fields(lines: list[bytes]) -> list[tuple[bytes, bytes]]:
+    """A head's field lines as (name, value). A line that opens with a space or a tab
+    continues the field before it (obs-fold, RFC 9112 5.2: a recipient replaces it with
+    a space, as h11 and llhttp do): never a field of its own, whatever it looks like. A
+    line of no field (no colon, a name that is no token, a space before the colon) is a
+    protocol error, as in h11."""
+    headers: list[tuple[bytes, bytes]] = []
+    for line in lines:
+        if line[:1] in (b" ", b"\t"):
+            if not headers:
+                raise httpx.RemoteProtocolError(
+                    f"a continuation line opens the head: {line[:80]!r}")
+            name, value = headers[-1]
+            headers[-1] = (name, (value + b" " + line.strip(b" \t")).strip(b" \t"))
+            continue
+        name, sep, value = line.partition(b":")
+        if not sep or not _TOKEN.fullmatch(name) or b"\r" in value or b"\0" in value:
+            raise httpx.RemoteProtocolError(f"malformed header line {line[:80]!r}")
+        headers.append((name, value.strip(b" \t")))
+    return headers
