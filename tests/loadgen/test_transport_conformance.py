@@ -3,10 +3,11 @@ and the event-stream rules allow (and ways they do not), read by the client on e
 transport.
 
 Honest variants (tests/support/wire.py `honest`) must give the very record the plain
-stream gives, judged ok, on each transport; broken ones (`broken`: one generated defect
-each) must fail on each, as a stream error. A server writes the variants' bytes itself,
-cut where the variant says, keeping the connection where the framing lets it: a decoder
-that stops short of a body's end (a trailer left unread) fails the next reply.
+stream gives, judged ok, on each transport; broken ones (`broken`, `broken_head`: one
+generated defect each) must fail on each, as a stream error. A server writes the
+variants' bytes itself, cut where the variant says, keeping the connection where the
+framing lets it: a decoder that stops short of a body's end (a trailer left unread)
+fails the next reply.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ TIMEOUTS = Timeouts(connect=2.0, first_token=3.0, idle=1.0, total=10.0)
 FRAMING = {*wire.CHUNK_DEFECTS, "bad_trailer"}
 HONEST = range(72)
 BROKEN = range(4 * len(wire.DEFECTS))
+BROKEN_HEADS = range(4 * len(wire.HEAD_DEFECTS))
 BODY = {"model": MODEL, "messages": [{"role": "user", "content":
         "Move account XEHM4B to the business plan."}], "max_tokens": 64, "stream": True,
         "tools": BILLING_TOOLS}
@@ -152,13 +154,31 @@ def test_every_broken_writing_fails_the_reply(transport: str) -> None:
     assert set(kinds) == {"stream_error"}, (kinds, stalled)
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_every_broken_head_fails_the_reply(transport: str) -> None:
+    """Each generated head defect, over four honest writings each: no reply is read from
+    a head the reference stacks refuse (no status, a stream error, on every transport),
+    a 101 no request asked for included. aiohttp's leniency (a continuation line before
+    any field) is pinned apart (`test_what_aiohttp_lets_by`)."""
+    variants = [wire.broken_head(seed, PAYLOADS) for seed in BROKEN_HEADS]
+    records = _read_all(transport, variants)
+    read = [(v.name, r.status, r.error, r.verdicts)
+            for v, r in zip(variants, records, strict=True)
+            if r.status is not None or r.verdicts != ["stream_error"]
+            or not (r.error or "").startswith("stream broken: RemoteProtocolError")]
+    if transport == "aiohttp":
+        read = [case for case in read if not case[0].endswith("/fold_first")]
+    assert read == [], read
+
+
 def _one_reply(transport: str, wire_bytes: bytes) -> RequestRecord:
     return _read_all(transport, [wire.Variant("one", False, [wire_bytes], closes=True)])[0]
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_what_aiohttp_lets_by(transport: str) -> None:
-    """Where aiohttp (llhttp) is lenient, pinned so a change shows: a chunk-size line
+    """Where aiohttp (llhttp) is lenient, pinned so a change shows: a continuation line
+    opening the head is read past there; a chunk-size line
     with an extension ended by a bare LF is read as a chunk there, refused by h11 and by
     the raw transport (the default); a malformed chunk that comes after the head's read
     is not raised to the body's reader there, so the reply fails only when the idle
@@ -180,6 +200,13 @@ def test_what_aiohttp_lets_by(transport: str) -> None:
     # aiohttp raises it when it came in the read that brought the head, else stalls.
     expected = {"timeout", "stream_error"} if transport == "aiohttp" else {"stream_error"}
     assert set(record.verdicts) <= expected, record.error
+    # A continuation line before any field (nothing to continue): aiohttp reads past it,
+    # h11 and the raw transport refuse the head.
+    fold_first = b"HTTP/1.1 200 OK\r\n x-folded: 1\r\n" + wire.CONTENT_TYPE + \
+        b"content-length: %d\r\n\r\n" % len(sse) + sse
+    record = _one_reply(transport, fold_first)
+    assert record.verdicts == (["ok"] if transport == "aiohttp" else ["stream_error"]), \
+        record.error
 
 
 def test_the_families_are_what_they_say() -> None:
@@ -189,10 +216,17 @@ def test_the_families_are_what_they_say() -> None:
     assert {p.framing for p in honest} == {"chunked", "length", "close10", "close11"}
     assert {p.eol for p in honest} == {"\n", "\r\n", "\r", "mixed"}
     for flag in ("bom", "gzip", "trailers", "extensions", "split", "comments", "fields",
-                 "zeros", "blanks"):
+                 "zeros", "blanks", "interim", "fold"):
         assert any(getattr(p, flag) for p in honest), flag
+    assert {p.coding for p in honest if p.gzip} == set(wire.CODINGS)
+    assert {p.head_eol for p in honest} == {"\r\n", "\n", "mixed"}
+    assert {h for p in honest for h in p.interim} == set(wire.INTERIM)
+    assert {p.fold for p in honest} == {b"", *wire.FOLDS}
     names = Counter(wire.broken(seed, PAYLOADS).name.split("/")[2] for seed in BROKEN)
     assert names == {name: 4 for name in wire.DEFECTS}
+    heads = Counter(wire.broken_head(seed, PAYLOADS).name.split("/")[2]
+                    for seed in BROKEN_HEADS)
+    assert heads == {name: 4 for name in wire.HEAD_DEFECTS}
 
 
 SMOKE = REPO / "scenarios" / "smoke.toml"

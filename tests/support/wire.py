@@ -6,14 +6,19 @@ ends (LF, CRLF, lone CR, mixed), a byte order mark, comments, `id`/`retry`/`even
 message` fields, `data:` with or without its space, one event's JSON over several
 `data:` lines, extra blank lines; framed chunked (chunk sizes anywhere, in upper or
 lower case, zero-padded, with extensions, with trailers), by Content-Length or by
-closing; gzip-compressed or not; written to the socket in cuts anywhere. A client must
+closing; compressed or not (gzip in one member or several, `deflate` as zlib or raw
+deflate); its head after interim 1xx heads (100 Continue, 102, 103 Early Hints), its
+lines ended by CRLF or a bare LF, with a folded field (obs-fold) whose continuation
+looks like a field of its own; written to the socket in cuts anywhere. A client must
 read the same reply from each, on every transport.
 
 A broken variant (`broken(seed)`) is an honest one with one defect of a generated kind
 (`DEFECTS`): framing the reference HTTP stacks refuse, a body cut short or framed two
 ways, events run together or split by a raw line break, a byte order mark in the middle
 of the stream, an in-band error, a stream that ends without its events. A client must
-fail the reply, on every transport.
+fail the reply, on every transport. `broken_head(seed)` does the same with a defect
+of the response head (`HEAD_DEFECTS`): a field line the reference stacks refuse, a bad
+status line, a 101 Switching Protocols no request asked for.
 
 `WireFront` serves the variants in front of the fake server (a re-framing gateway), so
 a whole run reads them.
@@ -26,6 +31,7 @@ import contextlib
 import gzip
 import random
 import threading
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -66,6 +72,12 @@ class _Plan:
     extensions: float
     trailers: int
     cut_max: int
+    # Drawn from a stream of their own, so the choices above stay each seed's own.
+    coding: str = "gzip"  # when `gzip`: one of CODINGS
+    interim: list[bytes] = field(default_factory=list)  # 1xx heads before the final one
+    head_eol: str = "\r\n"  # "\r\n", "\n" or "mixed"
+    fold: bytes = b""  # a folded field in the head (one of FOLDS), or none
+    head_rng: random.Random = field(default_factory=random.Random)
 
     @classmethod
     def draw(cls, seed: int) -> _Plan:
@@ -79,7 +91,16 @@ class _Plan:
                    gzip=rng.random() < 0.2, chunk_max=rng.choice((1, 7, 60, 400, 5000)),
                    upper=rng.random() < 0.5, zeros=rng.choice((0, 0, 0.3)),
                    extensions=rng.choice((0, 0, 0.3, 1)), trailers=rng.choice((0, 0, 1, 2)),
-                   cut_max=rng.choice((1 << 20, 3, 50, 700)))
+                   cut_max=rng.choice((1 << 20, 3, 50, 700)))\
+            ._with_head(random.Random(f"wire/{seed}/head"))
+
+    def _with_head(self, rng: random.Random) -> _Plan:
+        self.head_rng = rng
+        self.coding = rng.choice(CODINGS)
+        self.interim = rng.sample(INTERIM, k=rng.choice((0, 0, 0, 1, 2)))
+        self.head_eol = rng.choice(("\r\n", "\r\n", "\n", "mixed"))
+        self.fold = rng.choice((b"", b"", b"", b"", *FOLDS))
+        return self
 
 
 # -- the event stream -----------------------------------------------------------------
@@ -185,12 +206,49 @@ def _last_chunk(plan: _Plan) -> bytes:
     return _chunk_line(0, plan) + b"".join(t + b"\r\n" for t in trailers) + b"\r\n"
 
 
+#: Content codings a gateway may apply whatever the client asked: `gzip` in one
+#: member, in several (one per flush), `deflate` as RFC 9110 says (zlib) and as many
+#: servers write it (raw deflate, no zlib header).
+CODINGS = ("gzip", "gzip_members", "deflate_zlib", "deflate_raw")
+#: Interim heads a server may send before the final one (RFC 9110 15.2).
+INTERIM = (b"HTTP/1.1 100 Continue\r\n\r\n", b"HTTP/1.1 102 Processing\r\n\r\n",
+           b"HTTP/1.1 103 Early Hints\r\nlink: </v1/models>; rel=preload\r\n\r\n")
+#: Folded fields (obs-fold, RFC 9112 5.2): the continuation belongs to the field above
+#: (a recipient reads it as a space), even when it looks like a field of its own.
+FOLDS = (b"x-upstream: vllm\r\n content-length: 3\r\n",
+         b"x-route: a,\r\n\tb\r\n",
+         b"x-note: kept\r\n  transfer-encoding: chunked\r\n")
+
+
+def _compress(body: bytes, plan: _Plan) -> bytes:
+    if plan.coding == "gzip_members":
+        cuts = sorted(plan.rng.sample(range(1, len(body)), k=plan.rng.randint(1, 4)))
+        return b"".join(gzip.compress(body[a:b], mtime=0)
+                        for a, b in zip([0, *cuts], [*cuts, len(body)], strict=True))
+    if plan.coding.startswith("deflate"):
+        packer = zlib.compressobj(wbits=15 if plan.coding == "deflate_zlib" else -15)
+        return packer.compress(body) + packer.flush()
+    return gzip.compress(body, mtime=0)
+
+
+def _head_lines(head: bytes, plan: _Plan) -> bytes:
+    """A head written with CRLF line ends as the plan ends its lines (CRLF, a bare LF
+    or either)."""
+    if plan.head_eol == "\r\n":
+        return head
+    lines = head.split(b"\r\n")
+    ends = [b"\n" if plan.head_eol == "\n" else plan.head_rng.choice((b"\n", b"\r\n"))
+            for _ in lines[1:]]
+    return lines[0] + b"".join(end + line for end, line in zip(ends, lines[1:], strict=True))
+
+
 def _head(plan: _Plan, length: int | None, extra: bytes = b"") -> bytes:
     rng = plan.rng
     version = b"HTTP/1.0" if plan.framing == "close10" else b"HTTP/1.1"
     lines = [version + b" 200 OK\r\n", CONTENT_TYPE]
+    lines.append(plan.fold)
     if plan.gzip:
-        lines.append(b"content-encoding: gzip\r\n")
+        lines.append(b"content-encoding: %s\r\n" % plan.coding.split("_")[0].encode())
     if plan.framing == "chunked":
         lines.append(rng.choice((b"transfer-encoding: chunked\r\n",
                                  b"Transfer-Encoding: Chunked\r\n")))
@@ -201,7 +259,7 @@ def _head(plan: _Plan, length: int | None, extra: bytes = b"") -> bytes:
     # "given": the defect writes the framing fields itself
     if rng.random() < 0.5:
         lines.append(b"cache-control: no-cache\r\nx-accel-buffering: no\r\n")
-    return b"".join(lines) + extra + b"\r\n"
+    return b"".join(plan.interim) + _head_lines(b"".join(lines) + extra + b"\r\n", plan)
 
 
 def _cut(wire: bytes, plan: _Plan) -> list[bytes]:
@@ -214,14 +272,14 @@ def _cut(wire: bytes, plan: _Plan) -> list[bytes]:
     return out
 
 
-def _framed(body: bytes, plan: _Plan) -> bytes:
+def _framed(body: bytes, plan: _Plan, extra: bytes = b"") -> bytes:
     if plan.gzip:
-        body = gzip.compress(body, mtime=0)
+        body = _compress(body, plan)
     if plan.framing == "chunked":
         chunks = _chunks(body, plan)
-        return _head(plan, None) + b"".join(s + d + b"\r\n" for s, d in chunks) + \
+        return _head(plan, None, extra) + b"".join(s + d + b"\r\n" for s, d in chunks) + \
             _last_chunk(plan)
-    return _head(plan, len(body)) + body
+    return _head(plan, len(body), extra) + body
 
 
 def honest(seed: int, payloads: list[bytes]) -> Variant:
@@ -304,9 +362,8 @@ def _length(plan: _Plan, payloads: list[bytes], said: Callable[[int], bytes],
     plan.framing = "given"
     body = _sse(_events(payloads, plan), plan)
     if plan.gzip:
-        body = gzip.compress(body, mtime=0)
-    head = _head(plan, None)[:-2] + said(len(body)) + b"\r\n"
-    return head + keep(body)
+        body = _compress(body, plan)
+    return _head(plan, None, said(len(body))) + keep(body)
 
 
 def _length_short_body(plan: _Plan, payloads: list[bytes]) -> bytes:
@@ -343,9 +400,8 @@ def _gzip_cut(plan: _Plan, payloads: list[bytes]) -> bytes:
     plan.gzip, plan.framing = False, "given"
     body = gzip.compress(_sse(_events(payloads, plan), plan), mtime=0)
     body = body[:len(body) - plan.rng.randint(9, max(10, len(body) // 3))]
-    head = _head(plan, None)[:-2] + b"content-encoding: gzip\r\n" + \
-        (b"content-length: %d\r\n" % len(body)) + b"\r\n"
-    return head + body
+    return _head(plan, None, b"content-encoding: gzip\r\ncontent-length: %d\r\n"
+                 % len(body)) + body
 
 
 def _with_events(change: Callable[[list[Event], list[bytes], random.Random], None]
@@ -440,6 +496,66 @@ def broken(seed: int, payloads: list[bytes]) -> Variant:
     # A broken reply's connection is closed after it: a client must not wait for a body
     # the framing promised and the server never sends.
     return Variant(f"broken/{seed}/{name}", False, _cut(wire, plan), closes=True)
+
+
+HeadDefect = Callable[[_Plan, list[bytes]], bytes]
+
+
+def _with_head_line(*lines: bytes) -> HeadDefect:
+    """Honest bytes but for one field line of these, which no field is (RFC 9112 5)."""
+
+    def defect(plan: _Plan, payloads: list[bytes]) -> bytes:
+        return _framed(_sse(_events(payloads, plan), plan), plan,
+                       plan.rng.choice(lines) + b"\r\n")
+
+    return defect
+
+
+def _status_line(plan: _Plan, payloads: list[bytes]) -> bytes:
+    """A final head whose status line is no HTTP/1.x status line."""
+    wire = _framed(_sse(_events(payloads, plan), plan), plan)
+    good = b"HTTP/1.0 200 OK" if plan.framing == "close10" else b"HTTP/1.1 200 OK"
+    bad = plan.rng.choice((b"HTTP/1.1 20 OK", b"HTTP/1.1 OK", b"HTTP/1.1 2000 OK",
+                           b"ICY 200 OK", b"HTTP/1.1  200 OK"))
+    at = wire.rindex(good)  # the final head's, past any interim head
+    return wire[:at] + bad + wire[at + len(good):]
+
+
+def _final_101(plan: _Plan, payloads: list[bytes]) -> bytes:
+    """A 101 Switching Protocols as the final head (no request here asks for an
+    upgrade), then the reply as if nothing happened: what follows a 101 is not HTTP."""
+    return b"HTTP/1.1 101 Switching Protocols\r\nconnection: upgrade\r\nupgrade: %s\r\n\r\n" \
+        % plan.rng.choice((b"h2c", b"websocket")) + \
+        _framed(_sse(_events(payloads, plan), plan), plan)
+
+
+def _fold_first(plan: _Plan, payloads: list[bytes]) -> bytes:
+    """A continuation line before any field: there is no field for it to continue."""
+    plan.interim = []
+    wire = _framed(_sse(_events(payloads, plan), plan), plan)
+    end = wire.index(b"\n") + 1
+    return wire[:end] + b" x-folded: 1\r\n" + wire[end:]
+
+
+HEAD_DEFECTS: dict[str, HeadDefect] = {
+    "space_before_colon": _with_head_line(b"x-trace : 1", b"content-type :text/plain"),
+    "no_colon": _with_head_line(b"x-trace 1", b"garbage", b"x-trace=1"),
+    "empty_name": _with_head_line(b": 1", b":"),
+    "bad_name": _with_head_line(b"x trace: 1", b"x(trace): 1", b"x\x7ftrace: 1"),
+    "nul_in_value": _with_head_line(b"x-trace: a\x00b"),
+    "lone_cr": _with_head_line(b"x-trace: 1\rx-other: 2"),
+    "status_line": _status_line,
+    "final_101": _final_101,
+    "fold_first": _fold_first,
+}
+
+
+def broken_head(seed: int, payloads: list[bytes]) -> Variant:
+    """An honest variant of `seed` with the head defect `HEAD_DEFECTS` gives that seed."""
+    name = sorted(HEAD_DEFECTS)[seed % len(HEAD_DEFECTS)]
+    plan = _Plan.draw(seed)
+    wire = HEAD_DEFECTS[name](plan, payloads)
+    return Variant(f"broken_head/{seed}/{name}", False, _cut(wire, plan), closes=True)
 
 
 def payloads_of(sse: bytes) -> list[bytes]:
