@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,7 @@ import httpx
 import orjson
 
 from loadgen import __version__
+from loadgen.engine.content_coding import decoded
 from loadgen.engine.raw_http import RawReply, RawTransport, StaleConnection, origin
 from loadgen.engine.sse import SSEParser
 from loadgen.judge.sequence import stream_facts
@@ -32,6 +34,45 @@ class Timeouts:
     first_token: float
     idle: float
     total: float
+
+
+class HttpxReply:
+    """An httpx response as the client reads a reply, the shape a raw reply has: its
+    status, a header by name, its body decoded by the one decoder every transport's
+    replies go through (engine/content_coding; httpx's own decoders stop at a gzip
+    body's first member), and `aclose`."""
+
+    __slots__ = ("response", "status_code")
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.response = response
+        self.status_code = response.status_code
+
+    def header(self, name: bytes) -> str | None:
+        return self.response.headers.get(name.decode("latin-1"))
+
+    def aiter_bytes(self) -> AsyncIterator[bytes]:
+        try:
+            # A reply given whole, read already (an `httpx.MockTransport` handler's):
+            # httpx decoded it as it read it, and it has no wire bytes left to give.
+            whole = self.response.content
+        except httpx.ResponseNotRead:
+            return decoded(self.response.aiter_raw(), self.header(b"content-encoding"))
+        return _once(whole)
+
+    async def aread(self) -> bytes:
+        return b"".join([piece async for piece in self.aiter_bytes()])
+
+    async def aclose(self) -> None:
+        await self.response.aclose()
+
+
+async def _once(data: bytes) -> AsyncIterator[bytes]:
+    yield data
+
+
+#: A reply as the client reads it, whichever transport brought it.
+Reply = RawReply | HttpxReply
 
 
 class _Watchdog:
@@ -244,6 +285,11 @@ class ChatClient:
         except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
             record.fail(ErrorKind.BROKEN, f"stream broken: {type(exc).__name__}: {exc}",
                         first_only=False)
+        except httpx.DecodingError as exc:
+            # The body came whole but its Content-Encoding does not decode (a gzip stream
+            # corrupt or cut): the server's stream is malformed, not the path to it.
+            record.fail(ErrorKind.STREAM, f"stream error: {type(exc).__name__}: {exc}",
+                        first_only=False)
         except httpx.TimeoutException as exc:
             record.fail(ErrorKind.TIMEOUT, f"timeout: {type(exc).__name__}: {exc}",
                         first_only=False)
@@ -291,15 +337,19 @@ class ChatClient:
         """Whether a failure before the reply is a kept connection the server closed. The
         raw transport knows the connection was a kept one (`StaleConnection`); over httpx
         or aiohttp, a disconnect before the reply is taken for one (aiohttp's
-        ServerDisconnectedError arrives as a ConnectError)."""
+        ServerDisconnectedError arrives as a ConnectError; so does its ClientOSError
+        "Can not write request body", a write on a kept socket the server had closed,
+        while a failure to connect at all is its ClientConnectorError)."""
         if self._raw is not None:
             return isinstance(exc, StaleConnection)
         if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
             return True
-        return type(exc.__cause__).__name__ == "ServerDisconnectedError"
+        kinds = {cls.__name__ for cls in type(exc.__cause__).__mro__}
+        return "ServerDisconnectedError" in kinds or (
+            "ClientOSError" in kinds and "ClientConnectorError" not in kinds)
 
     async def _open(self, record: RequestRecord, body: bytes, fresh: bool = False
-                    ) -> httpx.Response | RawReply:
+                    ) -> Reply:
         """Send the request; the response once its head has come."""
         if self._raw is not None:
             key, head = self._wire.get(record.endpoint) or self._head(record.endpoint)
@@ -312,7 +362,7 @@ class ChatClient:
         request = self.http.build_request(
             "POST", url, content=body, headers=self._headers, timeout=self._timeout,
         )
-        return await self.http.send(request, stream=True)
+        return HttpxReply(await self.http.send(request, stream=True))
 
     def _head(self, endpoint: str) -> tuple[tuple[str, str, int], bytes]:
         """An endpoint's chat request head, all but its length: built once."""
@@ -324,8 +374,7 @@ class ChatClient:
         self._wire[endpoint] = (origin(url), b"\r\n".join(lines))
         return self._wire[endpoint]
 
-    async def _read_error(self, record: RequestRecord,
-                          response: httpx.Response | RawReply) -> float | None:
+    async def _read_error(self, record: RequestRecord, response: Reply) -> float | None:
         chunks: list[bytes] = []
         size = 0
         async for chunk in response.aiter_bytes():
@@ -339,8 +388,7 @@ class ChatClient:
         except orjson.JSONDecodeError:
             detail = text.decode("utf-8", "replace").strip()[:2000]
         record.fail(ErrorKind.HTTP, f"HTTP {response.status_code}: {detail}", first_only=False)
-        retry_after = (response.header(b"retry-after") if isinstance(response, RawReply)
-                       else response.headers.get("retry-after"))
+        retry_after = response.header(b"retry-after")
         if retry_after is not None:
             with contextlib.suppress(ValueError):
                 return max(0.0, float(retry_after))
@@ -399,7 +447,7 @@ class _StreamState:
 
     async def consume(
         self,
-        response: httpx.Response | RawReply,
+        response: Reply,
         dog: _Watchdog,
         timeouts: Timeouts,
         total_deadline: float,
@@ -518,7 +566,7 @@ class _StreamState:
         if isinstance(prompt, dict):
             u.cached_tokens = _count(prompt.get("cached_tokens"), u.cached_tokens)
 
-    async def consume_json(self, response: httpx.Response | RawReply) -> None:
+    async def consume_json(self, response: Reply) -> None:
         raw = await response.aread()
         now = self._loop.time()
         rec = self.rec

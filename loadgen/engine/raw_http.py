@@ -9,23 +9,29 @@ exception the engine already classifies (with the socket's own error as its caus
 "nothing listening", "no such host" and TLS problems are still told apart).
 
 What it speaks: HTTP/1.1 keep-alive to the servers a qualification talks to (vLLM,
-gateways in front of it, the embedded sim): Content-Length, chunked and read-to-close
-bodies, 1xx heads skipped, TLS with the system's trust store (as aiohttp's default).
-No proxies and no .netrc, as for every transport here (trust_env off). A kept
-connection the server has closed meanwhile is never reused (the check httpcore makes),
-nor one idle longer than the pool's keep-alive expiry (`httpx.Limits.keepalive_expiry`):
-a server that closes idle connections after 5 s (vLLM, uvicorn) may be closing it at the
-very moment it is written to, and says nothing in its log.
+gateways in front of it, the embedded sim): Content-Length, chunked (extensions and
+trailers read past) and read-to-close bodies, 1xx interim heads skipped (a 101 no
+request asked for refused), heads with bare LF line ends or folded fields read as RFC
+9112 says, TLS with the system's trust store (as aiohttp's default). Framing is read
+as strictly as h11 reads it: a chunk size, a Content-Length, a field line or a trailer
+that the reference stacks refuse is a protocol error here too, never a guess. No
+proxies and no .netrc, as for every transport here (trust_env off). A kept connection
+the server has closed meanwhile is never reused (the check httpcore makes), nor one idle
+longer than the pool's keep-alive expiry (`httpx.Limits.keepalive_expiry`): a server
+that closes idle connections after 5 s (vLLM, uvicorn) may be closing it at the very
+moment it is written to, and says nothing in its log.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import ssl
-import zlib
 from collections.abc import AsyncIterator
 
 import httpx
+
+from loadgen.engine.content_coding import decoded
 
 #: One socket read: a whole burst of short replies, or a good part of a long one.
 READ_SIZE = 64 * 1024
@@ -126,6 +132,14 @@ class _Body(httpx.AsyncByteStream):
             while (eol := buf.find(b"\r\n", pos)) >= 0:
                 size = _chunk_size(buf[pos:eol])
                 start = eol + 2
+                if size == 0:  # the last chunk, then trailer lines (if any) to a blank one
+                    rest = _after_trailers(buf, start)
+                    if rest < 0:
+                        break  # read on: the trailer section is not all here yet
+                    conn.buf = buf[rest:]
+                    if pieces:
+                        yield b"".join(pieces)
+                    return
                 end = start + size
                 if end + 2 > size_of:
                     have = size_of - start
@@ -139,11 +153,6 @@ class _Body(httpx.AsyncByteStream):
                 if buf[end:end + 2] != b"\r\n":
                     raise httpx.RemoteProtocolError("malformed chunked body: a chunk does "
                                                     "not end with CRLF")
-                if size == 0:  # the last chunk (trailers are not used by these servers)
-                    conn.buf = buf[end + 2:]
-                    if pieces:
-                        yield b"".join(pieces)
-                    return
                 pieces.append(buf[start:end])
                 pos = end + 2
             if pieces:
@@ -168,15 +177,61 @@ class _Body(httpx.AsyncByteStream):
             self._pool.forget()
 
 
+#: A chunk-size line (RFC 9112 7.1): hex digits, extensions (ignored) after `;`, and the
+#: trailing blanks h11 also lets by. Python's int() would take more ("0x1f", "+1f",
+#: "1_f", " 1f"): a server the reference stacks (h11, llhttp) refuse must not pass here.
+_CHUNK_LINE = re.compile(rb"([0-9A-Fa-f]{1,16})(?:;[^\r\n]*)?[ \t]*")
+
+
+_HEX = b"0123456789abcdefABCDEF"
+
+
 def _chunk_size(line: bytes) -> int:
-    try:
-        size = int(line.split(b";", 1)[0], 16)
-    except ValueError:
+    if 0 < len(line) <= 16 and not line.strip(_HEX):  # what servers send: digits alone
+        return int(line, 16)
+    match = _CHUNK_LINE.fullmatch(line)
+    if match is None:
         raise httpx.RemoteProtocolError(
-            f"malformed chunked body: chunk size {line[:40]!r}") from None
-    if size < 0:
-        raise httpx.RemoteProtocolError(f"malformed chunked body: chunk size {size}")
-    return size
+            f"malformed chunked body: chunk size {line[:40]!r}")
+    return int(match[1], 16)
+
+
+def _after_trailers(buf: bytes, start: int) -> int:
+    """Where the message after a chunked body begins: past the trailer section at `start`
+    (header lines, then a blank line; RFC 9112 7.1.2), or -1 when it is not all read yet.
+    A client that stops at `0\r\n\r\n` would take a trailer for the next response's
+    head; the fields themselves are dropped (none of them is needed here)."""
+    if buf.startswith(b"\r\n", start):
+        return start + 2
+    end = buf.find(b"\r\n\r\n", start)
+    if end < 0:
+        if len(buf) - start > MAX_HEAD_BYTES:
+            raise httpx.RemoteProtocolError("malformed chunked body: trailers over 64 KB")
+        return -1
+    for line in buf[start:end].split(b"\r\n"):
+        name, sep, _ = line.partition(b":")
+        if not sep or not _TOKEN.fullmatch(name) or b"\n" in line or b"\r" in line:
+            raise httpx.RemoteProtocolError(
+                f"malformed chunked body: trailer line {line[:80]!r}")
+    return end + 4
+
+
+#: A field name (RFC 9110 5.6.2 token).
+_TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+
+
+def _content_length(value: bytes, seen: int | None) -> int:
+    """A Content-Length value (RFC 9110 8.6): digits only; a list of one value repeated
+    stands for that value; two different values, in one field or in two, frame the body
+    two ways, and neither is trusted (h11 and llhttp refuse them as well)."""
+    values = {v.strip() for v in value.split(b",")}
+    digits = values.pop() if len(values) == 1 else b""
+    if not digits.isdigit() or len(digits) > 19:
+        raise httpx.RemoteProtocolError(f"malformed Content-Length {value[:40]!r}")
+    length = int(digits)
+    if seen is not None and seen != length:
+        raise httpx.RemoteProtocolError(f"conflicting Content-Length: {seen} and {length}")
+    return length
 
 
 def origin(url: httpx.URL) -> tuple[str, str, int]:
@@ -206,35 +261,16 @@ class RawReply:
         return None
 
     def aiter_bytes(self) -> AsyncIterator[bytes]:
-        """The body as sent, decoded when the server compressed it anyway (gzip or
-        deflate: no Accept-Encoding is sent, but a gateway may compress regardless)."""
-        coding = (self.header(b"content-encoding") or "identity").strip().lower()
-        if coding == "identity":
+        """The body as sent, decoded when the server compressed it anyway (no
+        Accept-Encoding is sent, but a gateway may compress regardless), by the decoder
+        every transport's replies go through (engine/content_coding)."""
+        coding = self.header(b"content-encoding")
+        if coding is None:
             return self.body.__aiter__()
-        return _decoded(self.body, coding)
+        return decoded(self.body.__aiter__(), coding)
 
     async def aread(self) -> bytes:
         return b"".join([piece async for piece in self.aiter_bytes()])
-
-    async def aclose(self) -> None:
-        await self.body.aclose()
-
-
-async def _decoded(body: _Body, coding: str) -> AsyncIterator[bytes]:
-    if coding not in ("gzip", "x-gzip", "deflate"):
-        raise httpx.DecodingError(f"unsupported Content-Encoding {coding!r}")
-    # gzip: its own header; deflate: the zlib header (47: zlib or gzip, detected).
-    decoder = zlib.decompressobj(wbits=31 if "gzip" in coding else 47)
-    try:
-        async for piece in body:
-            data = decoder.decompress(piece)
-            if data:
-                yield data
-        rest = decoder.flush()
-    except zlib.error as exc:
-        raise httpx.DecodingError(f"Content-Encoding {coding}: {exc}") from exc
-    if rest:
-        yield rest
 
     async def aclose(self) -> None:
         await self.body.aclose()
@@ -364,11 +400,7 @@ class RawTransport(httpx.AsyncBaseTransport):
             for name, value in headers:
                 lower = name.lower()
                 if lower == b"content-length":
-                    try:
-                        length = int(value)
-                    except ValueError:
-                        raise httpx.RemoteProtocolError(
-                            f"malformed Content-Length {value[:40]!r}") from None
+                    length = _content_length(value, length)
                 elif lower == b"transfer-encoding":
                     chunked = b"chunked" in value.lower()
                 elif lower == b"connection":
@@ -396,13 +428,22 @@ class RawTransport(httpx.AsyncBaseTransport):
         self._idle.clear()
 
 
+#: The end of a response head: a blank line, its line ends CRLF or a bare LF (RFC 9112
+#: 2.2 lets a recipient take LF alone for a line end, as h11 and llhttp do).
+_HEAD_END = re.compile(rb"\n\r?\n")
+_LINE_END = re.compile(rb"\r?\n")
+#: A status line (RFC 9112 4): the version, three digits, the reason (maybe empty).
+_STATUS_LINE = re.compile(rb"(HTTP/1\.[0-9]) ([0-9]{3})(?: ([^\r\n]*))?")
+
+
 async def _read_head(conn: _Connection, timeout: float | None
                      ) -> tuple[int, bytes, list[tuple[bytes, bytes]], bytes]:
-    """(status, reason, headers, HTTP version) of the next final response (1xx skipped)."""
+    """(status, reason, headers, HTTP version) of the next final response (1xx interim
+    heads, 100 Continue or 103 Early Hints, skipped)."""
     buf = conn.buf
     while True:
-        end = buf.find(b"\r\n\r\n")
-        if end < 0:
+        end = _HEAD_END.search(buf)
+        if end is None:
             if len(buf) > MAX_HEAD_BYTES:
                 raise httpx.RemoteProtocolError("response head over 64 KB")
             data = await conn.read(timeout)
@@ -411,20 +452,41 @@ async def _read_head(conn: _Connection, timeout: float | None
                     "Server disconnected without sending a response.")
             buf += data
             continue
-        lines = buf[:end].split(b"\r\n")
-        buf = buf[end + 4:]
-        version, _, rest = lines[0].partition(b" ")
-        code, _, reason = rest.partition(b" ")
-        if not version.startswith(b"HTTP/1.") or not code.isdigit():
+        head = buf[:end.start()]  # up to the LF that ends its last line
+        lines = _LINE_END.split(head[:-1] if head.endswith(b"\r") else head)
+        buf = buf[end.end():]
+        status_line = _STATUS_LINE.fullmatch(lines[0])
+        if status_line is None:
             raise httpx.RemoteProtocolError(f"not an HTTP/1.x response: {lines[0][:80]!r}")
-        status = int(code)
-        if 100 <= status < 200 and status != 101:
-            continue  # 100 Continue and friends: the final head follows
-        headers = []
-        for line in lines[1:]:
-            name, sep, value = line.partition(b":")
-            if not sep:
-                raise httpx.RemoteProtocolError(f"malformed header line {line[:80]!r}")
-            headers.append((name.strip(), value.strip()))
+        version, status = status_line[1], int(status_line[2])
+        if status == 101:
+            # A switch of protocols no request here asked for (none sends Upgrade): the
+            # bytes that follow are not HTTP/1.1, and no reply is read from them.
+            raise httpx.RemoteProtocolError("101 Switching Protocols without an Upgrade "
+                                            "request")
+        if 100 <= status < 200:
+            continue  # an interim head: the final one follows
         conn.buf = buf
-        return status, reason, headers, version
+        return status, status_line[3] or b"", _fields(lines[1:]), version
+
+
+def _fields(lines: list[bytes]) -> list[tuple[bytes, bytes]]:
+    """A head's field lines as (name, value). A line that opens with a space or a tab
+    continues the field before it (obs-fold, RFC 9112 5.2: a recipient replaces it with
+    a space, as h11 and llhttp do): never a field of its own, whatever it looks like. A
+    line of no field (no colon, a name that is no token, a space before the colon) is a
+    protocol error, as in h11."""
+    headers: list[tuple[bytes, bytes]] = []
+    for line in lines:
+        if line[:1] in (b" ", b"\t"):
+            if not headers:
+                raise httpx.RemoteProtocolError(
+                    f"a continuation line opens the head: {line[:80]!r}")
+            name, value = headers[-1]
+            headers[-1] = (name, (value + b" " + line.strip(b" \t")).strip(b" \t"))
+            continue
+        name, sep, value = line.partition(b":")
+        if not sep or not _TOKEN.fullmatch(name) or b"\r" in value or b"\0" in value:
+            raise httpx.RemoteProtocolError(f"malformed header line {line[:80]!r}")
+        headers.append((name, value.strip(b" \t")))
+    return headers

@@ -12,6 +12,9 @@ from dataclasses import dataclass
 
 # One event larger than this is a broken server, not a long answer.
 MAX_EVENT_BYTES = 64 * 1024 * 1024
+#: UTF-8's byte order mark: one at the very start of a stream is not part of its first
+#: line (WHATWG); anywhere else it is, and that line is no field the rules know.
+BOM = b"\xef\xbb\xbf"
 
 
 @dataclass(slots=True)
@@ -25,10 +28,13 @@ class SSEParser:
 
     Lines end with LF, CRLF or a lone CR. `data:` lines of one event are joined with
     LF; a blank line dispatches; lines starting with `:` are comments; `event:` names
-    the event (an in-band `event: error` matters to us); other fields are ignored.
+    the event (an in-band `event: error` matters to us); other fields are ignored. A
+    byte order mark that opens the stream is dropped (a server may write one); one
+    later in the stream starts a line no field names, which is reported: a gateway that
+    marks every piece it forwards would otherwise lose the events it marked.
     """
 
-    __slots__ = ("_buf", "_data", "_event", "_has_data", "_pending_cr", "problem")
+    __slots__ = ("_buf", "_data", "_event", "_has_data", "_head", "_pending_cr", "problem")
 
     def __init__(self) -> None:
         self._buf = b""
@@ -36,11 +42,24 @@ class SSEParser:
         self._event = b""
         self._has_data = False
         self._pending_cr = False
+        #: The stream's first bytes while they may still be a byte order mark; None once
+        #: the start is past.
+        self._head: bytes | None = b""
         self.problem: str | None = None
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         if not chunk:
             return []
+        if self._head is not None:
+            chunk = self._head + chunk
+            if len(chunk) < len(BOM) and BOM.startswith(chunk):
+                self._head = chunk  # a mark cut by the network: wait for the rest
+                return []
+            self._head = None
+            if chunk.startswith(BOM):
+                chunk = chunk[len(BOM):]
+                if not chunk:
+                    return []
         if self._pending_cr:
             # The previous chunk ended in CR: a following LF belongs to that line end.
             self._pending_cr = False
@@ -120,8 +139,13 @@ class SSEParser:
     def close(self) -> list[SSEEvent]:
         """End of stream: a final event without its blank line still counts."""
         events: list[SSEEvent] = []
+        if self._head:  # the stream was the start of a mark and nothing else
+            self._buf, self._head = self._head, None
         if self._buf:
-            self._line(self._buf, events)
+            # What is left may be several lines (the fast path keeps the unsplit rest,
+            # such as the blank line after a stream's last event): each is one line.
+            for line in self._buf.split(b"\n"):
+                self._line(line, events)
             self._buf = b""
         if self._has_data:
             events.append(SSEEvent(b"\n".join(self._data), self._event))

@@ -54,10 +54,7 @@ def make_http_client(kind: Transport, concurrency: int, verify_tls: bool,
         raw = RawTransport(verify=verify_tls, limits=limits)
         return RawClient(raw, timeout)
     elif kind == "aiohttp":
-        from httpx_aiohttp import AiohttpTransport
-
-        transport = AiohttpTransport(
-            verify=verify_tls, limits=limits, trust_env=False)
+        transport = _aiohttp_transport(verify_tls, limits)
     elif kind == "httpx":
         transport = httpx.AsyncHTTPTransport(verify=verify_tls, limits=limits,
                                              trust_env=False)
@@ -75,3 +72,30 @@ class RawClient(httpx.AsyncClient):
         super().__init__(transport=raw, timeout=timeout, trust_env=False,
                          follow_redirects=False)
         self.raw = raw
+
+
+def _aiohttp_transport(verify_tls: bool, limits: httpx.Limits) -> httpx.AsyncBaseTransport:
+    """httpx-aiohttp's transport, with the one failure it passes on unmapped: a response
+    aiohttp's parser refuses as it reads the head (a malformed head, or a malformed
+    chunk that came with it) is aiohttp's ClientResponseError, no httpx error, and would
+    escape the client, which promises to turn every failure into a record. It is the
+    protocol error it is, as on the other transports. So is a 101 Switching Protocols
+    that no request asked for (none sends Upgrade): aiohttp hands it on as the reply,
+    h11 (and the raw transport) refuse it."""
+    import aiohttp
+    from httpx_aiohttp import AiohttpTransport
+
+    class Transport(AiohttpTransport):
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            try:
+                response = await super().handle_async_request(request)
+            except aiohttp.ClientResponseError as exc:
+                raise httpx.RemoteProtocolError(
+                    f"{type(exc).__name__}: {exc.message}") from exc
+            if response.status_code == 101:
+                await response.aclose()
+                raise httpx.RemoteProtocolError(
+                    "101 Switching Protocols without an Upgrade request")
+            return response
+
+    return Transport(verify=verify_tls, limits=limits, trust_env=False)

@@ -286,3 +286,81 @@ def test_a_chunk_far_larger_than_a_read_arrives_whole() -> None:
         assert max(map(len, pieces)) < len(big)  # handed on as it came, not held whole
 
     asyncio.run(_with_server(handler, body))
+
+
+def _trailered(pieces: list[bytes], rng: random.Random) -> bytes:
+    """Chunked with extensions on some size lines, zero-padded or upper-case sizes, and
+    a trailer section after the last chunk (RFC 9112 7.1)."""
+    out = []
+    for p in [*pieces, b""]:
+        size = rng.choice((b"%x", b"%X", b"00%x")) % len(p)
+        ext = rng.choice((b"", b";a=b", b';q="x;y"', b";flag"))
+        out.append(size + ext + b"\r\n" + (p + b"\r\n" if p else b""))
+    trailers = rng.choice((b"", b"x-trace: 1\r\n", b"x-a: 1\r\nserver-timing: d;dur=2\r\n"))
+    return b"".join(out) + trailers + b"\r\n"
+
+
+def test_extensions_and_trailers_cut_anywhere_keep_the_connection_in_step() -> None:
+    """Generated bodies with extensions and trailers, in random cuts, on one kept
+    connection: each body whole, and the trailers never read as the next head."""
+    rng = random.Random(11)
+    cases = [[bytes(rng.randrange(256) for _ in range(rng.choice((1, 9, 300)))) for _ in
+              range(rng.randrange(1, 12))] for _ in range(30)]
+    wires = [CHUNKED_HEAD + _trailered(pieces, rng) for pieces in cases]
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for wire in wires:
+            await _request_head(reader)
+            at = 0
+            while at < len(wire):
+                step = rng.randrange(1, 40)
+                writer.write(wire[at:at + step])
+                await writer.drain()
+                at += step
+
+    async def body(url: str) -> None:
+        async with httpx.AsyncClient(transport=RawTransport()) as http:
+            for pieces in cases:
+                assert (await http.get(url)).content == b"".join(pieces)
+
+    assert asyncio.run(_with_server(handler, body)) == [0]
+
+
+@pytest.mark.parametrize("wire,says", [
+    # chunk sizes Python's int() would read and HTTP does not
+    *[(CHUNKED_HEAD + size + b"\r\nabc\r\n0\r\n\r\n", "chunk size")
+      for size in (b"0x3", b"+3", b" 3", b"0_3", b"3\n", b"", b"-0", b"3 ;x" + b"\n")],
+    (CHUNKED_HEAD + b"3;x\nabc\r\n0\r\n\r\n", "chunk size"),  # a bare LF after an extension
+    (CHUNKED_HEAD + b"3\r\nabc\r\n0\r\nno colon\r\n\r\n", "trailer line"),
+    (CHUNKED_HEAD + b"3\r\nabc\r\n0\r\nbad name: 1\r\n\r\n", "trailer line"),
+    (b"HTTP/1.1 200 OK\r\ncontent-length: 3\r\ncontent-length: 4\r\n\r\nabcd",
+     "conflicting Content-Length"),
+    (b"HTTP/1.1 200 OK\r\ncontent-length: 3, 4\r\n\r\nabcd", "Content-Length"),
+    *[(b"HTTP/1.1 200 OK\r\ncontent-length: %s\r\n\r\nabc" % value, "Content-Length")
+      for value in (b"+3", b"3_0", b"0x3", b"-3", b"")],
+])
+def test_framing_the_reference_stacks_refuse_is_refused(wire: bytes, says: str) -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request_head(reader)
+        writer.write(wire)
+        await writer.drain()
+
+    async def body(url: str) -> None:
+        async with httpx.AsyncClient(transport=RawTransport()) as http:
+            with pytest.raises(httpx.RemoteProtocolError, match=says):
+                await (await http.get(url)).aread()
+
+    asyncio.run(_with_server(handler, body))
+
+
+def test_a_repeated_content_length_of_one_value_is_that_value() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request_head(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 3, 3\r\ncontent-length: 3\r\n\r\nabc")
+        await writer.drain()
+
+    async def body(url: str) -> None:
+        async with httpx.AsyncClient(transport=RawTransport()) as http:
+            assert (await http.get(url)).content == b"abc"
+
+    asyncio.run(_with_server(handler, body))

@@ -124,3 +124,39 @@ def test_stream_like_input_gives_the_events_the_rules_give(atoms: list[bytes],
         got += [(e.data, e.event) for e in parser.feed(stream[at:cut])]
         at = cut
     assert got == _reference(stream)
+
+
+_BOM_STREAMS = st.lists(st.sampled_from([b'data: {"a":1}', b"data:[DONE]", b": c", b"id: 1",
+                                         b"event: message", b""]), max_size=12)
+
+
+@given(_BOM_STREAMS, st.sampled_from([b"\n", b"\r\n", b"\r"]), st.integers(0, 3),
+       st.lists(st.integers(0, 200), max_size=5))
+def test_a_byte_order_mark_opening_the_stream_is_dropped_wherever_it_is_cut(
+        lines: list[bytes], eol: bytes, blanks: int, cuts: list[int]) -> None:
+    """A mark first, the stream's own line ends, trailing blank lines, cut anywhere (the
+    mark too): the events and the verdict on the stream are the unmarked stream's."""
+    stream = b"".join(line + eol for line in lines) + eol * blanks
+    marked = b"\xef\xbb\xbf" + stream
+    at = sorted({min(c, len(marked)) for c in cuts})
+    pieces = [marked[a:b] for a, b in zip([0, *at], [*at, len(marked)], strict=True)]
+    assert _parse(pieces) == _parse([stream])
+    assert _parse(pieces)[1] is None
+
+
+def test_a_byte_order_mark_later_in_the_stream_is_reported() -> None:
+    _, problem = _parse([b"data: [DONE]\n\n", b"\xef\xbb\xbfdata: {}\n\n"])
+    assert problem is not None and "malformed SSE line" in problem
+    assert _parse([b"\xef\xbb"]) == ([], "malformed SSE line: b'\\xef\\xbb'")
+
+
+@given(st.lists(st.sampled_from([b'data: {"a":1}\n\n', b"data: [DONE]\n\n", b"\n",
+                                 b"\r\n", b": ping\n\n"]), min_size=1, max_size=8),
+       st.integers(0, 400))
+def test_blank_lines_after_the_last_event_are_no_line_of_their_own(
+        events: list[bytes], cut: int) -> None:
+    """A stream whose last events come in one read with a blank line or two after them
+    (the fast path keeps them unsplit until the end): no malformed line at close."""
+    stream = b"".join(events)
+    cut = min(cut, len(stream))
+    assert _parse([stream[:cut], stream[cut:]]) == (_reference(stream + b"\n\n"), None)
