@@ -14,7 +14,7 @@ from typing import Any
 
 from loadgen.judge.asked import asked_repetition
 from loadgen.judge.leaks import asks_about_markup, asks_dialogue
-from loadgen.judge.reply_language import request_languages
+from loadgen.judge.reply_language import invites_mixing, request_languages
 from loadgen.judge.scripts import request_scripts
 
 
@@ -25,6 +25,8 @@ def request_profile(messages: list[dict[str, Any]]) -> dict[str, Any]:
         profile["scripts"] = scripts
     if languages := request_languages(messages):  # what a reply may be written in
         profile["languages"] = languages
+    if invites_mixing(messages):  # Spanglish asked for, or written in
+        profile["mixes_english"] = True
     if asked := asked_repetition(messages, languages):  # repetition that is no loop
         profile["asked_repetition"] = asked
     # Whether a reply may write markup as a word (else any is a leak), and role lines.
