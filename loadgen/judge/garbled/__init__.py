@@ -81,7 +81,7 @@ from loadgen.judge.garbled.statistics import may_be_shuffled, noise, shuffled
 from loadgen.judge.garbled.word_order import word_order
 from loadgen.judge.garbled.words import alternating_scripts, no_function_words, unknown_words, words
 from loadgen.judge.language import has_lexicon, language_of
-from loadgen.judge.scripts import INHERITED, code_points, scripts_of
+from loadgen.judge.scripts import INHERITED, code_points, language_scripts, scripts_of
 from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig
 
@@ -346,9 +346,11 @@ def find_garble(record: RequestRecord, cfg: VerdictConfig) -> Garble | None:
     if not cfg.garbled:
         return None
     scripts = record.params.get("scripts") or ()
-    explained = frozenset(s for s in scripts if isinstance(s, str))
     languages = tuple(lang for lang in record.params.get("languages") or ()
                       if isinstance(lang, str))
+    # The request's scripts, and those of the languages it names (Russian words taught in
+    # a Chinese answer, a Bulgarian answer asked for in English).
+    explained = frozenset(s for s in scripts if isinstance(s, str)) | language_scripts(languages)
     for field, text in _texts(record):
         found = garble_in_text(text, explained, cfg, languages)
         if found:
