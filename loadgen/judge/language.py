@@ -80,9 +80,15 @@ def function_words(lang: str, n: int = 50) -> frozenset[str]:
     """The `n` most frequent words of a language: its function words."""
     import wordfreq
 
+    lang = _WORDFREQ_NAMES.get(lang, lang)
     if not has_lexicon(lang):
         return frozenset()
     return frozenset(wordfreq.top_n_list(lang, n))
+
+
+#: Languages wordfreq lists under another code (Tagalog as Filipino): their function
+#: words alone are read from it (a Taglish answer's "ang", "ng", "sa").
+_WORDFREQ_NAMES = {"tl": "fil"}
 
 
 @cache

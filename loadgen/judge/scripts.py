@@ -121,7 +121,7 @@ def request_scripts(messages: list[dict[str, Any]]) -> list[str]:
 
 
 @cache
-def _script_of_language(code: str) -> str | None:
+def language_script(code: str) -> str | None:
     """The script a language is written in (CLDR's likely script, through langcodes), by
     the name `SCRIPTS` gives it."""
     import langcodes
@@ -146,4 +146,4 @@ def language_scripts(codes: Any) -> frozenset[str]:
     """The scripts of the languages a request is written in or names: a request that
     asks for Russian words explains Cyrillic in a Chinese answer."""
     return frozenset(s for code in codes if isinstance(code, str)
-                     and (s := _script_of_language(code)) is not None)
+                     and (s := language_script(code)) is not None)
