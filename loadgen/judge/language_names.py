@@ -8,21 +8,32 @@ knows (`judged_language`): its own code, its macrolanguage's (Cantonese and Mand
 Chinese), or the closest by CLDR's language distance (Norwegian is Bokmål, Swiss German
 is German); languages of one macrolanguage, or a distance apart that CLDR counts as one
 language, are one language to the judge (`equivalents`): Bokmål and Nynorsk, Croatian,
-Bosnian and Serbian. A blend of a name with English's ("Spanglish", "Hinglish",
-"Franglais") names both.
+Bosnian and Serbian. Names CLDR lacks in everyday use ("castellano", 汉语,
+"moldovenească") are added (`EXTRA_NAMES`); a blend of a name with English's
+("Spanglish", "Hinglish", "Franglais": `BLENDS`, listed) names both and a mix; a name of
+a dialect the judge reads as a standard language (Swiss German) is told apart
+(`names_dialect`): its words are not in the standard language's word lists.
 
 A request is read once, in one pass: at each word's start (anywhere, in scripts written
 without spaces between words and in scripts whose words take clitics before them) the
 names that begin there are looked up in a trie, so the cost is linear in the request.
 A name in a cased alphabet may end in an inflection (four letters at most), but a word
 that is an everyday English word and no language name ("check", which begins like
-Spanish's "checo") names nothing.
+Spanish's "checo") names nothing, nor does a whole word that is another language's name
+("galego", Galician, is no inflection of Spanish's "galés" for Welsh).
+
+The name table is built once per process, on the first request read (about 0.4 s: the
+library's 64,000 names, of which those of languages the judge knows are kept); nothing
+is built at import.
 """
 
 from __future__ import annotations
 
+import re
 from functools import cache, lru_cache
 from typing import Any
+
+import regex
 
 #: Letters an inflected name may carry past its stem ("русск|ом", "Englis|chen").
 _TAIL = 4
@@ -31,7 +42,11 @@ _LONGEST = 40
 #: CLDR's language distance at or below which two languages are one to the judge
 #: (macrolanguage members and standard variants: no/nb 1, nl-BE/nl 4, gsw/de 8, hr/bs 8).
 _SAME = 10
+#: CLDR's language distance from which a language the judge reads as a near one is a
+#: dialect of it (gsw/de 8), not one of its standard forms (no/nb 1, nl-BE/nl 4).
+_DIALECT = 5
 _CASED = ("Latin", "Cyrillic", "Greek")
+_CASED_LETTER = regex.compile(r"[\p{Latin}\p{Cyrillic}\p{Greek}]")
 
 
 @cache
@@ -60,6 +75,28 @@ def _near() -> dict[str, str]:
 
 
 @cache
+def _renamed() -> dict[str, str]:
+    """Replacement code -> the identifier's code it replaced (fil -> tl)."""
+    from langcodes.data_dicts import LANGUAGE_REPLACEMENTS
+
+    return {LANGUAGE_REPLACEMENTS[c].split("-")[0]: c for c in judged_codes()
+            if c in LANGUAGE_REPLACEMENTS}
+
+
+@cache
+def dialect(tag: str) -> bool:
+    """A tag the judge reads as a standard language it is only near to (Swiss German as
+    German): its words and function words are not the standard language's."""
+    from langcodes import tag_distance
+    from langcodes.data_dicts import MACROLANGUAGES
+
+    lang = tag.split("-")[0].lower()
+    code = judged_language(tag)
+    return code is not None and lang not in judged_codes() and _near().get(lang) == code \
+        and lang not in MACROLANGUAGES and tag_distance(lang, code) >= _DIALECT
+
+
+@cache
 def judged_language(tag: str) -> str | None:
     """The identifier's language for a language tag: its own (deprecated codes replaced:
     mo is ro), its macrolanguage's, or the one within `_SAME` (None for a language the
@@ -69,9 +106,7 @@ def judged_language(tag: str) -> str | None:
     codes = judged_codes()
     given = tag.split("-")[0].lower()
     lang = LANGUAGE_REPLACEMENTS.get(given, given).split("-")[0]
-    renamed = {LANGUAGE_REPLACEMENTS[c].split("-")[0]: c for c in codes
-               if c in LANGUAGE_REPLACEMENTS}  # tl is replaced by fil
-    for candidate in (given, lang, renamed.get(lang), MACROLANGUAGES.get(lang),
+    for candidate in (given, lang, _renamed().get(lang), MACROLANGUAGES.get(lang),
                       _near().get(lang),
                       _near().get(MACROLANGUAGES.get(lang, ""))):
         if candidate in codes:
@@ -79,6 +114,7 @@ def judged_language(tag: str) -> str | None:
     return None
 
 
+@cache
 def _romanized(tag: str) -> bool:
     """A tag that writes its language in a script not its own (hi-Latn: Hinglish)."""
     from langcodes.data_dicts import DEFAULT_SCRIPTS
@@ -116,36 +152,75 @@ def _script(name: str) -> str:
     return script_of(name)
 
 
+#: Names CLDR and the library's extra lists lack, in everyday use for a language the
+#: judge knows: endonyms and regional names (Spain's own "castellano", Chinese's names
+#: by its speakers, "moldovenească"). Each is written as the name trie spells names.
+EXTRA_NAMES: dict[str, tuple[str, ...]] = {
+    "es": ("castellano", "castellana", "castellà", "castelhano", "castillan",
+           "kastilisch", "кастильский", "卡斯蒂利亚语"),
+    "ca": ("valencià", "valenciano", "valencien"),
+    "ro": ("moldovenească", "moldoveneasca", "limba moldovenească"),
+    "zh": ("汉语", "漢語", "华语", "華語", "国语", "國語", "广东话", "廣東話", "国文",
+           "中国话", "中國話", "唐话"),
+    "de": ("hochdeutsch", "schwyzerdütsch", "schwiizerdütsch"),
+    "yo": ("yorùbá", "yoruba"),
+    "ms": ("melayu",),
+}
+_DIGIT = re.compile(r"\d")
+
+
 @cache
-def _table() -> tuple[Any, dict[str, tuple[frozenset[str], bool, bool]], frozenset[str]]:
-    """(trie of keys, key -> (languages, a cased stem, romanized), full names): every
-    name of a language the judge knows, from the language library's name trie."""
-    import marisa_trie
-    from language_data.names import code_to_names, load_trie, normalize_name
+def _all_names() -> Any:
+    """The language library's trie of every language's names in every language (tags as
+    values): what a whole word names, judged or not ("galego" is Galician, not a form
+    of Spanish's "galés" for Welsh)."""
+    from language_data.names import load_trie
     from language_data.util import data_filename
 
-    names = load_trie(data_filename("trie/und/name_to_language.marisa"))
+    return load_trie(data_filename("trie/und/name_to_language.marisa"))
+
+
+@cache
+def _table() -> tuple[Any, dict[str, tuple[frozenset[str], bool, bool, bool]],
+                      frozenset[str]]:
+    """(trie of keys, key -> (languages, a cased stem, romanized, a dialect's name),
+    full names): every
+    name of a language the judge knows, from the language library's name trie, CLDR's
+    display names and `EXTRA_NAMES`. Built once per process, on the first request that
+    names a language; only names of the languages the judge knows are kept."""
+    import marisa_trie
+    from language_data.names import code_to_names, normalize_name
+
     # The trie keeps a name's shortest unique form ("hind"); CLDR's display names whole.
-    every = [(name, raw.decode("utf-8")) for name, raw in names.items()]
-    every += [(normalize_name(name), code) for code in sorted(judged_codes())
-              for name in code_to_names(code).values()]
-    keys: dict[str, tuple[set[str], bool, bool]] = {}
+    by_tag: dict[str, list[str]] = {}
+    for name, raw in _all_names().items():
+        by_tag.setdefault(raw.decode("utf-8"), []).append(name)
+    for own in sorted(judged_codes()):
+        by_tag.setdefault(own, []).extend(normalize_name(name)
+                                          for name in code_to_names(own).values())
+    for own, extra in EXTRA_NAMES.items():
+        by_tag.setdefault(own, []).extend(extra)
+    keys: dict[str, tuple[set[str], bool, bool, bool]] = {}
     full: set[str] = set()
-    for name, tag in every:
+    for tag, group in by_tag.items():
         code = judged_language(tag)
-        if code is None or any(c.isdigit() for c in name):
+        if code is None:
             continue
-        cased = _script(name) in _CASED
-        if (cased and len(name) < 4) or len(name) < 2:
-            continue
-        romanized = _romanized(tag)
-        full.add(name)
-        key = name[:max(4, len(name) - 2)] if cased and " " not in name else name
-        entry = keys.setdefault(key, (set(), cased, False))
-        entry[0].add(code)
-        keys[key] = (entry[0], cased, entry[2] or romanized)
+        romanized, spoken = _romanized(tag), dialect(tag)
+        for name in group:
+            cased = name[:1].isascii() or _CASED_LETTER.match(name) is not None
+            if (cased and len(name) < 4) or len(name) < 2 or _DIGIT.search(name):
+                continue
+            full.add(name)
+            key = name[:max(4, len(name) - 2)] if cased and " " not in name else name
+            entry = keys.get(key)
+            if entry is None:
+                keys[key] = ({code}, cased, romanized, spoken)
+            else:  # romanized, a dialect, only where every name the key stands for is
+                entry[0].add(code)
+                keys[key] = (entry[0], entry[1], entry[2] and romanized, entry[3] and spoken)
     trie = marisa_trie.Trie(list(keys))
-    table = {k: (frozenset(v[0]), v[1], v[2]) for k, v in keys.items()}
+    table = {k: (frozenset(v[0]), v[1], v[2], v[3]) for k, v in keys.items()}
     return trie, table, frozenset(full)
 
 
@@ -158,40 +233,44 @@ def _normal(text: str) -> str:
     return low.replace("-", " ").replace("’", "'")
 
 
-@cache
-def _english_blend_tails() -> frozenset[str]:
-    """Endings (four letters and more) of English's names in Latin letters: what a blend
-    with English ends in ("glish", "glais", "glisch")."""
-    _, table, full = _table()
-    english = [n for n in full if table.get(n[:max(4, len(n) - 2)], (frozenset(),))[0]
-               == frozenset({"en"}) and n.isascii() and " " not in n]
-    return frozenset(n[-k:] for n in english for k in range(4, len(n) - 1))
+#: Blends of a language's name with English's, each naming both (a request for Spanglish
+#: invites an answer that mixes Spanish and English). Listed, not guessed from the
+#: names' letters: "Denglisch" begins like Danish's names and "Konglish" like Swahili's.
+BLENDS: dict[str, str] = {
+    "spanglish": "es", "espanglish": "es", "espanglés": "es", "hinglish": "hi",
+    "taglish": "tl", "englog": "tl", "franglais": "fr", "frenglish": "fr",
+    "denglisch": "de", "denglish": "de", "konglish": "ko", "japlish": "ja",
+    "janglish": "ja", "chinglish": "zh", "runglish": "ru", "ruglish": "ru",
+    "manglish": "ms", "benglish": "bn", "banglish": "bn", "tanglish": "ta",
+    "greeklish": "el", "ponglish": "pl", "poglish": "pl", "swenglish": "sv",
+    "dunglish": "nl", "finglish": "fi", "itanglese": "it", "hebrish": "he",
+    "urdish": "ur", "arabizi": "ar", "portuglish": "pt", "turklish": "tr",
+}
 
 
-def _blend(word: str) -> frozenset[str]:
-    """The languages a blend with English names ("spanglish": Spanish and English)."""
-    trie, table, _ = _table()
-    for tail in sorted((t for t in _english_blend_tails() if word.endswith(t)), key=len):
-        head = word[:-len(tail)]
-        if len(head) < 2:
-            continue
-        codes = {c for key in trie.keys(head) for c in table[key][0]} - {"en"}
-        if 1 <= len(codes) <= 2:
-            return frozenset({*codes, "en"})
-    return frozenset()
+def named(text: str) -> tuple[frozenset[str], bool]:
+    """(the languages a text names, whether it names a mix with English: a blend or a
+    language written in another script than its own, Hinglish)."""
+    found, mixed, _ = _scan(text)
+    return found, mixed
+
+
+def names_dialect(text: str) -> bool:
+    """Whether a text names a dialect the judge reads as a standard language (Swiss
+    German as German: `dialect`)."""
+    return _scan(text)[2]
 
 
 @lru_cache(maxsize=512)
-def named(text: str) -> tuple[frozenset[str], bool]:
-    """(the languages a text names, whether it names a mix with English: a blend or a
-    language written in another script than its own, Hinglish). Kept per text: a
+def _scan(text: str) -> tuple[frozenset[str], bool, bool]:
+    """(languages named, a mix named, a dialect named), in one pass. Kept per text: a
     session's every turn resends its long system prompt."""
     from loadgen.judge.language import english_common
 
     trie, table, full = _table()
     low = _normal(text)
     found: set[str] = set()
-    mixed = False
+    mixed = spoken = False
     n = len(low)
     for i in range(n):
         char = low[i]
@@ -203,7 +282,7 @@ def named(text: str) -> tuple[frozenset[str], bool]:
         if not starts_word and script in _CASED:
             continue
         for key in trie.prefixes(low[i:i + _LONGEST]):
-            codes, cased, romanized = table[key]
+            codes, cased, romanized, is_dialect = table[key]
             if cased:
                 if not starts_word:
                     continue
@@ -214,15 +293,19 @@ def named(text: str) -> tuple[frozenset[str], bool]:
                 word = low[i:stop]
                 if stop - end > _TAIL or (word not in full and word in english_common()):
                     continue
+                if " " not in key and word != key and word in _all_names():
+                    # A whole word that is a name names its own language alone.
+                    codes = codes & {judged_language(raw.decode("utf-8"))
+                                     for raw in _all_names()[word]}
             found |= codes
             mixed |= romanized
-        if starts_word and char.isascii():
+            spoken |= is_dialect and bool(codes)
+        if starts_word and script == "Latin":
             stop = i
             while stop < n and low[stop].isalpha():
                 stop += 1
-            word = low[i:stop]
-            if len(word) >= 7 and word not in english_common() and word not in full:
-                blend = _blend(word)
-                found |= blend
-                mixed |= bool(blend)
-    return frozenset(found), mixed
+            blend = BLENDS.get(low[i:stop])
+            if blend is not None:
+                found |= {blend, "en"}
+                mixed = True
+    return frozenset(found), mixed, spoken
