@@ -58,7 +58,13 @@ _SENTENCE_WORDS = 5
 #: A text of this many words or more, this share of them common English words, mixes
 #: English with another language (Spanglish: about half).
 _MIXED_WORDS = 8
-_MIXED_SHARE = (0.2, 0.75)
+_MIXED_SHARE = (0.2, 0.9)
+#: A mixed request's clauses identified, at most, and what splits them.
+_MIXED_CLAUSES = 16
+_CLAUSE = regex.compile(r"[.,;:!?\n]+")
+#: Zipf values apart an English word must be more frequent in English than in the
+#: answer's language to count as English mixed in ("to", "a", "do" are Polish words).
+_MORE_ENGLISH = 1.0
 _ORDER_TABLE = Path(__file__).with_name("garbled") / "english_order.json"
 
 
@@ -78,21 +84,41 @@ def request_languages(messages: list[dict[str, Any]]) -> list[str]:
     return sorted(found)
 
 
-def invites_mixing(messages: list[dict[str, Any]]) -> bool:
-    """The request invites an answer that mixes English with another language: it names
-    a mix (Spanglish, Hinglish), or one of its texts mixes them itself (between a fifth
-    and three quarters of its words are common English words)."""
+def mixed_languages(messages: list[dict[str, Any]]) -> frozenset[str]:
+    """The languages a request mixes with English, English among them (empty where it
+    mixes none): a mix it names (Spanglish, Hinglish: `language_names`), or one of its
+    texts written as one (`_mixed_with_english`: Swiss German with English)."""
+    found: set[str] = set()
     for text in message_texts(messages):
-        if language_names.named(text)[1]:
-            return True
-        found = words(text[:language.SAMPLE_CHARS])
-        keys = [k for k, s in zip(found.keys, found.scripts, strict=True) if s == "Latin"]
-        if len(keys) >= _MIXED_WORDS and len(keys) >= 0.8 * len(found):
-            share = sum(map(language.english_common().__contains__, keys)) / len(keys)
-            if _MIXED_SHARE[0] <= share < _MIXED_SHARE[1] \
-                    and language.identify(text[:language.SAMPLE_CHARS])[0] != "en":
-                return True
-    return False
+        codes, mixed = language_names.named(text)
+        if mixed:
+            found |= codes | {"en"}
+        if other := _mixed_with_english(text[:language.SAMPLE_CHARS]):
+            found |= other | {"en"}
+    return frozenset(found)
+
+
+def _mixed_with_english(text: str) -> frozenset[str]:
+    """The languages a text mixes English with, where it does: its Latin words, at least
+    `_MIXED_WORDS` and four fifths of its words, a `_MIXED_SHARE` of them common English
+    words, and clauses of it (`_MIXED_CLAUSES` at most, three words and more each)
+    confidently in another language. Lingua names a language it does not know
+    (romanized Hindi) as some other; that only widens what the reply may be written in."""
+    found = words(text)
+    keys = [k for k, s in zip(found.keys, found.scripts, strict=True) if s == "Latin"]
+    if len(keys) < _MIXED_WORDS or len(keys) < 0.8 * len(found):
+        return frozenset()
+    common = language.english_common()
+    share = sum(map(common.__contains__, keys)) / len(keys)
+    if not _MIXED_SHARE[0] <= share < _MIXED_SHARE[1]:
+        return frozenset()
+    clauses = [c for c in _CLAUSE.split(text) if len(c.split()) >= 3][:_MIXED_CLAUSES]
+    out = set()
+    for clause in clauses:
+        lang, confidence = language.identify(clause)
+        if lang not in (None, "en") and confidence >= CONFIDENCE:
+            out.add(lang)
+    return frozenset(out)
 
 
 def _prose(text: str) -> str:
@@ -147,9 +173,27 @@ def _identified(prose: str, found: Words) -> tuple[str | None, float]:
     return lang, sum(v for code, v in values if code in same)
 
 
-def _english_share(found: Words) -> float:
-    keys = [k for k, s in zip(found.keys, found.scripts, strict=True) if s == "Latin"]
-    return sum(map(language.english_common().__contains__, keys)) / max(1, len(found))
+def _mixes_in_english(found: Words, lang: str) -> bool:
+    """The answer is written in Latin letters and mixes English in: a `_MIXED_SHARE` of
+    its words English words far more frequent in English than in its own language
+    (Spanglish, Hinglish, Taglish; a Polish answer's "to", "a" and "do" are Polish).
+    A Chinese or Russian answer that quotes English commands is no mix."""
+    latin = sum(len(k) for k, s in zip(found.keys, found.scripts, strict=True)
+                if s == "Latin")
+    if not found or latin < 0.8 * sum(map(len, found.keys)):
+        return False
+    # The answer's language's word statistics, or those of one held the same (Bokmål's
+    # for Nynorsk); without any, its words cannot be told from English ones.
+    own = next((other for other in sorted(language_names.equivalents(lang))
+                if language.has_lexicon(other)), None) if lang != "en" else "en"
+    if own is None:
+        return False
+    common = language.english_common()
+    english = sum(1 for k, s in zip(found.keys, found.scripts, strict=True)
+                  if s == "Latin" and k in common
+                  and (own == "en" or language.zipf(k, "en") >= language.zipf(k, own)
+                       + _MORE_ENGLISH))
+    return english >= _MIXED_SHARE[0] * len(found)
 
 
 def find_wrong_language(record: RequestRecord) -> dict[str, Any] | None:
@@ -175,7 +219,7 @@ def find_wrong_language(record: RequestRecord) -> dict[str, Any] | None:
                                        language_names.equivalents(lang)))):
         return None  # Latin (lorem ipsum) and the like: no statistics to be sure by
     if record.params.get("mixes_english") and "en" in same \
-            and _english_share(found) >= _MIXED_SHARE[0]:
+            and _mixes_in_english(found, lang):
         return None  # Spanglish asked for, or written to: English mixed in, as invited
     return {"language": lang, "confidence": round(confidence, 3),
             "request_languages": sorted(allowed)}
