@@ -21,6 +21,7 @@ import random
 from collections.abc import Callable
 
 import langcodes
+import regex
 
 from tests.support.broken_text import honest_passages
 from tests.support.honest_requests import Case
@@ -96,11 +97,31 @@ def answer(lang: str, rng: random.Random) -> str:
     return rng.choice(_long_passages(lang))
 
 
+#: A sentence of plain words: letters (and marks, apostrophes, Persian's zero-width
+#: non-joiner inside a word), separated by single spaces and light punctuation; no
+#: paths, options, hyphenated commands, numbers or markup that break running text.
+_PLAIN_WORD = regex.compile(r"^[\p{L}\p{M}][\p{L}\p{M}'’\u200c\u200d]*[,.;:!?،؛؟]?$")
+#: Plain words in a row an answer needs to be judged (the judge's run of running text
+#: is twelve; two to spare for a word the judge splits).
+PLAIN_RUN = 14
+
+
+def _plain_run(line: str) -> int:
+    """The longest run of plain words in a line."""
+    best = run = 0
+    for word in line.split():
+        run = run + 1 if _PLAIN_WORD.match(word) else 0
+        best = max(best, run)
+    return best
+
+
 def _long_passages(lang: str) -> list[str]:
-    """The fixture passages long enough to be judged (a caption of eight words is not)."""
+    """The fixture passages long enough to be judged: a line of `PLAIN_RUN` plain words
+    in a row (a caption of eight words, or a message broken by paths and options, is
+    not), or of sixty characters in a script written without spaces."""
     unspaced = lang in UNSPACED
     return [p for p in honest_passages()[lang]
-            if any(len(line) >= 60 if unspaced else len(line.split()) >= 14
+            if any(len(line) >= 60 if unspaced else _plain_run(line) >= PLAIN_RUN
                    for line in p.splitlines())]
 
 
@@ -274,8 +295,9 @@ def mixed_text(mix: str, rng: random.Random, english: bool = True) -> str:
 
 
 def code_switch_family(seeds: int = 12) -> tuple[list[Case], list[Case]]:
-    """(honest, wrong): code-switched answers to code-switched requests or to requests
-    that name the mix; the same requests answered wholly in a third language."""
+    """(honest, wrong): code-switched answers (and, for Swiss German, answers in the
+    dialect alone) to code-switched requests or to requests that name the mix; the
+    same requests answered wholly in a third language, and wholly in Russian."""
     honest: list[Case] = []
     wrong: list[Case] = []
     for mix, vocab in MIXES.items():
@@ -290,6 +312,8 @@ def code_switch_family(seeds: int = 12) -> tuple[list[Case], list[Case]]:
                     ("it", "pt", "ca")))
                 wrong.append(Case(f"{mix} {i} {seed} -> {other}", request,
                                   answer(other, rng)))
+                # Wholly Russian: no English mixed in, in a language nobody invited.
+                wrong.append(Case(f"{mix} {i} {seed} -> ru", request, answer("ru", rng)))
     return honest, wrong
 
 
