@@ -80,9 +80,15 @@ def function_words(lang: str, n: int = 50) -> frozenset[str]:
     """The `n` most frequent words of a language: its function words."""
     import wordfreq
 
+    lang = _WORDFREQ_NAMES.get(lang, lang)
     if not has_lexicon(lang):
         return frozenset()
     return frozenset(wordfreq.top_n_list(lang, n))
+
+
+#: Languages wordfreq lists under another code (Tagalog as Filipino): their function
+#: words alone are read from it (a Taglish answer's "ang", "ng", "sa").
+_WORDFREQ_NAMES = {"tl": "fil"}
 
 
 @cache
@@ -118,17 +124,20 @@ def mostly_english(words: list[str]) -> bool:
 
 
 @lru_cache(maxsize=4096)
-def identify(text: str) -> tuple[str | None, float]:
-    """(ISO 639-1 code, confidence) of the text's language; None where lingua cannot say
-    (no letters) or names a language without an ISO 639-1 code."""
+def confidences(text: str) -> tuple[tuple[str, float], ...]:
+    """(ISO 639-1 code, confidence) of every language lingua weighs for the text, most
+    confident first (empty where it cannot say: no letters)."""
     # Lone surrogates (a stream cut inside a pair) cannot cross into the detector.
     sample = text[:SAMPLE_CHARS].encode("utf-8", "replace").decode("utf-8")
     values = detector().compute_language_confidence_values(sample)
-    if not values:
-        return None, 0.0
-    top = values[0]
-    code = top.language.iso_code_639_1.name.lower()
-    return code, float(top.value)
+    return tuple((v.language.iso_code_639_1.name.lower(), float(v.value)) for v in values)
+
+
+def identify(text: str) -> tuple[str | None, float]:
+    """(ISO 639-1 code, confidence) of the text's language; None where lingua cannot say
+    (no letters) or names a language without an ISO 639-1 code."""
+    values = confidences(text)
+    return values[0] if values else (None, 0.0)
 
 
 def language_of(text: str, words: list[str] | None = None) -> str | None:

@@ -13,9 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from loadgen.judge.asked import asked_repetition
+from loadgen.judge.language_names import names_dialect
 from loadgen.judge.leaks import asks_about_markup, asks_dialogue
-from loadgen.judge.reply_language import request_languages
-from loadgen.judge.scripts import request_scripts
+from loadgen.judge.reply_language import mixed_languages, request_languages
+from loadgen.judge.scripts import message_texts, request_scripts
 
 
 def request_profile(messages: list[dict[str, Any]]) -> dict[str, Any]:
@@ -23,8 +24,14 @@ def request_profile(messages: list[dict[str, Any]]) -> dict[str, Any]:
     profile: dict[str, Any] = {}
     if scripts := request_scripts(messages):  # a reply in these scripts is explained
         profile["scripts"] = scripts
-    if languages := request_languages(messages):  # what a reply may be written in
+    languages = request_languages(messages)
+    if mixed := mixed_languages(messages):  # Spanglish asked for, or written in
+        languages = sorted({*languages, *mixed})
+        profile["mixes_english"] = True
+    if languages:  # what a reply may be written in
         profile["languages"] = languages
+    if any(names_dialect(text) for text in message_texts(messages)):
+        profile["dialect"] = True  # Swiss German asked for: no standard German words
     if asked := asked_repetition(messages, languages):  # repetition that is no loop
         profile["asked_repetition"] = asked
     # Whether a reply may write markup as a word (else any is a leak), and role lines.

@@ -118,3 +118,32 @@ def request_scripts(messages: list[dict[str, Any]]) -> list[str]:
             found |= text_scripts(text)
     found.discard("Latin")
     return sorted(found)
+
+
+@cache
+def language_script(code: str) -> str | None:
+    """The script a language is written in (CLDR's likely script, through langcodes), by
+    the name `SCRIPTS` gives it."""
+    import langcodes
+
+    iso = langcodes.Language.get(code).maximize().script
+    if not iso:
+        return None
+    # ISO 15924's writing systems of several scripts, by the script of their letters.
+    iso = {"Hans": "Hani", "Hant": "Hani", "Jpan": "Hani", "Kore": "Hang"}.get(iso, iso)
+    table = script_table()
+    for name in SCRIPTS[:-1]:
+        ids = np.flatnonzero(table == SCRIPT_ID[name])
+        try:
+            if len(ids) and regex.match(rf"\p{{Script={iso}}}", chr(int(ids[0]))):
+                return name
+        except regex.error:  # a script Unicode does not name
+            return None
+    return None
+
+
+def language_scripts(codes: Any) -> frozenset[str]:
+    """The scripts of the languages a request is written in or names: a request that
+    asks for Russian words explains Cyrillic in a Chinese answer."""
+    return frozenset(s for code in codes if isinstance(code, str)
+                     and (s := language_script(code)) is not None)

@@ -81,7 +81,7 @@ from loadgen.judge.garbled.statistics import may_be_shuffled, noise, shuffled
 from loadgen.judge.garbled.word_order import word_order
 from loadgen.judge.garbled.words import alternating_scripts, no_function_words, unknown_words, words
 from loadgen.judge.language import has_lexicon, language_of
-from loadgen.judge.scripts import INHERITED, code_points, scripts_of
+from loadgen.judge.scripts import INHERITED, code_points, language_scripts, scripts_of
 from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig
 
@@ -210,13 +210,16 @@ def _ascii_garble(text: str, cfg: VerdictConfig, languages: tuple[str, ...] = ()
 
 
 def garble_in_text(text: str, explained: frozenset[str], cfg: VerdictConfig,
-                   languages: tuple[str, ...] = ()) -> tuple[str, str, str] | None:
+                   languages: tuple[str, ...] = (), dialect: bool = False
+                   ) -> tuple[str, str, str] | None:
     """(kind, detail, excerpt) of the first salad found in one text, or None; `languages`
-    are the request's (ISO codes)."""
+    are the request's (ISO codes); `dialect`, that it asked for a dialect the word lists
+    do not hold (Swiss German: `_word_garble`)."""
     if not text:
         return None
     if text.isascii():
-        return _ascii_garble(text, cfg, languages) or _word_garble(text, languages, cfg)
+        return _ascii_garble(text, cfg, languages) \
+            or _word_garble(text, languages, cfg, dialect)
     points = code_points(text)
     found = markers(text, points, cfg)
     if found:
@@ -254,7 +257,7 @@ def garble_in_text(text: str, explained: frozenset[str], cfg: VerdictConfig,
         found = adds_up(text, points, scr, cased, (starts, ends), languages, explained, cfg)
         if found:
             return _report("evidence", text, found)
-    return _word_garble(text, languages, cfg)
+    return _word_garble(text, languages, cfg, dialect)
 
 
 def _may_space(spaces: int, letters: int) -> bool:
@@ -273,10 +276,12 @@ def _may_be_noisy(text: str, cfg: VerdictConfig) -> bool:
         _count(text.encode("utf-8", "surrogatepass"), _ASCII_PUNCTUATION) >= need
 
 
-def _word_garble(text: str, languages: tuple[str, ...], cfg: VerdictConfig
-                 ) -> tuple[str, str, str] | None:
+def _word_garble(text: str, languages: tuple[str, ...], cfg: VerdictConfig,
+                 dialect: bool = False) -> tuple[str, str, str] | None:
     """The word detectors (`garbled.words`, `garbled.word_order`), in the text's
-    languages and the request's; plain English is screened first (`english_screen`)."""
+    languages and the request's; plain English is screened first (`english_screen`).
+    A reply to a request for a dialect (Swiss German, whose words and function words
+    are not standard German's) is not held to word statistics, only to its scripts."""
     if len(text) < 2 * _MIN_WORDS - 1:
         return None  # too short for _MIN_WORDS words: runs of letters, a gap between each
     possible = could_fire(text, cfg) if text.isascii() else None
@@ -288,7 +293,7 @@ def _word_garble(text: str, languages: tuple[str, ...], cfg: VerdictConfig
     own = "en" if possible is not None else language_of(text, found.keys)
     langs = tuple(dict.fromkeys((*((own,) if own else ()), *languages)))
     detectors = [("alternating_scripts", alternating_scripts)]
-    if own is None or has_lexicon(own):  # Latin (lorem ipsum), Thai: no word statistics
+    if (own is None or has_lexicon(own)) and not dialect:  # lorem ipsum, Thai: none
         detectors = [("unknown_words", unknown_words), *detectors,
                      ("no_function_words", no_function_words)]
     for kind, detect in detectors:
@@ -346,11 +351,14 @@ def find_garble(record: RequestRecord, cfg: VerdictConfig) -> Garble | None:
     if not cfg.garbled:
         return None
     scripts = record.params.get("scripts") or ()
-    explained = frozenset(s for s in scripts if isinstance(s, str))
     languages = tuple(lang for lang in record.params.get("languages") or ()
                       if isinstance(lang, str))
+    # The request's scripts, and those of the languages it names (Russian words taught in
+    # a Chinese answer, a Bulgarian answer asked for in English).
+    explained = frozenset(s for s in scripts if isinstance(s, str)) | language_scripts(languages)
     for field, text in _texts(record):
-        found = garble_in_text(text, explained, cfg, languages)
+        found = garble_in_text(text, explained, cfg, languages,
+                               bool(record.params.get("dialect")))
         if found:
             return Garble(field, *found)
     return None

@@ -50,14 +50,18 @@ from loadgen.judge.scripts import (
     FIRST_SCRIPT,
     SCRIPT_ID,
     SCRIPTS,
+    language_script,
     script_table,
 )
 from loadgen.scenario import VerdictConfig
 
 #: What may stand between two words of running text: a space, a punctuation mark before
-#: it, an opening quote after it (no-break spaces count as spaces).
+#: it (Arabic's comma, semicolon and question mark and Devanagari's danda among them),
+#: an opening quote after it (no-break spaces count as spaces); or a zero-width
+#: non-joiner or joiner, which Persian writes inside words ("می‌توانید").
 _PROSE_GAP = regex.compile(
-    r"[,;:.!?)\]»”\"'’]{0,2}[ \u00a0\u202f][(\[«“\"'‘]?")
+    r"[,;:.!?)\]»”\"'’\u060c\u061b\u061f\u0964\u0965]{0,2}[ \u00a0\u202f][(\[«“\"'‘]?"
+    r"|[\u200c\u200d]")
 #: A gap that lists (a comma, a semicolon, a colon): where more than this share of a
 #: window's gaps list, the window is a list, not running text.
 _LISTING = regex.compile(r"[,;:]")
@@ -411,7 +415,11 @@ def no_function_words(text: str, found: Words, text_languages: tuple[str, ...],
         langs = candidates(script, text_languages)[:1]
         if not langs or not _has_function_words(langs[0]):
             continue
-        own = language.function_words(langs[0])
+        # A function word of any language the text or its request writes in this script
+        # counts (Spanglish: "the" and "la"); the text's own language sets the share.
+        own = frozenset().union(*(language.function_words(lang) for lang in
+                                  dict.fromkeys((*langs, *text_languages))
+                                  if lang == langs[0] or language_script(lang) == script))
         is_function = np.array([k in own for k in found.keys], dtype=bool)
         mine = _of_script(found, script) & (is_function | np.array(
             [len(k) > 1 for k in found.keys], dtype=bool))
