@@ -33,6 +33,7 @@ from loadgen.durations import parse_duration
 from loadgen.exit_codes import BadInputError
 from loadgen.load_claim import ACCEPT_FLAG, LoadClaim
 from loadgen.taxonomy import DEFAULT_FAIL_ON, FAILURE_VERDICTS, OPT_IN, SEVERITY, Verdict
+from loadgen.tokenizer_files import special_tokens
 
 # Bounds that catch typos (an extra zero, a negative sign) without getting in the way
 # of real soaks.
@@ -594,6 +595,25 @@ class VerdictConfig(_LoopKnobs, _MarkerKnobs, _FragmentKnobs, _StatisticsKnobs, 
     family that reads them, in the classes above."""
 
     special_tokens: list[str] = Field(default_factory=list)
+    tokenizer: str | None = Field(
+        default=None,
+        description="The served model's tokenizer files (its directory, tokenizer.json "
+        "or tokenizer_config.json): every special token they declare is a token_leak in "
+        "an answer that is not about markup (outside code), and where it is not talked "
+        "about in one that is. Read when the scenario is loaded.")
+    _served_tokens: tuple[str, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="after")
+    def _read_tokenizer(self) -> VerdictConfig:
+        if self.tokenizer:
+            self._served_tokens = special_tokens(self.tokenizer)
+        return self
+
+    @property
+    def served_tokens(self) -> tuple[str, ...]:
+        """The special tokens `tokenizer` declares (longest first)."""
+        return self._served_tokens
+
     # `garbled` (loadgen.judge.garbled): token salad, each detector over windows.
     garbled: bool = Field(default=True, description="false switches the verdict off.")
 

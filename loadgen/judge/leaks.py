@@ -34,12 +34,16 @@ request asks for a dialogue or writes such lines itself (`asks_dialogue`).
 
 Plain tool-call tags are looked for in the content only (a reasoning may draft a call);
 DSML elements, made of special tokens, in the reasoning too. Any
-token the scenario names (`special_tokens`) is a leak wherever it appears.
+token the scenario names (`special_tokens`) is a leak wherever it appears. Every special
+token the served model's tokenizer files declare (`verdicts.tokenizer`,
+`loadgen.tokenizer_files`) that the catalogue does not already find is looked for too:
+outside code in an answer not about markup, where it is not talked about in one that is.
 """
 
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -285,4 +289,36 @@ def find_leak(record: RequestRecord, cfg: VerdictConfig) -> str | None:
     for token in cfg.special_tokens:
         if token and (token in content or token in reasoning):
             return f"special token {token!r}"
+    served = _uncatalogued(cfg.served_tokens)
+    if served is not None:
+        for where, text in (("content", content), ("reasoning", reasoning)):
+            leaked = served_leak(text, served, about_markup=about)
+            if leaked:
+                return f"{where}: the tokenizer's special token {leaked!r}"
+    return None
+
+
+@functools.cache
+def _uncatalogued(tokens: tuple[str, ...]) -> re.Pattern[str] | None:
+    """The tokenizer's special tokens that the markup rules above do not already find
+    (theirs keep their own rules: think tags, tool tags, `<|...|>`), as one pattern
+    (longest first), compiled once per tokenizer."""
+    left = [t for t in tokens if not _MARKUP.fullmatch(t) and not _BRACKETS.fullmatch(t)]
+    return re.compile("|".join(map(re.escape, left))) if left else None
+
+
+def served_leak(text: str, tokens: re.Pattern[str], *, about_markup: bool) -> str | None:
+    """The first of the tokenizer's own special tokens leaked into the text: anywhere
+    outside code in an answer not about markup; where it is not talked about (in code,
+    quotes, named, a word among words) in one that is."""
+    if not text:
+        return None
+    code: list[tuple[int, int]] | None = None
+    for m in tokens.finditer(text):
+        code = code_spans(text) if code is None else code
+        if about_markup:
+            if not talked_about(text, m.start(), m.end(), code):
+                return m.group()
+        elif not _inside(code, m.start(), m.end()):
+            return m.group()
     return None
