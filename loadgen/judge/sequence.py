@@ -80,6 +80,18 @@ def _whole_lines(text: str, left: int, start: int, period: int) -> bool:
     return False
 
 
+def _common_prefix(text: str, a: int, b: int, limit: int) -> int:
+    """How many characters from `a` on equal those from `b` on (at most `limit`)."""
+    lo, hi = 0, min(limit, len(text) - a)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if text[a:a + mid] == text[b:b + mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 def _common_suffix(text: str, a: int, b: int, limit: int) -> int:
     """How many characters before `a` equal those before `b` (at most `limit`)."""
     lo, hi = 0, min(limit, a)
@@ -135,6 +147,12 @@ def _replay_at(text: str, ends: list[int], i: int, k: int) -> str | None:
     # The stretch that repeats itself a period later: a copy of whole lines inside it is
     # a line written twice (a chorus, a line of code), not a replay.
     left = start - _common_suffix(text, start, mid, period)
+    # The unit's own shortest period (a run of three 40-character entries repeats every
+    # 40): the text running on with it before and after the pair by a whole such period
+    # more is a third copy (periodic text cut anywhere), not a replay.
+    shortest = (unit + unit).find(unit, 1)
+    if start - left + _common_prefix(text, end, mid, period) >= shortest:
+        return None
     if _whole_lines(text, left, start, period):
         return None
     return (f"a run of {k} deltas ({period} characters) sent again right after itself "

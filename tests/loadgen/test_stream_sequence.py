@@ -13,6 +13,7 @@ ones pass.
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from collections.abc import Callable
@@ -345,3 +346,24 @@ def test_the_thresholds_of_the_echo() -> None:
     long = "word " * (MIN_ECHO_CHARS // 5 + 1)
     assert not sequence_problems(_record([long], [long + "ok"])), "the draft, written"
     assert sequence_problems(_record([long], [long + "and the answer after it, here."]))
+
+
+@pytest.mark.parametrize("unit", ['{"name": "", "email": "", "phone": ""}, ',
+                                  "| 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 |\n",
+                                  "INSERT INTO seats VALUES (NULL, NULL); ",
+                                  "row, row, row your boat gently down ",
+                                  "- [ ] todo item to be filled in later\n"])
+def test_honest_periodic_text_is_no_replay_at_any_chunking(unit: str) -> None:
+    """Many copies of one unit (a seed file's empty entries, zero table rows): wherever
+    the server's events end, and whatever their size, a unit that equals its neighbours
+    is the text's period, never a replayed event."""
+    from loadgen.judge.sequence import doubled_deltas, replayed_run
+
+    for copies in (3, 7, 26):
+        text = "Here they are:\n\n" + unit * copies + "\n\nEdit each one."
+        for size in range(1, 2 * len(unit) + 2):
+            for offset in range(0, size, max(1, size // 5)):
+                cuts = [0, *range(offset or size, len(text), size), len(text)]
+                deltas = [text[a:b] for a, b in itertools.pairwise(cuts) if b > a]
+                assert replayed_run(deltas) is None, (copies, size, offset)
+                assert doubled_deltas(deltas) is None, (copies, size, offset)
