@@ -1,0 +1,140 @@
+"""Repetition by meaning (judge.restatement): loops restated in other words, counted on,
+an answer written again, a paragraph with small edits, generated with varied topics,
+values and lengths, caught in the reasoning and the content; honest replies that repeat
+a shape with the request's values (rows, consecutive ids, running sums, code, lists, a
+question restated once) pass, reply by reply and served end to end."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from loadgen.judge.restatement import find_restatement, request_numbers
+from loadgen.judge.verdicts import classify
+from loadgen.records import RequestRecord
+from loadgen.scenario import VerdictConfig
+from loadgen.taxonomy import DEFAULT_FAIL_ON
+from tests.loadgen.test_judge_families import serve
+from tests.support.restated import BROKEN, HONEST, RUNS_ON, Reply, broken_reply
+
+CFG = VerdictConfig()
+GATED = {v.value for v in DEFAULT_FAIL_ON}
+SEEDS = range(12)
+
+
+def judged(reply: Reply) -> RequestRecord:
+    record = RequestRecord(run_id="r", scenario="s", phase="measurement", seq=0,
+                           endpoint="http://x", item_id=reply.name, params=reply.params,
+                           finish_reason=reply.finish_reason, reasoning=reply.reasoning,
+                           content=reply.content, tool_calls=reply.tool_calls)
+    record.verdicts = classify(record, CFG)
+    return record
+
+
+#: Caught of 12 seeds at each length, at least (docs/testing.md states the counts).
+FLOORS = {("restatement", "length"): {2000: 7, 4000: 12, 8000: 12, 16000: 12},
+          ("restatement", "stop"): {4000: 11, 8000: 12, 16000: 12},
+          ("stepped", "length"): {2000: 12, 4000: 12, 8000: 12, 16000: 12},
+          ("stepped", "stop"): {4000: 12, 8000: 12, 16000: 12},
+          ("near_duplicate", "length"): {2000: 12, 4000: 12, 8000: 12, 16000: 12},
+          ("near_duplicate", "stop"): {2000: 12, 4000: 12, 8000: 12, 16000: 12},
+          ("answer_twice", "stop"): {1000: 10, 2000: 12, 4000: 8, 8000: 7, 16000: 7}}
+
+
+@pytest.mark.parametrize("place", ["reasoning", "content"])
+@pytest.mark.parametrize("family,finish", sorted(FLOORS))
+def test_a_loop_by_meaning_is_a_reasoning_loop(family: str, finish: str, place: str) -> None:
+    for chars, least in FLOORS[family, finish].items():
+        caught = [seed for seed in SEEDS if "reasoning_loop" in judged(
+            broken_reply(family, seed, chars, place, finish)).verdicts]
+        assert len(caught) >= least, (family, finish, place, chars, caught)
+
+
+def test_the_families_loop_as_they_say() -> None:
+    assert set(BROKEN) >= RUNS_ON
+    for family, make in BROKEN.items():
+        texts = {make(seed, 4000)[1] for seed in SEEDS}
+        assert len(texts) == len(SEEDS), family
+        for text in texts:  # no verbatim repeat for the period rule: worded anew
+            sentences = [s for s in text.split(". ") if len(s) > 20]
+            if family in ("restatement", "stepped"):
+                assert len(set(sentences)) > len(sentences) / 3, family
+
+
+@pytest.mark.parametrize("family", sorted(HONEST))
+def test_an_honest_reply_that_repeats_a_shape_passes(family: str) -> None:
+    flagged = {}
+    for chars in (500, 1000, 2000, 4000, 8000):
+        for seed in SEEDS:
+            record = judged(HONEST[family](seed, chars))
+            if record.verdicts != ["ok"]:
+                flagged[record.item_id] = (record.verdicts, record.findings)
+    assert flagged == {}
+
+
+def test_consecutive_ids_of_the_request_are_a_walk_not_a_counter() -> None:
+    # The same reasoning without the request's values is a counter that steps: a loop.
+    reply = HONEST["consecutive_ids"](0, 8000)
+    assert judged(reply).verdicts == ["ok"]
+    bare = Reply(reply.name, "Check the orders.", reply.reasoning, reply.content)
+    assert "reasoning_loop" in judged(bare).verdicts
+
+
+def test_the_request_values_are_its_numbers_and_codes() -> None:
+    messages = [{"role": "user", "content": "Rows: id 4471, id 9912, 2026-01-05, $120.50."}]
+    assert request_numbers(messages) == ["4471", "9912", "2026-01-05", "120.50"]
+    many = [{"role": "user", "content": " ".join(str(i) for i in range(1000))}]
+    assert len(request_numbers(many)) == 256
+
+
+@pytest.mark.parametrize("kilobytes", [1, 8, 32])
+def test_the_rule_costs_linear_time(kilobytes: int) -> None:
+    chars = kilobytes * 1024
+    texts = [BROKEN["restatement"](seed, chars)[1][:chars] for seed in range(3)]
+    texts += [HONEST["table_rows"](seed, chars).content[:chars] for seed in range(3)]
+    start = time.perf_counter()
+    for text in texts:
+        find_restatement(text, CFG, cut=True, min_novelty=0.1)
+    per_reply = (time.perf_counter() - start) / len(texts)
+    assert per_reply < 0.004 * kilobytes + 0.01  # measured ~1 ms per KB on two cores
+
+
+# -------------------------------------------------------------- served end to end
+
+PROSE = {"load": {"measurement": 12}, "request": {"max_tokens": 400},
+         "workload": {"kind": "long-context", "context_tokens": [64, 128], "tools": False},
+         "gate": {"prove_below": 0.3}}
+
+
+@pytest.mark.parametrize("family", ["answer_twice", "restatement", "stepped"])
+def test_a_server_that_loops_by_meaning_fails_the_gate(fake_server, tmp_path, family: str
+                                                       ) -> None:
+    def script(body: dict, fake: object) -> dict:
+        seed = len(getattr(fake, "seen", []))
+        text = BROKEN[family](seed % 6 + 3, 8000)[1]
+        return {"reasoning": "Answer from the document.", "content": text,
+                "finish_reason": "stop"}
+
+    code, summary = serve(fake_server, tmp_path, script, PROSE)
+    assert code == 1, summary["gate"]["reasons"]
+    # Every reply also names facts the document does not hold (wrong_answer): the loop
+    # verdict is counted on its own. An answer written again is caught in 7 of 12 at 8 KB.
+    least = 4 if family == "answer_twice" else 8
+    assert summary["phases"]["measurement"]["verdicts"].get("reasoning_loop", 0) >= least
+
+
+def test_an_honest_server_walking_the_request_passes(fake_server, tmp_path) -> None:
+    from tests.support.broken_servers import honest_replay, replay_script
+    from tests.support.honest_requests import Case
+
+    cases = [Case(r.name, r.request, r.content, r.reasoning)
+             for family in sorted(HONEST) for r in (HONEST[family](1, 4000),
+                                                    HONEST[family](2, 2000))]
+    replay = honest_replay(tmp_path / "bodies.jsonl", cases)
+    scenario = {"load": {"concurrency": 3, "measurement": len(cases)},
+                "request": {"max_tokens": 4096},
+                "workload": {"kind": "replay", "path": str(replay)}, "gate": {"prove_below": 0.5}}
+    code, summary = serve(fake_server, tmp_path, replay_script(cases), scenario)
+    assert code == 0, (summary["phases"]["measurement"]["verdicts"], summary["gate"]["reasons"])
+    assert summary["phases"]["measurement"]["verdicts"] == {"ok": len(cases)}
