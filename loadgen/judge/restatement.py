@@ -25,7 +25,9 @@ reads the text as segments (sentences, short ones joined until they hold
 A segment that echoes and whose novelty is below the field's template threshold
 (`template_min_novelty`, `reasoning_template_min_novelty`) is *stale*. Stale segments
 in a row make a run; one fresh segment between two stale ones does not end it (a
-connective, a restatement with a new word). A run is a loop:
+connective, a restatement with a new word). A run counts when it went round: it says
+each of its sentences at least twice over (a text written out twice is one copy, as
+the period rules, from `loop_min_repeats`, see it too). Such a run is a loop:
 
 - in a reply cut by `length` (or any finish but stop and tool_calls): from
   `restate_min_segments` stale segments;
@@ -34,7 +36,7 @@ connective, a restatement with a new word). A run is a loop:
   *repeated answer*, when the run holds at least three different sentences (one sentence
   said again and again is the period and n-gram rules' to count), covers at least
   `repeated_answer_min_share` of the text, and its segments are alike at
-  `repeated_answer_min_similarity` on average: the answer written twice or three times,
+  `repeated_answer_min_similarity` each: the answer written three times or more,
   exactly or lightly reworded. Copies under labels of their own ("Voice 2:", "## Verse
   3") are parts the request asked for, held to the verbatim rules' counts (so are the
   ended restatements).
@@ -193,7 +195,9 @@ def _read(segs: list[_Segment], echo_from: float, request_values: frozenset[str]
     recent_numbers: list[int] = []
     for i, seg in enumerate(segs):
         keys = frozenset(seg.words)
-        word_ids = [ids.setdefault(w, len(ids)) for w in keys]
+        # Ids in the order the words are written: the same in every process (a set's
+        # order of strings is not).
+        word_ids = [ids.setdefault(w, len(ids)) for w in seg.words]
         signature = [min((a * x + b) % _PRIME for x in word_ids) for a, b in _HASHES]
         candidates = set(range(max(0, i - _RECENT), i))
         for table, h in zip(index, signature, strict=True):
@@ -222,6 +226,13 @@ def _read(segs: list[_Segment], echo_from: float, request_values: frozenset[str]
             bucket.append(i)
             del bucket[:-_BUCKET]
     return reads
+
+
+def _went_round(run: list[int], reads: list[_Read]) -> bool:
+    """The run says each of its sentences at least twice over (three times with the
+    first): a text written out twice is one copy, which the period rules count too
+    (`loop_min_repeats`), not a round."""
+    return len(run) >= 2 * len({reads[i].meaning for i in run})
 
 
 def _in_order(run: list[int], reads: list[_Read]) -> list[int]:
@@ -284,6 +295,8 @@ def find_restatement(text: str, cfg: VerdictConfig, *, cut: bool, min_novelty: f
     stale = [r.similarity >= cfg.restate_min_similarity and r.new < min_novelty * r.words
              for r in reads]
     for run in _runs(stale):
+        if not _went_round(run, reads):
+            continue
         unit = segs[run[-1]].text.strip()[:300]
         if cut and len(run) >= cfg.restate_min_segments:
             return Restatement("restatement", unit, len(run))
@@ -298,17 +311,18 @@ def find_restatement(text: str, cfg: VerdictConfig, *, cut: bool, min_novelty: f
 def _repeated_answer(segs: list[_Segment], reads: list[_Read], cfg: VerdictConfig
                      ) -> Restatement | None:
     """A finished text that writes its answer again: a run of segments each like an
-    earlier one at `repeated_answer_min_similarity`, of three meanings or more, that
-    covers `repeated_answer_min_share` of the text and brings few new words
+    earlier one at `repeated_answer_min_similarity`, three or more of them copied in
+    order, that went round (`_went_round`: two copies after the first), covers
+    `repeated_answer_min_share` of the text and brings few new words
     (`repeated_answer_max_novelty`), in prose."""
     total = sum(len(s.text) for s in segs)
     alike = [r.similarity >= cfg.repeated_answer_min_similarity for r in reads]
     for run in _runs(alike):
-        run = _in_order(run, reads)
+        ordered = _in_order(run, reads)
         copy = segs[run[0]:run[-1] + 1]
         span = sum(len(s.text) for s in copy)
-        if len({reads[i].meaning for i in run}) < 3 or span < cfg.repeated_answer_min_share \
-                * total:
+        if len({reads[i].meaning for i in ordered}) < 3 or not _went_round(run, reads) \
+                or span < cfg.repeated_answer_min_share * total:
             continue
         new = sum(reads[i].new for i in run)
         words = sum(reads[i].words for i in run)
