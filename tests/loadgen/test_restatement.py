@@ -1,5 +1,5 @@
 """Repetition by meaning (judge.restatement): loops restated in other words, counted on,
-an answer written again, a paragraph with small edits, generated with varied topics,
+an answer written three times or more, a paragraph with small edits, generated with varied topics,
 values and lengths, caught in the reasoning and the content; honest replies that repeat
 a shape with the request's values (rows, consecutive ids, running sums, code, lists, a
 question restated once) pass, reply by reply and served end to end."""
@@ -33,13 +33,13 @@ def judged(reply: Reply) -> RequestRecord:
 
 
 #: Caught of 12 seeds at each length, at least (docs/testing.md states the counts).
-FLOORS = {("restatement", "length"): {2000: 7, 4000: 12, 8000: 12, 16000: 12},
-          ("restatement", "stop"): {4000: 11, 8000: 12, 16000: 12},
-          ("stepped", "length"): {2000: 12, 4000: 12, 8000: 12, 16000: 12},
-          ("stepped", "stop"): {4000: 12, 8000: 12, 16000: 12},
-          ("near_duplicate", "length"): {2000: 12, 4000: 12, 8000: 12, 16000: 12},
-          ("near_duplicate", "stop"): {2000: 12, 4000: 12, 8000: 12, 16000: 12},
-          ("answer_twice", "stop"): {1000: 10, 2000: 12, 4000: 8, 8000: 7, 16000: 7}}
+FLOORS = {("restatement", "length"): {2000: 5, 4000: 12, 8000: 12, 16000: 12},
+          ("restatement", "stop"): {2000: 1, 4000: 11, 8000: 12, 16000: 12},
+          ("stepped", "length"): {1000: 6, 2000: 12, 4000: 12, 8000: 12, 16000: 12},
+          ("stepped", "stop"): {1000: 1, 2000: 8, 4000: 12, 8000: 12, 16000: 12},
+          ("near_duplicate", "length"): {1000: 7, 2000: 12, 4000: 12, 8000: 12, 16000: 12},
+          ("near_duplicate", "stop"): {1000: 9, 2000: 12, 4000: 12, 8000: 12, 16000: 12},
+          ("answer_thrice", "stop"): {1000: 10, 2000: 5, 4000: 3, 8000: 6, 16000: 7}}
 
 
 @pytest.mark.parametrize("place", ["reasoning", "content"])
@@ -49,6 +49,25 @@ def test_a_loop_by_meaning_is_a_reasoning_loop(family: str, finish: str, place: 
         caught = [seed for seed in SEEDS if "reasoning_loop" in judged(
             broken_reply(family, seed, chars, place, finish)).verdicts]
         assert len(caught) >= least, (family, finish, place, chars, caught)
+
+
+def test_the_verdict_is_the_same_in_every_process() -> None:
+    # Word ids follow the text, never a set's order of strings (hash seeds differ).
+    import os
+    import subprocess
+    import sys
+
+    from tests.loadgen.conftest import REPO
+
+    code = ("from tests.support.restated import BROKEN; from loadgen.scenario import "
+            "VerdictConfig; from loadgen.judge.restatement import find_restatement; "
+            "print([find_restatement(BROKEN['answer_thrice'](s, 2000)[1], VerdictConfig(), "
+            "cut=False, min_novelty=0.05) is not None for s in range(12)])")
+    seen = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True, cwd=REPO,
+                           env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout
+            for seed in (1, 2, 3)}
+    assert len(seen) == 1
 
 
 def test_the_families_loop_as_they_say() -> None:
@@ -107,7 +126,7 @@ PROSE = {"load": {"measurement": 12}, "request": {"max_tokens": 400},
          "gate": {"prove_below": 0.3}}
 
 
-@pytest.mark.parametrize("family", ["answer_twice", "restatement", "stepped"])
+@pytest.mark.parametrize("family", ["answer_thrice", "restatement", "stepped"])
 def test_a_server_that_loops_by_meaning_fails_the_gate(fake_server, tmp_path, family: str
                                                        ) -> None:
     def script(body: dict, fake: object) -> dict:
@@ -119,8 +138,8 @@ def test_a_server_that_loops_by_meaning_fails_the_gate(fake_server, tmp_path, fa
     code, summary = serve(fake_server, tmp_path, script, PROSE)
     assert code == 1, summary["gate"]["reasons"]
     # Every reply also names facts the document does not hold (wrong_answer): the loop
-    # verdict is counted on its own. An answer written again is caught in 7 of 12 at 8 KB.
-    least = 4 if family == "answer_twice" else 8
+    # verdict is counted on its own. An answer written again is caught in 6 of 12 at 8 KB.
+    least = 4 if family == "answer_thrice" else 8
     assert summary["phases"]["measurement"]["verdicts"].get("reasoning_loop", 0) >= least
 
 

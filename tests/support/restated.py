@@ -5,8 +5,9 @@ Broken (`BROKEN`, each a loop a verbatim rule does not see):
   drawn anew each time, clauses in either order), until the end;
 - stepped: counting on without ending ("Try x = 7: that gives 23, not 40. What about
   x = 8? ...", "Step 12: check the log again ..."), worded anew each time;
-- answer_twice: a whole answer written twice or three times, exactly or lightly
-  reworded (a word or two changed per sentence);
+- answer_thrice: a whole answer written three or four times, exactly or lightly
+  reworded (a word or two changed per sentence); `answer_twice`, written twice, is one
+  copy and no loop by the project's rules;
 - near_duplicate: one paragraph again and again with a small edit each time.
 
 Honest (`HONEST`, each with the request it answers, so the record carries the
@@ -219,13 +220,11 @@ def reword(sentence: str, rng: random.Random, edits: int) -> str:
     return " ".join(words)
 
 
-def answer_twice(seed: int, chars: int) -> tuple[str, str]:
-    """(request, text): an answer, then the same answer again (twice or three times in
-    all), exactly or with a word or two changed per sentence; `chars` sets its length
-    (4 to 8 sentences)."""
-    rng = random.Random(f"answer_twice/{seed}/{chars}")
+def answer_again(seed: int, chars: int, copies: int) -> tuple[str, str]:
+    """(request, text): an answer written `copies` times, exactly or with a word or two
+    changed per sentence; `chars` sets its length (4 to 8 sentences)."""
+    rng = random.Random(f"answer_again/{seed}/{chars}/{copies}")
     request, sentences = _answer(rng, min(8, max(4, chars // 200)))
-    copies = rng.choice((2, 2, 3))
     edits = rng.choice((0, 1, 1, 2))
     text = [" ".join(sentences)]
     text += [" ".join(reword(s, rng, edits) for s in sentences) for _ in range(copies - 1)]
@@ -248,9 +247,21 @@ def near_duplicate(seed: int, chars: int) -> tuple[str, str]:
     return request, "\n\n".join(out)
 
 
+def answer_thrice(seed: int, chars: int) -> tuple[str, str]:
+    """An answer written three or four times (see `answer_again`)."""
+    return answer_again(seed, chars, 3 + seed % 2)
+
+
+def answer_twice(seed: int, chars: int) -> tuple[str, str]:
+    """An answer written twice: no loop by the project's rules (one copy; a reasoning
+    written out twice is healthy in tests/loadgen/test_verdicts.py), counted in
+    docs/testing.md, not in `BROKEN`."""
+    return answer_again(seed, chars, 2)
+
+
 Maker = Callable[[int, int], tuple[str, str]]
 BROKEN: dict[str, Maker] = {"restatement": restatement, "stepped": stepped,
-                            "answer_twice": answer_twice, "near_duplicate": near_duplicate}
+                            "answer_thrice": answer_thrice, "near_duplicate": near_duplicate}
 #: The families that loop until max_tokens (the others are written and stop).
 RUNS_ON = {"restatement", "stepped", "near_duplicate"}
 
