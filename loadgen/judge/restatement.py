@@ -104,7 +104,10 @@ def _tokens(sentence: str) -> tuple[list[str], list[str]]:
     words: list[str] = []
     numbers: list[str] = []
     for token in _TOKEN.findall(sentence):
-        if any(ch.isdigit() for ch in token):
+        if token.isalpha() and token.isascii():  # the common case, at C speed
+            if len(token) > 2:
+                words.append(token.casefold()[:6])
+        elif any(ch.isdigit() for ch in token):
             words.append(_NUMBER)
             numbers.append(_number(token))
         elif _UNSPACED.search(token):
@@ -131,16 +134,20 @@ def request_numbers(messages: list[dict[str, Any]]) -> list[str]:
     return list(found)
 
 
-def segments(text: str) -> list[_Segment]:
-    """The text as segments of `_MIN_TOKENS` to `_MAX_TOKENS` words."""
+def sentences(text: str) -> list[str]:
+    """The text's sentences (and lines), blank ones left out."""
+    return [s for s in _SENTENCE_END.split(text) if s and not s.isspace()]
+
+
+def segments(text: str | list[str]) -> list[_Segment]:
+    """The text (or its `sentences`) as segments of `_MIN_TOKENS` to `_MAX_TOKENS`
+    words."""
     out: list[_Segment] = []
     pending: list[str] = []
     words: list[str] = []
     numbers: list[str] = []
     labelled = False
-    for sentence in _SENTENCE_END.split(text):
-        if not sentence or sentence.isspace():
-            continue
+    for sentence in sentences(text) if isinstance(text, str) else text:
         if _LABEL.fullmatch(sentence):
             labelled = True
         w, n = _tokens(sentence)
@@ -187,6 +194,8 @@ def _read(segs: list[_Segment], echo_from: float, request_values: frozenset[str]
     are the `_RECENT` segments before and those sharing a MinHash value (a dictionary
     lookup each), so the cost is linear in the number of segments."""
     ids: dict[str, int] = {}
+    # Each hash function's value of each word id, computed once per word.
+    values: list[list[int]] = [[] for _ in _HASHES]
     index: list[dict[int, list[int]]] = [{} for _ in _HASHES]
     sets: list[frozenset[str]] = []
     reads: list[_Read] = []
@@ -197,18 +206,26 @@ def _read(segs: list[_Segment], echo_from: float, request_values: frozenset[str]
         keys = frozenset(seg.words)
         # Ids in the order the words are written: the same in every process (a set's
         # order of strings is not).
-        word_ids = [ids.setdefault(w, len(ids)) for w in seg.words]
-        signature = [min((a * x + b) % _PRIME for x in word_ids) for a, b in _HASHES]
+        written = dict.fromkeys(seg.words)
+        for w in written:
+            if w not in ids:
+                x = ids[w] = len(ids)
+                for (a, b), column in zip(_HASHES, values, strict=True):
+                    column.append((a * x + b) % _PRIME)
+        word_ids = list(map(ids.__getitem__, written))
+        signature = [min(map(column.__getitem__, word_ids)) for column in values]
         candidates = set(range(max(0, i - _RECENT), i))
         for table, h in zip(index, signature, strict=True):
             candidates.update(table.get(h, ()))
         best, match = 0.0, -1
         for j in sorted(candidates):
-            union = len(keys | sets[j])
-            score = len(keys & sets[j]) / union if union else 0.0
+            shared = len(keys & sets[j])
+            union = len(keys) + len(sets[j]) - shared
+            score = shared / union if union else 0.0
             if score > best:
                 best, match = score, j
-        new = sum(1 for w in keys if w != _NUMBER and w not in seen_words)
+        fresh = keys - seen_words
+        new = len(fresh) - (_NUMBER in fresh)
         for value in seg.numbers:
             if value not in seen_numbers and (value in request_values
                                               or not _stepped(value, recent_numbers)):
@@ -278,6 +295,18 @@ def _runs(stale: list[bool]) -> Iterator[list[int]]:
         yield run
 
 
+def _ended_at_most(said: list[str]) -> int:
+    """At most how many segments of these sentences end as a sentence does, at C speed
+    but for the sentences that end so (a screen: a finished text's loop by meaning is a
+    run of such segments, `_in_prose`, six at the fewest for an answer written three
+    times; `restate_ended_min_segments` for a restatement). A segment ends where its
+    last sentence does; a sentence of n characters holds at most n words, and with the
+    fewer than `_MIN_TOKENS` words of short sentences joined to it makes at most
+    ceil((n + 4) / `_MAX_TOKENS`) segments."""
+    return sum(-(-(len(s) + _MIN_TOKENS - 1) // _MAX_TOKENS) for s in said
+               if s.rstrip()[-1:] in _STOPS)
+
+
 def find_restatement(text: str, cfg: VerdictConfig, *, cut: bool, min_novelty: float,
                      request_values: Iterable[str] = ()) -> Restatement | None:
     """A loop by meaning in the text (see the module doc), or None.
@@ -286,8 +315,14 @@ def find_restatement(text: str, cfg: VerdictConfig, *, cut: bool, min_novelty: f
     field's template threshold. `request_values`: the numbers and codes the request
     holds (`params.values`), which a template walks through.
     """
-    tail = without_hidden(text[-cfg.restate_tail_chars:])
-    segs = segments(tail)
+    tail = text[-cfg.restate_tail_chars:]
+    if not cut and not any(stop in tail for stop in _STOPS):
+        return None  # no sentence ends: a finished text holds a loop only in prose
+    tail = without_hidden(tail)
+    said = sentences(tail)
+    if not cut and _ended_at_most(said) < min(cfg.restate_ended_min_segments, 6):
+        return None  # a finished text holds a loop only in prose (sentences that end)
+    segs = segments(said)
     if len(segs) < 4:
         return None  # no run of three stale segments after a first
     values = frozenset(_number(str(v)) for v in request_values)
