@@ -41,7 +41,9 @@ the period rules, from `loop_min_repeats`, see it too). Such a run is a loop:
   3") are parts the request asked for, held to the verbatim rules' counts (so are the
   ended restatements).
 
-Only the last `restate_tail_chars` characters are read.
+Only the last `restate_tail_chars` characters are read, and of a reply cut by `length`
+only the last `_CUT_TAIL` (16,000): a loop until max_tokens shows in the reply's tail.
+A finished text with no sentence end is not read at all (its loop would be in prose).
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ _MIN_TOKENS = 5  # a segment holds at least this many words (short sentences are
 _MAX_TOKENS = 40  # and a run-on sentence is cut into pieces of this many
 _RECENT = 6  # the segments just before, always compared
 _BUCKET = 8  # the latest segments kept per MinHash value
+_CUT_TAIL = 16_000  # the characters read of a reply cut by length: its loop is in its tail
 _STEP_LOOKBACK = 16  # numbers a new number may continue an even step of
 _HASHES = tuple((a, b) for a, b in zip(
     (0x5BD1E995, 0x27D4EB2F, 0x165667B1, 0x85EBCA77, 0xC2B2AE3D, 0x9E3779B1),
@@ -315,7 +318,7 @@ def find_restatement(text: str, cfg: VerdictConfig, *, cut: bool, min_novelty: f
     field's template threshold. `request_values`: the numbers and codes the request
     holds (`params.values`), which a template walks through.
     """
-    tail = text[-cfg.restate_tail_chars:]
+    tail = text[-min(cfg.restate_tail_chars, _CUT_TAIL if cut else len(text)):]
     if not cut and not any(stop in tail for stop in _STOPS):
         return None  # no sentence ends: a finished text holds a loop only in prose
     tail = without_hidden(tail)
