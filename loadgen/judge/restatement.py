@@ -318,13 +318,30 @@ def find_restatement(text: str, cfg: VerdictConfig, *, cut: bool, min_novelty: f
     field's template threshold. `request_values`: the numbers and codes the request
     holds (`params.values`), which a template walks through.
     """
+    said = screen(text, cfg, cut=cut)
+    if said is None:
+        return None
+    return judge(said, cfg, cut=cut, min_novelty=min_novelty, request_values=request_values)
+
+
+def screen(text: str, cfg: VerdictConfig, *, cut: bool) -> list[str] | None:
+    """The sentences of the part of the text the rule reads, or None when that part
+    cannot hold a loop by meaning: a finished text whose sentences cannot make
+    `restate_ended_min_segments` (or six, an answer written three times) segments that
+    end as sentences do (`_ended_at_most`), a text with no sentence end at all found at
+    C speed. Sound: what it screens out, `judge` would pass."""
     tail = text[-min(cfg.restate_tail_chars, _CUT_TAIL if cut else len(text)):]
     if not cut and not any(stop in tail for stop in _STOPS):
         return None  # no sentence ends: a finished text holds a loop only in prose
-    tail = without_hidden(tail)
-    said = sentences(tail)
+    said = sentences(without_hidden(tail))
     if not cut and _ended_at_most(said) < min(cfg.restate_ended_min_segments, 6):
         return None  # a finished text holds a loop only in prose (sentences that end)
+    return said
+
+
+def judge(said: list[str], cfg: VerdictConfig, *, cut: bool, min_novelty: float,
+          request_values: Iterable[str] = ()) -> Restatement | None:
+    """`find_restatement` on the sentences of the text's tail, unscreened."""
     segs = segments(said)
     if len(segs) < 4:
         return None  # no run of three stale segments after a first
