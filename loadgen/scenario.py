@@ -505,6 +505,33 @@ class _LoopKnobs(_Knobs):
         description="The same for the reasoning, which restates where an answer lists.",
     )
 
+    restate_min_similarity: float = Field(
+        default=0.4, gt=0, le=1,
+        description="Two segments (sentences) say the same when the Jaccard similarity of "
+        "their word sets (case folded, cut to six letters, numbers one placeholder) reaches "
+        "this (loadgen.judge.restatement).")
+    restate_min_segments: int = Field(
+        default=8, ge=2, le=1_000_000,
+        description="In a reply cut by length, this many stale segments in a row (each like "
+        "an earlier one and bringing almost no new words) are a loop by meaning.")
+    restate_ended_min_segments: int = Field(
+        default=16, ge=2, le=1_000_000,
+        description="The same in a reply that finished: a loop that ends in an answer is "
+        "still a loop when it went round this long (prose only).")
+    repeated_answer_min_share: float = Field(
+        default=0.4, gt=0, le=1,
+        description="A finished text whose stale run (three sentences or more) covers this "
+        "share of it is an answer written again.")
+    repeated_answer_min_similarity: float = Field(
+        default=0.6, gt=0, le=1,
+        description="... when each of its segments is this like an earlier one.")
+    repeated_answer_max_novelty: float = Field(
+        default=0.15, ge=0, le=1,
+        description="... and at most this share of the copy's words is new.")
+    restate_tail_chars: int = Field(
+        default=48_000, ge=100, le=10_000_000,
+        description="How many characters at the end of a text the rule by meaning reads.")
+
     ORDERED: ClassVar[Ordered] = (("loop_min_period_chars", "loop_max_period_chars", False),)
 
 

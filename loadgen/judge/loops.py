@@ -28,6 +28,9 @@ A repetition is a loop by what it does, not by being there:
   identical records, a table) is not a loop by itself; prose (sentences) repeated at
   least `loop_ended_min_repeats` times is, like a reasoning that restates one sentence a
   dozen times and then answers.
+
+Loops that are not verbatim (restated in other words, counted on, an answer written
+twice) are `judge.restatement`'s, read after these.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ from functools import lru_cache
 
 import regex
 
+from loadgen.judge.prose import is_prose
+from loadgen.judge.restatement import find_restatement
 from loadgen.judge.visible import without_hidden
 from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig
@@ -296,13 +301,16 @@ def _tail_words(text: str, tail_words: int) -> list[str]:
     return parts[1:] if len(parts) > tail_words else parts
 
 
-def _novelty(units: list[range], values: list[str], numbers: list[int | None]) -> float:
+def _novelty(units: list[range], values: list[str], numbers: list[int | None],
+             known: frozenset[str] = frozenset()) -> float:
     """Mean share of a repeat's words that the repetition had not shown before.
 
     A word is new when its value was not in an earlier repeat. A number is new when it
     walks (see `_walks`): the k-th number of each repeat, among the repeats that hold
     as many numbers, is one slot; a number outside those repeats is new when its value
-    is.
+    is. A number the request holds (`known`, its `params.values`) is new the first time:
+    a template walks the request's values, even consecutive ids; a repetition each of
+    whose repeats shows a value of the request not shown before is a template whole.
     """
     numbered = [[a for a in unit if numbers[a] is not None] for unit in units]
     per_unit = Counter(len(slots) for slots in numbered).most_common(1)[0][0]
@@ -317,10 +325,15 @@ def _novelty(units: list[range], values: list[str], numbers: list[int | None]) -
                 walking.update(slot)
     seen = {values[a] for a in units[0]}
     shares = []
+    walks_request = bool(known)
     for unit in units[1:]:
-        new = sum(1 for a in unit if a in walking or (a not in aligned and values[a] not in seen))
+        new = sum(1 for a in unit if a in walking or (
+            (a not in aligned or values[a] in known) and values[a] not in seen))
+        walks_request &= any(values[a] in known and values[a] not in seen for a in unit)
         seen.update(values[a] for a in unit)
         shares.append(new / len(unit))
+    if walks_request and shares:
+        return 1.0  # every repeat shows a value of the request it had not shown: a walk
     return sum(shares) / len(shares) if shares else 0.0
 
 
@@ -336,8 +349,8 @@ def _may_repeat(shapes: list[str], n: int, min_repeats: int) -> bool:
     return b"\x01" * n in bytes(map(common.__contains__, shapes))
 
 
-def ngram_repetitions(text: str, n: int, min_repeats: int, tail_words: int
-                      ) -> Iterator[Repetition]:
+def ngram_repetitions(text: str, n: int, min_repeats: int, tail_words: int,
+                      known: frozenset[str] = frozenset()) -> Iterator[Repetition]:
     """The word n-grams (by shape) seen at least min_repeats times in the tail, most
     frequent first, one per region of the tail (the n-grams of one loop are rotations
     of each other)."""
@@ -372,7 +385,7 @@ def ngram_repetitions(text: str, n: int, min_repeats: int, tail_words: int
         covered.append(range(where[0], where[-1] + n))
         units = [range(a, b) for a, b in itertools.pairwise(where)]
         shown = " ".join(words[a] for a in units[-1])
-        yield Repetition("ngram", shown, count, _novelty(units, values, numbers))
+        yield Repetition("ngram", shown, count, _novelty(units, values, numbers, known))
 
 
 def ngram_loop(text: str, n: int, min_repeats: int, tail_words: int,
@@ -390,24 +403,6 @@ def ngram_loop(text: str, n: int, min_repeats: int, tail_words: int,
 
 # --------------------------------------------------------------------------- judging
 
-_WORD = r"[^\W\d_]{2,}"
-_SPACE = r"[,;]?[ \t\u00a0]+"
-# Prose: three words in a row, or four characters of a script written without spaces.
-_PROSE = re.compile(rf"{_WORD}{_SPACE}{_WORD}{_SPACE}{_WORD}"
-                    r"|[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]{4}")
-# A record of structured data: a JSON or dict key, a table row, an XML element; or two
-# YAML keys.
-_RECORD = re.compile(r"""["'][^"'\n]{0,80}["']\s*:|\|[^|\n]*\|[^|\n]*\|"""
-                     r"|<([A-Za-z][\w.-]*)\b[^<>]*>[^<]*</\1\s*>")
-_YAML_KEY = re.compile(r"(?:^|\s)[a-z_][a-z0-9_]*:\s")
-
-
-def is_prose(unit: str) -> bool:
-    """Sentences rather than structured data (cells, numbers, records, markup)."""
-    return _PROSE.search(unit) is not None and _RECORD.search(unit) is None \
-        and len(_YAML_KEY.findall(unit)) < 2
-
-
 def _is_loop(rep: Repetition, cfg: VerdictConfig, cut: bool, min_novelty: float) -> bool:
     if rep.novelty >= min_novelty:
         return False  # a template: it walks through values
@@ -416,7 +411,8 @@ def _is_loop(rep: Repetition, cfg: VerdictConfig, cut: bool, min_novelty: float)
     return rep.repeats >= cfg.loop_ended_min_repeats and is_prose(rep.unit)
 
 
-def _repetitions(text: str, cfg: VerdictConfig, cut: bool) -> Iterator[Repetition]:
+def _repetitions(text: str, cfg: VerdictConfig, cut: bool,
+                 known: frozenset[str] = frozenset()) -> Iterator[Repetition]:
     wanted = cfg.loop_min_repeats if cut else max(cfg.loop_min_repeats,
                                                   cfg.loop_ended_min_repeats)
     exact = _exact_period(text, cfg)  # over the whole text: the report counts every repeat
@@ -436,7 +432,7 @@ def _repetitions(text: str, cfg: VerdictConfig, cut: bool) -> Iterator[Repetitio
         yield counted
     least = cfg.ngram_min_repeats if cut else min(cfg.ngram_min_repeats,
                                                   cfg.loop_ended_min_repeats)
-    yield from ngram_repetitions(tail, cfg.ngram_words, least, cfg.ngram_tail_words)
+    yield from ngram_repetitions(tail, cfg.ngram_words, least, cfg.ngram_tail_words, known)
 
 
 def _too_short(text: str, cfg: VerdictConfig, cut: bool) -> bool:
@@ -452,16 +448,17 @@ def _too_short(text: str, cfg: VerdictConfig, cut: bool) -> bool:
         and n < 2 * (cfg.ngram_words + least - 1) - 1
 
 
-def text_loop(text: str, cfg: VerdictConfig, *, cut: bool, min_novelty: float
-              ) -> tuple[str, str, int] | None:
+def text_loop(text: str, cfg: VerdictConfig, *, cut: bool, min_novelty: float,
+              known: frozenset[str] = frozenset()) -> tuple[str, str, int] | None:
     """(kind, unit, repeats) when the text goes round in circles (see the module doc).
 
     `cut`: the reply stopped while this text was being written. `min_novelty`: the
-    novelty from which a repetition is a template.
+    novelty from which a repetition is a template. `known`: the request's numbers and
+    codes (`request_values`), new in a repeat the first time it shows them.
     """
     if _too_short(text, cfg, cut):
         return None
-    for rep in _repetitions(text, cfg, cut):
+    for rep in _repetitions(text, cfg, cut, known):
         if _is_loop(rep, cfg, cut, min_novelty):
             return rep.kind, rep.unit, rep.repeats
     return None
@@ -475,11 +472,28 @@ def find_loop(record: RequestRecord, cfg: VerdictConfig) -> Loop | None:
     circles to max_tokens does not make that reasoning finished.
     """
     cut = record.finish_reason not in FINISHED
+    values = request_values(record)
+    known = frozenset(v.strip(".,'’-").lower() for v in values)
     for field, min_novelty in (("reasoning", cfg.reasoning_template_min_novelty),
                                ("content", cfg.template_min_novelty)):
         text = getattr(record, field)
         if text:
-            hit = text_loop(text, cfg, cut=cut, min_novelty=min_novelty)
+            hit = text_loop(text, cfg, cut=cut, min_novelty=min_novelty, known=known)
             if hit:
                 return Loop(field, *hit)
+            meant = find_restatement(text, cfg, cut=cut, min_novelty=min_novelty,
+                                     request_values=values)
+            if meant is not None:
+                return Loop(field, meant.kind, meant.unit, meant.repeats)
     return None
+
+
+def request_values(record: RequestRecord) -> list[str]:
+    """The numbers and codes the request holds (`params.values`, the facts of
+    `expected`): the values a template walks through, where a loop invents its own."""
+    values = record.params.get("values")
+    out = [str(v) for v in values] if isinstance(values, list) else []
+    facts = (record.expected or {}).get("facts")
+    if isinstance(facts, dict):
+        out += [str(v) for v in facts.values() if isinstance(v, str | int | float)]
+    return out

@@ -3,7 +3,8 @@
 A run builds each body once (`engine.requests.RequestMaker`) and records with every reply
 what its request gives reason for (`params`): the scripts its texts use beyond Latin
 (`scripts`), the languages they are written in or name (`languages`), the sentences
-it asks to be repeated and how often (`asked_repetition`), whether it is about markup
+it asks to be repeated and how often (`asked_repetition`), the numbers and codes it
+holds (`values`, which a template of the reply may walk through), whether it is about markup
 (`about_markup`) and whether it asks for a dialogue (`asks_dialogue`). The judge reads
 these, never the request itself.
 """
@@ -16,6 +17,7 @@ from loadgen.judge.asked import asked_repetition
 from loadgen.judge.language_names import names_dialect
 from loadgen.judge.leaks import asks_about_markup, asks_dialogue
 from loadgen.judge.reply_language import mixed_languages, request_languages
+from loadgen.judge.restatement import request_numbers
 from loadgen.judge.scripts import message_texts, request_scripts
 
 
@@ -34,6 +36,8 @@ def request_profile(messages: list[dict[str, Any]]) -> dict[str, Any]:
         profile["dialect"] = True  # Swiss German asked for: no standard German words
     if asked := asked_repetition(messages, languages):  # repetition that is no loop
         profile["asked_repetition"] = asked
+    if values := request_numbers(messages):  # what a template walks, where a loop counts
+        profile["values"] = values
     # Whether a reply may write markup as a word (else any is a leak), and role lines.
     profile["about_markup"] = asks_about_markup(messages)
     profile["asks_dialogue"] = asks_dialogue(messages)
