@@ -30,7 +30,8 @@ A repetition is a loop by what it does, not by being there:
   dozen times and then answers.
 
 Loops that are not verbatim (restated in other words, counted on, an answer written
-twice) are `judge.restatement`'s, read after these.
+again and again) are `judge.restatement`'s (`find_meaning_loop`), judged over the whole
+run in the run-level pass (`run_level.restated`): their cost is not the hot loop's.
 """
 
 from __future__ import annotations
@@ -481,6 +482,21 @@ def find_loop(record: RequestRecord, cfg: VerdictConfig) -> Loop | None:
             hit = text_loop(text, cfg, cut=cut, min_novelty=min_novelty, known=known)
             if hit:
                 return Loop(field, *hit)
+    return None
+
+
+def find_meaning_loop(record: RequestRecord, cfg: VerdictConfig) -> Loop | None:
+    """A loop by meaning (`judge.restatement`: restated in other words, counted on, an
+    answer written again and again) in the reasoning or the content, or None. Judged in
+    the run-level pass (`run_level.restated`), not as each reply completes: comparing a
+    long reply's sentences with each other costs several times the rest of `classify`,
+    which the load generator's loop must not pay per reply."""
+    cut = record.finish_reason not in FINISHED
+    values = request_values(record)
+    for field, min_novelty in (("reasoning", cfg.reasoning_template_min_novelty),
+                               ("content", cfg.template_min_novelty)):
+        text = getattr(record, field)
+        if text:
             meant = find_restatement(text, cfg, cut=cut, min_novelty=min_novelty,
                                      request_values=values)
             if meant is not None:

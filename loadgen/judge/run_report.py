@@ -19,6 +19,7 @@ from loadgen.judge.run_level import Rule
 from loadgen.judge.run_level.cross_talk import CrossTalk
 from loadgen.judge.run_level.divergent import Divergent
 from loadgen.judge.run_level.reference import ReferenceAgreement
+from loadgen.judge.run_level.restated import Restated
 from loadgen.judge.session_view import SessionView, session_views
 from loadgen.results import RECORDS_FILE, is_run_dir, load_run, load_server
 from loadgen.run_facts import RunFacts
@@ -30,7 +31,7 @@ from loadgen.workload import shares_prefixes
 
 def rules_for(scenario: Scenario) -> list[Rule]:
     """Every run-level rule the scenario calls for, fresh for one pass over its records."""
-    rules: list[Rule] = [Divergent(), CrossTalk()]
+    rules: list[Rule] = [Divergent(), CrossTalk(), Restated(scenario.verdicts)]
     if scenario.reference.requests > 0:
         rules.append(ReferenceAgreement(scenario.reference))
     return rules

@@ -9,9 +9,12 @@ from __future__ import annotations
 import itertools
 import time
 
+import orjson
 import pytest
 
 from loadgen.judge.restatement import find_restatement, judge, request_numbers, screen, sentences
+from loadgen.judge.run_level import Revision
+from loadgen.judge.run_level.restated import Restated
 from loadgen.judge.verdicts import classify
 from loadgen.judge.visible import without_hidden
 from loadgen.records import RequestRecord
@@ -30,7 +33,12 @@ def judged(reply: Reply) -> RequestRecord:
                            endpoint="http://x", item_id=reply.name, params=reply.params,
                            finish_reason=reply.finish_reason, reasoning=reply.reasoning,
                            content=reply.content, tool_calls=reply.tool_calls)
-    record.verdicts = classify(record, CFG)
+    # As a run judges it: per reply as it completes, then the run-level pass (where
+    # loops by meaning are found: `run_level.restated`).
+    own = classify(record, CFG)
+    rule = Restated(CFG)
+    rule.observe({**orjson.loads(record.to_json()), "verdicts": own}, own)
+    record.verdicts = rule.revisions().get(0, Revision()).apply(own)
     return record
 
 

@@ -43,10 +43,10 @@ def final(stats: Any) -> dict[int, list[str]]:
 
 def test_every_scenario_gets_divergent_and_cross_talk(tmp_path: Path) -> None:
     names = [r.name for r in rules_for(Scenario(name="s"))]
-    assert names == ["divergent", "cross_talk"]
+    assert names == ["divergent", "cross_talk", "restated"]
     with_reference = Scenario.model_validate({"name": "s", "reference": {"requests": 1}})
     assert [r.name for r in rules_for(with_reference)] == ["divergent", "cross_talk",
-                                                           "reference"]
+                                                           "restated", "reference"]
     stats = counted(tmp_path, [greedy(0), greedy(1), greedy(2, finish="length")])
     assert final(stats) == {2: ["divergent"]}
 
