@@ -355,7 +355,8 @@ class ChatClient:
             key, head = self._wire.get(record.endpoint) or self._head(record.endpoint)
             return await self._raw.send_bytes(
                 key, b"%s%d\r\n\r\n%s" % (head, len(body), body),
-                connect_timeout=self.timeouts.connect, read_timeout=None, fresh=fresh)
+                connect_timeout=self.timeouts.connect, read_timeout=None,
+                write_timeout=self.timeouts.connect, fresh=fresh)
         url = self._urls.get(record.endpoint)
         if url is None:  # parse each endpoint's URL once, not per request
             url = self._urls[record.endpoint] = httpx.URL(record.endpoint + CHAT_PATH)

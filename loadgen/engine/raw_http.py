@@ -316,8 +316,10 @@ class RawTransport(httpx.AsyncBaseTransport):
             self._freed.set()
 
     async def _connection(self, key: tuple[str, str, int], connect_timeout: float | None,
-                          fresh: bool = False) -> _Connection:
-        """A kept connection to `key` (unless `fresh`), or a new one."""
+                          fresh: bool = False, pool_timeout: float | None = None
+                          ) -> _Connection:
+        """A kept connection to `key` (unless `fresh`), or a new one; waiting for one to
+        come back at most `pool_timeout` seconds when all are busy (httpx.PoolTimeout)."""
         now = asyncio.get_running_loop().time()
         while True:
             idle = self._idle.get(key)
@@ -333,7 +335,12 @@ class RawTransport(httpx.AsyncBaseTransport):
             if not self._close_one_idle():  # all busy: wait for one to come back
                 self._freed = self._freed or asyncio.Event()
                 self._freed.clear()
-                await self._freed.wait()
+                try:
+                    async with asyncio.timeout(pool_timeout):
+                        await self._freed.wait()
+                except TimeoutError as exc:
+                    raise httpx.PoolTimeout(f"no connection came back within "
+                                            f"{pool_timeout:g} s") from exc
         self._open += 1
         try:
             return await self._connect(key, connect_timeout)
@@ -374,6 +381,8 @@ class RawTransport(httpx.AsyncBaseTransport):
         reply = await self.send_bytes(origin(url), b"".join(head) + b"\r\n" + body,
                                       connect_timeout=timeouts.get("connect"),
                                       read_timeout=timeouts.get("read"),
+                                      write_timeout=timeouts.get("write"),
+                                      pool_timeout=timeouts.get("pool"),
                                       head_only=request.method == "HEAD")
         return httpx.Response(reply.status_code, headers=reply.headers, stream=reply.body,
                               extensions={"http_version": reply.http_version,
@@ -381,16 +390,24 @@ class RawTransport(httpx.AsyncBaseTransport):
 
     async def send_bytes(self, key: tuple[str, str, int], wire: bytes, *,
                          connect_timeout: float | None, read_timeout: float | None,
+                         write_timeout: float | None = None,
+                         pool_timeout: float | None = None,
                          head_only: bool = False, fresh: bool = False) -> RawReply:
         """Send one request already on the wire's terms (head and body); its reply as it
         arrives. The engine's chat requests come this way, past httpx's request and
         response objects: a request's head is the same bytes every time but the
-        length. `fresh`: on a new connection, never a kept one."""
-        conn = await self._connection(key, connect_timeout, fresh)
+        length. `fresh`: on a new connection, never a kept one. The request is written
+        within `write_timeout` (a server that stops reading is httpx.WriteTimeout, never
+        a wait without end), as httpx bounds its writes."""
+        conn = await self._connection(key, connect_timeout, fresh, pool_timeout)
         try:
             conn.writer.write(wire)
             try:
-                await conn.writer.drain()
+                async with asyncio.timeout(write_timeout):
+                    await conn.writer.drain()
+            except TimeoutError as exc:
+                raise httpx.WriteTimeout(f"the request was not written within "
+                                         f"{write_timeout:g} s") from exc
             except (OSError, ssl.SSLError) as exc:
                 raise httpx.WriteError(f"{type(exc).__name__}: {exc}") from exc
             status, reason, headers, version = await _read_head(conn, read_timeout)

@@ -364,3 +364,40 @@ def test_a_repeated_content_length_of_one_value_is_that_value() -> None:
             assert (await http.get(url)).content == b"abc"
 
     asyncio.run(_with_server(handler, body))
+
+
+@pytest.mark.parametrize("transport", ["raw", "httpx"])
+def test_a_server_that_stops_reading_is_a_write_timeout(transport: str) -> None:
+    """Writing a request is bounded as httpx bounds it: a server that takes the head and
+    reads no more leaves the write waiting, which ends in httpx.WriteTimeout on the raw
+    transport as on httpx's own, never in a wait without end."""
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await asyncio.sleep(10)  # reads nothing
+
+    async def body(url: str) -> None:
+        stack = RawTransport() if transport == "raw" else httpx.AsyncHTTPTransport()
+        async with httpx.AsyncClient(transport=stack) as http:
+            started = asyncio.get_running_loop().time()
+            with pytest.raises(httpx.WriteTimeout):
+                await http.post(url, content=b"x" * (64 << 20),
+                                timeout=httpx.Timeout(5.0, write=0.3))
+            assert asyncio.get_running_loop().time() - started < 4.0
+
+    asyncio.run(_with_server(handler, body))
+
+
+def test_waiting_for_a_busy_pool_is_bounded_by_the_pool_timeout() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request_head(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n")  # the body never ends
+        await writer.drain()
+        await asyncio.sleep(10)
+
+    async def body(url: str) -> None:
+        limits = httpx.Limits(max_connections=1)
+        async with httpx.AsyncClient(transport=RawTransport(limits=limits)) as http, \
+                http.stream("GET", url):  # holds the only connection
+            with pytest.raises(httpx.PoolTimeout):
+                await http.get(url, timeout=httpx.Timeout(5.0, pool=0.2))
+
+    asyncio.run(_with_server(handler, body))
