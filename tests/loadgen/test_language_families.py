@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -113,21 +114,25 @@ def test_french_no_break_spaces_are_ok() -> None:
     assert _alarms(cases) == []
 
 
+def _served(fake_server: Any, folder: Path, cases: list[Any]) -> tuple[int, dict[str, int]]:
+    """The cases replayed through a whole run against the scripted server: its exit code
+    and the measurement's verdict counts."""
+    folder.mkdir()
+    replay = broken_servers.honest_replay(folder / "bodies.jsonl", cases)
+    scenario = {"load": {"concurrency": 3, "measurement": len(cases)},
+                "request": {"max_tokens": 4096},
+                "workload": {"kind": "replay", "path": str(replay)},
+                "gate": {"prove_below": 0.5}}
+    code, summary = serve(fake_server, folder, broken_servers.replay_script(cases), scenario)
+    return code, summary["phases"]["measurement"]["verdicts"]
+
+
 def test_served_end_to_end_unspaced_wrong_fails_and_honest_passes(fake_server,
                                                                    tmp_path: Path) -> None:
     honest, wrong = lf.unspaced_family(seeds=2)
     rng = random.Random(0)
     for cases, expect in ((rng.sample(wrong, 6), 1), (rng.sample(honest, 6), 0)):
-        folder = tmp_path / str(expect)
-        folder.mkdir()
-        replay = broken_servers.honest_replay(folder / "bodies.jsonl", cases)
-        scenario = {"load": {"concurrency": 3, "measurement": len(cases)},
-                    "request": {"max_tokens": 4096},
-                    "workload": {"kind": "replay", "path": str(replay)},
-                    "gate": {"prove_below": 0.5}}
-        code, summary = serve(fake_server, folder, broken_servers.replay_script(cases),
-                              scenario)
-        verdicts = summary["phases"]["measurement"]["verdicts"]
+        code, verdicts = _served(fake_server, tmp_path / str(expect), cases)
         assert code == expect, verdicts
         if expect:
             assert verdicts.get("wrong_language", 0) == len(cases)
@@ -160,16 +165,7 @@ def test_served_end_to_end_code_switching_passes_and_russian_to_it_fails(
     rng = random.Random(0)
     russian = [c for c in wrong if c.name.endswith("-> ru")]
     for cases, expect in ((rng.sample(russian, 6), 1), (rng.sample(honest, 6), 0)):
-        folder = tmp_path / str(expect)
-        folder.mkdir()
-        replay = broken_servers.honest_replay(folder / "bodies.jsonl", cases)
-        scenario = {"load": {"concurrency": 3, "measurement": len(cases)},
-                    "request": {"max_tokens": 4096},
-                    "workload": {"kind": "replay", "path": str(replay)},
-                    "gate": {"prove_below": 0.5}}
-        code, summary = serve(fake_server, folder, broken_servers.replay_script(cases),
-                              scenario)
-        verdicts = summary["phases"]["measurement"]["verdicts"]
+        code, verdicts = _served(fake_server, tmp_path / str(expect), cases)
         assert code == expect, verdicts
         if expect:
             assert verdicts.get("wrong_language", 0) == len(cases)

@@ -52,6 +52,17 @@ async def _with_server(handler: Handler, body: Callable[[str], Awaitable[None]])
     return accepted
 
 
+async def _write_in_cuts(writer: asyncio.StreamWriter, wire: bytes, rng: random.Random,
+                         most: int) -> None:
+    """The wire written in random cuts of 1 to `most` - 1 bytes, each drained."""
+    at = 0
+    while at < len(wire):
+        step = rng.randrange(1, most)
+        writer.write(wire[at:at + step])
+        await writer.drain()
+        at += step
+
+
 def _chunked(pieces: list[bytes]) -> bytes:
     return b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in pieces) + b"0\r\n\r\n"
 
@@ -68,13 +79,7 @@ def test_chunks_cut_anywhere_come_back_whole() -> None:
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         for pieces in cases:
             await _request_head(reader)
-            wire = CHUNKED_HEAD + _chunked(pieces)
-            at = 0
-            while at < len(wire):
-                step = rng.randrange(1, 5000)
-                writer.write(wire[at:at + step])
-                await writer.drain()
-                at += step
+            await _write_in_cuts(writer, CHUNKED_HEAD + _chunked(pieces), rng, 5000)
 
     async def body(url: str) -> None:
         async with httpx.AsyncClient(transport=RawTransport()) as http:
@@ -311,12 +316,7 @@ def test_extensions_and_trailers_cut_anywhere_keep_the_connection_in_step() -> N
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         for wire in wires:
             await _request_head(reader)
-            at = 0
-            while at < len(wire):
-                step = rng.randrange(1, 40)
-                writer.write(wire[at:at + step])
-                await writer.drain()
-                at += step
+            await _write_in_cuts(writer, wire, rng, 40)
 
     async def body(url: str) -> None:
         async with httpx.AsyncClient(transport=RawTransport()) as http:

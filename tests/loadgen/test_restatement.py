@@ -106,7 +106,8 @@ def test_consecutive_ids_of_the_request_are_a_walk_not_a_counter() -> None:
     # The same reasoning without the request's values is a counter that steps: a loop.
     reply = HONEST["consecutive_ids"](0, 8000)
     assert judged(reply).verdicts == ["ok"]
-    bare = Reply(reply.name, "Check the orders.", reply.reasoning, reply.content)
+    bare = Reply(reply.name, "Check the orders.", reasoning=reply.reasoning,
+                 content=reply.content)
     assert "reasoning_loop" in judged(bare).verdicts
 
 

@@ -21,14 +21,12 @@ from pathlib import Path
 import orjson
 import pytest
 
-from loadgen.engine.client import ChatClient, Timeouts
-from loadgen.engine.transport import make_http_client
-from loadgen.judge.verdicts import classify
+from loadgen.engine.client import Timeouts
 from loadgen.records import RequestRecord
-from loadgen.scenario import VerdictConfig
-from loadgen.workload.tools import BILLING_TOOLS, offered_tools
+from loadgen.workload.tools import BILLING_TOOLS
 from tests.loadgen.conftest import REPO, run_cli
 from tests.support import wire
+from tests.support.chat_reads import read_in_turn, reply_of
 from tests.support.openai_fake import MODEL, FakeOpenAI
 
 TRANSPORTS = ["raw", "aiohttp", "httpx"]
@@ -93,44 +91,30 @@ def _read_all(transport: str, variants: list[wire.Variant]) -> list[RequestRecor
     """Each variant read in turn by one client (one pool) on `transport`, judged as the
     tool turn it answers."""
     records: list[RequestRecord] = []
+    bodies = [orjson.dumps({**BODY, "wire": k}) for k in range(len(variants))]
 
     async def body(url: str) -> None:
-        async with make_http_client(transport, 4, True, TIMEOUTS.connect) as http:
-            client = ChatClient(http, TIMEOUTS)
-            for k in range(len(variants)):
-                record = RequestRecord(
-                    run_id="r", scenario="s", phase="measurement", seq=k, endpoint=url,
-                    item_id="i", params={"tools": offered_tools(BILLING_TOOLS),
-                                         "tool_choice": None, "expects_tool_call": True})
-                await client.send(record, orjson.dumps({**BODY, "wire": k}), True)
-                record.verdicts = classify(record, VerdictConfig())
-                records.append(record)
+        records.extend(await read_in_turn(transport, url, bodies, TIMEOUTS))
 
     asyncio.run(_serve_variants(variants, body))
     return records
 
 
-def _reply(record: RequestRecord) -> tuple[object, ...]:
-    return (record.status, record.error, record.reasoning, record.content,
-            record.tool_calls, record.finish_reason, record.usage.completion_tokens,
-            record.usage.reasoning_tokens, record.usage.prompt_tokens, record.verdicts)
-
-
 @pytest.mark.parametrize("transport", TRANSPORTS)
-def test_every_honest_writing_gives_the_plain_reply(transport: str) -> None:
+def test_every_honest_writing_gives_the_plainreply_of(transport: str) -> None:
     """72 generated writings of one reply (plus the plain one first) on one pool: every
     record is the plain stream's, judged ok."""
     variants = [_plain(0, PAYLOADS), *(wire.honest(seed, PAYLOADS) for seed in HONEST)]
     records = _read_all(transport, variants)
-    plain = _reply(records[0])
+    plain = reply_of(records[0])
     assert plain[1] is None and plain[-1] == ["ok"], plain
     wrong = [(v.name, r.error, r.verdicts) for v, r in zip(variants, records, strict=True)
-             if _reply(r) != plain]
+             if reply_of(r) != plain]
     assert wrong == [], wrong
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-def test_every_broken_writing_fails_the_reply(transport: str) -> None:
+def test_every_broken_writing_fails_thereply_of(transport: str) -> None:
     """Each generated defect, over four honest writings each: no reply judged ok, and
     a framing or stream fault is a stream error, never a wrong answer. aiohttp's own
     leniencies are pinned apart (`test_what_aiohttp_lets_by`)."""
@@ -155,7 +139,7 @@ def test_every_broken_writing_fails_the_reply(transport: str) -> None:
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-def test_every_broken_head_fails_the_reply(transport: str) -> None:
+def test_every_broken_head_fails_thereply_of(transport: str) -> None:
     """Each generated head defect, over four honest writings each: no reply is read from
     a head the reference stacks refuse (no status, a stream error, on every transport),
     a 101 no request asked for included. aiohttp's leniency (a continuation line before
@@ -171,7 +155,7 @@ def test_every_broken_head_fails_the_reply(transport: str) -> None:
     assert read == [], read
 
 
-def _one_reply(transport: str, wire_bytes: bytes) -> RequestRecord:
+def _onereply_of(transport: str, wire_bytes: bytes) -> RequestRecord:
     return _read_all(transport, [wire.Variant("one", False, [wire_bytes], closes=True)])[0]
 
 
@@ -188,7 +172,7 @@ def test_what_aiohttp_lets_by(transport: str) -> None:
     cut = len(sse) // 2
     bare_lf = head + b"%x\r\n%s\r\n%x;n=1\n%s\r\n0\r\n\r\n" % (
         cut, sse[:cut], len(sse) - cut, sse[cut:])
-    record = _one_reply(transport, bare_lf)
+    record = _onereply_of(transport, bare_lf)
     if transport == "aiohttp":
         assert record.verdicts == ["ok"], record.error
     else:
@@ -196,7 +180,7 @@ def test_what_aiohttp_lets_by(transport: str) -> None:
         assert (record.error or "").startswith("stream broken"), record.error
     sign = head + b"%x\r\n%s\r\n+%x\r\n%s\r\n0\r\n\r\n" % (
         cut, sse[:cut], len(sse) - cut, sse[cut:])
-    record = _one_reply(transport, sign)
+    record = _onereply_of(transport, sign)
     # aiohttp raises it when it came in the read that brought the head, else stalls.
     expected = {"timeout", "stream_error"} if transport == "aiohttp" else {"stream_error"}
     assert set(record.verdicts) <= expected, record.error
@@ -204,7 +188,7 @@ def test_what_aiohttp_lets_by(transport: str) -> None:
     # h11 and the raw transport refuse the head.
     fold_first = b"HTTP/1.1 200 OK\r\n x-folded: 1\r\n" + wire.CONTENT_TYPE + \
         b"content-length: %d\r\n\r\n" % len(sse) + sse
-    record = _one_reply(transport, fold_first)
+    record = _onereply_of(transport, fold_first)
     assert record.verdicts == (["ok"] if transport == "aiohttp" else ["stream_error"]), \
         record.error
 

@@ -23,13 +23,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from loadgen.engine.client import ChatClient, Timeouts
-from loadgen.engine.transport import make_http_client
-from loadgen.judge.verdicts import classify
+from loadgen.engine.client import Timeouts
 from loadgen.records import RequestRecord
-from loadgen.scenario import VerdictConfig
-from loadgen.workload.tools import BILLING_TOOLS, offered_tools
 from tests.loadgen.conftest import REPO
+from tests.support.chat_reads import read_in_turn, reply_of
 from tests.support.scrape import free_port
 from tests.support.sse_app import BODY, WIRES
 
@@ -163,28 +160,8 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
 
 def _read(transport: str, url: str) -> list[RequestRecord]:
     """One request per wire writing, in turn on one pool (kept connections reused)."""
-    records: list[RequestRecord] = []
-
-    async def run() -> None:
-        async with make_http_client(transport, 4, True, TIMEOUTS.connect) as http:
-            client = ChatClient(http, TIMEOUTS)
-            for k, wire in enumerate(WIRES):
-                record = RequestRecord(
-                    run_id="r", scenario="s", phase="measurement", seq=k, endpoint=url,
-                    item_id="i", params={"tools": offered_tools(BILLING_TOOLS),
-                                         "tool_choice": None, "expects_tool_call": True})
-                await client.send(record, orjson.dumps({**BODY, "wire": wire}), True)
-                record.verdicts = classify(record, VerdictConfig())
-                records.append(record)
-
-    asyncio.run(run())
-    return records
-
-
-def _reply(record: RequestRecord) -> tuple[object, ...]:
-    return (record.status, record.error, record.reasoning, record.content,
-            record.tool_calls, record.finish_reason, record.usage.completion_tokens,
-            record.usage.reasoning_tokens, record.usage.prompt_tokens, record.verdicts)
+    bodies = [orjson.dumps({**BODY, "wire": wire}) for wire in WIRES]
+    return asyncio.run(read_in_turn(transport, url, bodies, TIMEOUTS))
 
 
 @pytest.mark.slow
@@ -196,7 +173,7 @@ def test_every_transport_reads_the_same_record_from_a_real_server(
     same for all, judged ok."""
     if server not in servers:
         nginx_binary()  # skips, or fails where nginx is required
-    replies = {(transport, wire): _reply(record) for transport in TRANSPORTS
+    replies = {(transport, wire): reply_of(record) for transport in TRANSPORTS
                for wire, record in zip(WIRES, _read(transport, servers[server]),
                                        strict=True)}
     reference = replies["httpx", "plain"]

@@ -28,10 +28,9 @@ import random
 import re
 import string
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-from loadgen.judge.request_profile import request_profile
+from tests.support.honest_requests import Case
 
 _ALT = re.compile(r"\{([^{}]*)\}")
 
@@ -120,20 +119,8 @@ def _topic(seed: int) -> tuple[str, dict[str, Any], list[list[str]]]:
     return pick(request, rng, **values), values, meanings
 
 
-@dataclass(frozen=True)
-class Reply:
-    """A generated reply with the request it answers."""
-
-    name: str
-    request: str
-    reasoning: str = ""
-    content: str = ""
-    finish_reason: str = "stop"
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def params(self) -> dict[str, Any]:
-        return request_profile([{"role": "user", "content": self.request}])
+#: A generated reply with the request it answers (the honest families' own type).
+Reply = Case
 
 
 # ------------------------------------------------------------------------ broken
@@ -317,7 +304,7 @@ def table_rows(seed: int, chars: int) -> Reply:
     total = sum(float(r["amount"]) for r in records)
     reasoning = "I walk the records in order, one line each, then add up the amounts."
     content = "\n".join(rows) + f"\n\nThe total is {total:.2f} USD over {len(rows)} customers."
-    return Reply(f"table_rows ({seed}, {chars})", request, reasoning, content)
+    return Reply(f"table_rows ({seed}, {chars})", request, reasoning=reasoning, content=content)
 
 
 def consecutive_ids(seed: int, chars: int) -> Reply:
@@ -332,8 +319,8 @@ def consecutive_ids(seed: int, chars: int) -> Reply:
                   "now.", rng, **r) for r in records]
     reasoning = ("The request lists orders with consecutive ids; I go through them one by "
                  "one.\n" + "\n".join(lines) + f"\nAll {len(records)} orders are {status}.")
-    return Reply(f"consecutive_ids ({seed}, {chars})", request, reasoning,
-                 f"All {len(records)} orders are still open.")
+    return Reply(f"consecutive_ids ({seed}, {chars})", request, reasoning=reasoning,
+                 content=f"All {len(records)} orders are still open.")
 
 
 def arithmetic(seed: int, chars: int) -> Reply:
@@ -347,8 +334,8 @@ def arithmetic(seed: int, chars: int) -> Reply:
         total += a
     reasoning = "I add the amounts one at a time.\n" + "\n".join(steps) + \
         f"\nSo the sum is {total}."
-    return Reply(f"arithmetic ({seed}, {chars})", request, reasoning,
-                 f"The amounts add up to {total}.")
+    return Reply(f"arithmetic ({seed}, {chars})", request, reasoning=reasoning,
+                 content=f"The amounts add up to {total}.")
 
 
 FIELDS = ("name", "email", "address", "phone", "plan", "seats", "owner", "region", "status",
@@ -370,8 +357,8 @@ def code(seed: int, chars: int) -> Reply:
                  f"        self._{f} = value"]
     content = "Here is the class:\n\n```python\n" + "\n".join(body) + "\n```\n" \
         f"Each of the {len(fields)} fields has a getter and a setter."
-    return Reply(f"code ({seed}, {chars})", request, "Write one property pair per field.",
-                 content)
+    return Reply(f"code ({seed}, {chars})", request,
+                 reasoning="Write one property pair per field.", content=content)
 
 
 ITEMS = [("apple", "red", "fiber"), ("banana", "yellow", "potassium"),
@@ -394,7 +381,8 @@ def similar_items(seed: int, chars: int) -> Reply:
                   "{what}.", rng, fruit=f.title(), colour=c, what=w) for f, c, w in items]
     content = "Here are some fruits:\n" + "\n".join(lines) + \
         f"\n\nAll {len(items)} make a healthy snack."
-    return Reply(f"similar_items ({seed}, {chars})", request, "List fruits.", content)
+    return Reply(f"similar_items ({seed}, {chars})", request, reasoning="List fruits.",
+                 content=content)
 
 
 def restate_once(seed: int, chars: int) -> Reply:
@@ -405,8 +393,8 @@ def restate_once(seed: int, chars: int) -> Reply:
     middle = [pick(rng.choice(m), rng, **values) for m in meanings[1:]]
     reasoning = " ".join([first, *middle, "So, to restate the question:", again,
                           "I have what I need and will answer now."])
-    return Reply(f"restate_once ({seed}, {chars})", request, reasoning,
-                 "Done: here is the answer to the question as asked.")
+    return Reply(f"restate_once ({seed}, {chars})", request, reasoning=reasoning,
+                 content="Done: here is the answer to the question as asked.")
 
 
 HONEST: dict[str, Callable[[int, int], Reply]] = {
