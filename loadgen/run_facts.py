@@ -105,6 +105,11 @@ class RunFacts:
     client: ClientReport = field(default_factory=ClientReport)
     #: The node it ran for (None in a run.json written before it was recorded).
     node: str | None = field(default_factory=node_name)
+    #: The special tokens the server declared (GET /tokenizer_info), looked for in the
+    #: replies as those of `verdicts.tokenizer` are; None: the server describes no
+    #: tokenizer (or a run.json from before it was asked), and the judge had the files
+    #: and the catalogue only.
+    server_special_tokens: list[str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "load": self.load.to_dict() if self.load else {}}

@@ -638,8 +638,15 @@ class VerdictConfig(_LoopKnobs, _MarkerKnobs, _FragmentKnobs, _StatisticsKnobs, 
 
     @property
     def served_tokens(self) -> tuple[str, ...]:
-        """The special tokens `tokenizer` declares (longest first)."""
+        """The special tokens `tokenizer` declares, with those the server declared (longest
+        first)."""
         return self._served_tokens
+
+    def add_served_tokens(self, tokens: tuple[str, ...] | list[str]) -> None:
+        """The server's own declared tokens, read before the first request
+        (targets.tokenizer_info), judged as the files' are."""
+        found = set(self._served_tokens) | {t for t in tokens if t}
+        self._served_tokens = tuple(sorted(found, key=lambda t: (-len(t), t)))
 
     # `garbled` (loadgen.judge.garbled): token salad, each detector over windows.
     garbled: bool = Field(default=True, description="false switches the verdict off.")

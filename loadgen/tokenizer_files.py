@@ -1,4 +1,5 @@
-"""The special tokens a served model's tokenizer declares, read from its files.
+"""The special tokens a served model's tokenizer declares, read from its files or its
+server.
 
 A judge that knows only a catalogue of chat-template markers misses a model whose
 tokenizer adds its own (`[[EOT]]`, `<eom>`, `<|custom_end|>`...). Where the model's
@@ -6,11 +7,20 @@ files are at hand (a model directory, a Hugging Face snapshot, or one of its
 `tokenizer.json` / `tokenizer_config.json`), every token they mark special is looked for
 in the replies (`verdicts.tokenizer`, `judge.leaks`). The files are read when the
 scenario is loaded, so a path that is wrong is bad input before anything is sent.
+
+A server that describes its tokenizer (vLLM's GET /tokenizer_info, served under
+`--enable-tokenizer-info-endpoint`) is read too, before the first request
+(`targets.tokenizer_info`): its document is tokenizer_config.json's keys, but with
+each added token written as its bare text, so the flag that says which are special is
+gone. From there, only tokens the document names special (`eos_token`,
+`additional_special_tokens`...) and added tokens in the delimited form chat templates
+give their markers (`<|...|>`, `<｜...｜>`) count: an added token may be a plain word.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +56,23 @@ def _declared(doc: dict[str, Any]) -> list[str]:
         if isinstance(extra, list):
             tokens += [_content(e) or "" for e in extra]
     return tokens
+
+
+#: An added token in the form only chat-template markers take: `<|im_end|>`, `<｜User｜>`.
+_DELIMITED = re.compile(r"<[|｜][^\s<>]{1,64}[|｜]>")
+
+
+def declared_by_server(doc: dict[str, Any]) -> tuple[str, ...]:
+    """The special tokens a server's description of its tokenizer declares: what it names
+    special, and added tokens written bare that have the delimited marker form (the
+    description lost their `special` flag), markup-like ones only, longest first."""
+    tokens = list(_declared(doc))
+    decoder = doc.get("added_tokens_decoder")
+    if isinstance(decoder, dict):
+        tokens += [t for t in decoder.values()
+                   if isinstance(t, str) and _DELIMITED.fullmatch(t.strip())]
+    found = {t for t in tokens if is_markup_token(t)}
+    return tuple(sorted(found, key=lambda t: (-len(t), t)))
 
 
 def is_markup_token(token: str) -> bool:

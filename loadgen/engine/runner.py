@@ -26,6 +26,7 @@ from loadgen.run_facts import ClientReport, ReadyProbe, RunFacts
 from loadgen.scenario import Scenario
 from loadgen.targets.readiness import ServerReady, choose_model, wait_ready
 from loadgen.targets.telemetry import Telemetry
+from loadgen.targets.tokenizer_info import served_special_tokens
 from loadgen.workload import sized_in_tokens
 
 
@@ -93,6 +94,7 @@ class Runner:
         max_model_len (a run that cannot fit is invalid before anything is sent)."""
         ready = await self._wait_all_ready(session)
         self.facts.model = choose_model(self.scenario.target.model, ready[0])
+        await self._server_special_tokens(session)
         if sized_in_tokens(self.scenario.workload):
             self.facts.chars_per_token = await calibrate_chars_per_token(
                 session.http, self.facts.base_urls[0], self.facts.model)
@@ -101,6 +103,18 @@ class Runner:
         await check_context_fits(session.http, ready, self.facts.model, plan,
                                  note=session.progress.note)
         return plan
+
+    async def _server_special_tokens(self, session: Session) -> None:
+        """Each server's own special tokens, where it declares them, join the judge's
+        before anything is sent (a model's private markers no catalogue holds)."""
+        declared: set[str] | None = None
+        for url in self.facts.base_urls:
+            tokens = await served_special_tokens(session.http, url)
+            if tokens is not None:
+                declared = (declared or set()) | set(tokens)
+        if declared is not None:
+            self.facts.server_special_tokens = sorted(declared)
+            self.scenario.verdicts.add_served_tokens(sorted(declared))
 
     async def _wait_all_ready(self, session: Session) -> list[ServerReady]:
         ready = []

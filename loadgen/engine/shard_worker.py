@@ -51,6 +51,9 @@ class ShardSpec:
     phase: str
     start_seq: int
     seq_count: int
+    #: The judge's special tokens of the served model, the server's included (a private
+    #: attribute of the scenario, which its document does not carry).
+    served_tokens: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,7 @@ async def send_shard(spec: ShardSpec, shared_in_flight: Any, barrier: Any) -> Sh
     data["load"] = {**data["load"], "concurrency": spec.concurrency,
                     "rate_limit": spec.rate_limit}
     scenario = Scenario.model_validate(data)
+    scenario.verdicts.add_served_tokens(spec.served_tokens)
     facts = RunFacts(run_id=spec.run_id, scenario=scenario.name, base_urls=spec.base_urls,
                      model=spec.model, chars_per_token=spec.chars_per_token)
     async with Session(scenario, Path(spec.out_dir), facts, transport=spec.transport,

@@ -105,7 +105,8 @@ async def run_sharded_phase(session: Session, out_dir: Path, workers: int, *, tr
             chars_per_token=facts.chars_per_token, transport=transport,
             api_key=api_key, index=i, count=n,
             concurrency=max(1, _split(concurrency, n, i)),
-            rate_limit=scenario.load.rate_limit / n, phase=phase, start_seq=start, seq_count=count)
+            rate_limit=scenario.load.rate_limit / n, phase=phase, start_seq=start, seq_count=count,
+            served_tokens=scenario.verdicts.served_tokens)
         proc = ctx.Process(target=shard_main, args=(spec, shared, start_barrier, child_conn),
                            name=f"dsv4-qual-worker-{i}", daemon=False)
         proc.start()

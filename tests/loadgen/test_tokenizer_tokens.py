@@ -9,6 +9,7 @@ answer about the tokenizer, named as a token or in code: not a leak.
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from pathlib import Path
@@ -19,10 +20,11 @@ import pytest
 from loadgen.judge.leaks import find_leak
 from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig
-from loadgen.tokenizer_files import special_tokens
+from loadgen.tokenizer_files import declared_by_server, special_tokens
 from tests.loadgen.conftest import run_cli
 from tests.loadgen.test_judge_families import PROSE, serve
 from tests.support.broken_servers import _answer, _facts
+from tests.support.scenario_files import write_scenario
 
 #: Shapes of special tokens outside every catalogue: brackets, guillemets, bars, words.
 SHAPES = ("[[{w}]]", "<{w}>", "<<{w}>>", "⟨{w}⟩", "[{W}]", "{{{{{w}}}}}", "<!{w}!>",
@@ -155,3 +157,79 @@ def test_served_a_model_leaking_its_own_token(fake_server, tmp_path: Path,
         assert code == 1 and counts.get("token_leak", 0) == 12, counts
     else:  # the catalogue cannot know this model's token: why the files are read
         assert counts.get("token_leak", 0) == 0, counts
+
+
+# -- read from the server: GET /tokenizer_info, vLLM's description of its tokenizer ------
+
+#: Added tokens a tokenizer may hold that are not special: vLLM's description writes every
+#: added token as bare text, so these must not be read as special.
+PLAIN_ADDED = ("hello", "<tool_call>", "</think>", "##ing", "[[note]]", "<ref>")
+
+
+def server_doc(rng: random.Random, tokens: list[str]) -> dict[str, Any]:
+    """A description in vLLM's form: tokenizer_config.json's keys, each added token as its
+    bare text (the `special` flag lost), the named ones as strings."""
+    delimited = [f"<|{w}_{rng.randrange(100)}|>" for w in rng.sample(WORDS, 2)]
+    added = [*tokens, *delimited, *rng.sample(PLAIN_ADDED, 3)]
+    rng.shuffle(added)
+    return {"tokenizer_class": "PreTrainedTokenizerFast",
+            "eos_token": tokens[0], "bos_token": None, "pad_token": tokens[0],
+            "additional_special_tokens": tokens[1:],
+            "added_tokens_decoder": {str(1000 + i): t for i, t in enumerate(added)},
+            "model_max_length": 65536}
+
+
+def test_a_servers_description_gives_its_declared_and_delimited_tokens() -> None:
+    wrong = []
+    for seed in range(200):
+        rng = random.Random(f"server-doc/{seed}")
+        tokens = list(dict.fromkeys(token(rng) for _ in range(rng.randint(1, 4))))
+        doc = server_doc(rng, tokens)
+        delimited = {t for t in doc["added_tokens_decoder"].values() if t.startswith("<|")}
+        got = set(declared_by_server(doc))
+        if got != set(tokens) | delimited:
+            wrong.append((seed, sorted(got ^ (set(tokens) | delimited))))
+    assert wrong == []
+
+
+@pytest.mark.parametrize("answer", [
+    None,  # no endpoint: 404, as vLLM without --enable-tokenizer-info-endpoint
+    {"detail": "internal error"},  # a JSON answer that describes no tokenizer
+    "plain text",
+])
+def test_a_server_that_describes_no_tokenizer_leaves_the_judge_as_it_was(
+        fake_server, tmp_path: Path, answer: object) -> None:
+    fake, srv = fake_server(("scripted",))
+    fake.script = lambda body, f: _answer(body, f"{_facts(body)} The renewal is set.")
+    if answer is not None:
+        fake.tokenizer_doc = answer  # type: ignore[assignment]
+    out = tmp_path / "out"
+    sc = write_scenario(tmp_path / "s.toml", PROSE)
+    proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet")
+    run = json.loads((out / "run.json").read_text())["run"]
+    assert proc.returncode == 0, proc.stderr
+    assert run["server_special_tokens"] is None
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_served_a_model_leaking_a_token_only_its_server_declares(
+        fake_server, tmp_path: Path, workers: int) -> None:
+    rng = random.Random(f"served/{workers}")
+    tokens = ["[[END_MSG]]", "@@EOM@@"]
+    fake, srv = fake_server(("scripted",))
+    fake.tokenizer_doc = server_doc(rng, tokens)
+    leaked = iter(itertools.cycle(tokens))
+
+    def script(body: dict[str, Any], f: Any) -> dict[str, Any]:
+        return _answer(body, f"{_facts(body)} A {next(leaked)} few notes follow on the renewal.")
+
+    fake.script = script
+    out = tmp_path / "out"
+    sc = write_scenario(tmp_path / "s.toml", PROSE)
+    proc = run_cli("run", str(sc), "--base-url", srv.url, "--out", str(out), "--quiet",
+                   "--workers", str(workers))
+    summary = json.loads((out / "summary.json").read_text())
+    counts = summary["phases"]["measurement"]["verdicts"]
+    assert proc.returncode == 1 and counts.get("token_leak", 0) == 12, counts
+    run = json.loads((out / "run.json").read_text())["run"]
+    assert set(tokens) <= set(run["server_special_tokens"])

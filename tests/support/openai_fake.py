@@ -260,6 +260,8 @@ class FakeOpenAI:
         self.restart_down_probes = 0
         self._down_probes = 0
         self._served_at_start = 0
+        #: GET /tokenizer_info's document (None: 404, as vLLM without the flag).
+        self.tokenizer_doc: dict[str, Any] | None = None
         # An ingress that routes only /v1 (and /metrics) answers /health with 404.
         self.app = Starlette(routes=[
             *([Route("/health", self.health)] if route_health else []),
@@ -267,6 +269,7 @@ class FakeOpenAI:
             Route("/v1/models", self.models),
             Route("/metrics", self.metrics),
             Route("/tokenize", self.tokenize, methods=["POST"]),
+            Route("/tokenizer_info", self.tokenizer_info),
             Route("/v1/chat/completions", self.chat, methods=["POST"]),
         ])
 
@@ -330,6 +333,13 @@ class FakeOpenAI:
             lines.append(f'dsv4_qual_server_info{{server_id="{self.server_id}",'
                          f'address="127.0.0.1"}} 1')
         return PlainTextResponse("\n".join(lines) + "\n")
+
+    async def tokenizer_info(self, request: Request) -> Response:
+        """vLLM's description of its tokenizer, served only when a test sets one (vLLM
+        serves it only under --enable-tokenizer-info-endpoint)."""
+        if self.tokenizer_doc is None:
+            return JSONResponse({"detail": "Not Found"}, status_code=404)
+        return JSONResponse(self.tokenizer_doc)
 
     async def tokenize(self, request: Request) -> Response:
         body = await request.json()

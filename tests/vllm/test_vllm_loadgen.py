@@ -171,11 +171,13 @@ def test_sessions_and_known_answers_are_served_and_judged_by_their_answers(
     """The new workloads' bodies as a real vLLM takes them: assistant turns with their
     reasoning (`reasoning_content`) and tool calls, tool results, tools offered, reasoning
     switched off per request. Every request must be answered (no infrastructure error),
-    every reply judged by its known answer (the tiny model knows none: they fail), and
-    the server's prefix-cache counters read."""
+    every reply judged by its known answer (the tiny model knows none: they fail), the
+    server's prefix-cache counters read, and its tokenizer's special tokens read from
+    GET /tokenizer_info."""
     server = vllm_server_factory(extra_args=["--enable-auto-tool-choice",
                                              "--tool-call-parser", "hermes",
                                              "--enable-prompt-tokens-details",
+                                             "--enable-tokenizer-info-endpoint",
                                              "--max-model-len", "2048"], name="tools")
     server.wait_ready(120)
     work = tmp_path / "answers"
@@ -209,3 +211,7 @@ def test_sessions_and_known_answers_are_served_and_judged_by_their_answers(
     assert gate["prefix_cache"] is not None and gate["prefix_cache"]["queries"] > 0
     # Where the server says per reply how much of its prompt the cache served.
     assert all(isinstance(r["usage"].get("cached_tokens"), int) for r in records)
+    # The server described its tokenizer: its special tokens joined the judge's.
+    run = json.loads((out / "run.json").read_text())["run"]
+    assert {"<|im_end|>", "<|endoftext|>"} <= set(run["server_special_tokens"] or []), run
+
