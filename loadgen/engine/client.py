@@ -414,6 +414,12 @@ def _timeout_message(which: str, timeouts: Timeouts) -> str:
     return f"timeout: {which} ({what} after {limit:g} s)"
 
 
+def _choices_asked(params: dict[str, Any] | None) -> int:
+    """How many choices the request asked for (the body's `n`, 1 when it set none)."""
+    n = (params or {}).get("n")
+    return n if isinstance(n, int) and not isinstance(n, bool) and n > 1 else 1
+
+
 class _StreamState:
     """What one response has delivered so far (also on a timeout or a reset)."""
 
@@ -505,7 +511,11 @@ class _StreamState:
         choices = obj.get("choices")
         if not choices:
             return False
-        choice = choices[0] if isinstance(choices, list) else None
+        if not isinstance(choices, list):
+            return self._malformed(f"choices is not a list: {data[:120]!r}")
+        choice = self._judged_choice(choices)
+        if choice is None:  # another sample of the request (n > 1), or a stray index
+            return self._other_choices(choices, data)
         if not (isinstance(choice, dict)
                 and isinstance(delta := choice.get("delta") or {}, dict)):
             return self._malformed(f"choices[0].delta is not an object: {data[:120]!r}")
@@ -549,6 +559,33 @@ class _StreamState:
             rec.timings.chunks += 1
         return token
 
+    @staticmethod
+    def _judged_choice(choices: list[Any]) -> Any:
+        """The choice the record judges: index 0 (a choice without an index is index 0, as
+        a server that never sends more than one writes it). None when the chunk carries
+        only other choices."""
+        for choice in choices:
+            index = choice.get("index", 0) if isinstance(choice, dict) else 0
+            if index == 0 and not isinstance(index, bool):
+                return choice
+        return None
+
+    def _other_choices(self, choices: list[Any], data: bytes) -> bool:
+        """A chunk of the other samples a request asked for (`n`): not the judged reply's
+        text, but the reply's traffic all the same (the idle watchdog is re-armed). An
+        index the request did not ask for is a broken stream: a choice of nobody's, or
+        of another request's."""
+        asked = _choices_asked(self.rec.params)
+        for choice in choices:
+            index = choice.get("index") if isinstance(choice, dict) else None
+            if not (isinstance(index, int) and not isinstance(index, bool)
+                    and 0 < index < asked):
+                return self._malformed(f"a choice with index {index!r} where the request "
+                                       f"asked for {asked}: {data[:120]!r}")
+        return any(isinstance(c.get("delta"), dict) and any(
+            c["delta"].get(k) for k in ("content", "reasoning", "reasoning_content",
+                                        "tool_calls")) for c in choices)
+
     def _malformed(self, what: str) -> bool:
         self.rec.fail(ErrorKind.STREAM, f"stream error: {what}")
         return False
@@ -583,7 +620,7 @@ class _StreamState:
             rec.fail(ErrorKind.STREAM,
                      f"stream error: unexpected response: {_error_text(obj)}"[:2000])
             return
-        choice = choices[0]
+        choice = self._judged_choice(choices) or choices[0]
         msg = choice.get("message") or {}
         if not isinstance(msg, dict):
             rec.fail(ErrorKind.STREAM, "stream error: choices[0].message is not an object")

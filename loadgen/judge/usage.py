@@ -9,8 +9,9 @@ the model and the tokenizer:
   nothing yields none), so the count is at least the token-bearing deltas received
   (the stated tolerance: zero; a server that packs several tokens into a delta only
   makes the count larger);
-- the request's `max_tokens` (or `max_completion_tokens`): a server that says it
-  generated more than it was allowed either ignored the limit or miscounts;
+- the request's `max_tokens` (or `max_completion_tokens`) for each of the choices it
+  asked for (`n`; the count covers them all): a server that says it generated more
+  than it was allowed either ignored the limit or miscounts;
 - `reasoning_tokens` is a part of the completion, never more than all of it.
 
 A count outside these is impossible for an honest server: its accounting is broken (a
@@ -36,10 +37,13 @@ def usage_problem(record: RequestRecord) -> str | None:
     completion = _count(record.usage.completion_tokens)
     if completion is None:
         return None
-    limit = _count((record.params or {}).get("max_tokens"))
-    if limit is not None and completion > limit:
-        return (f"usage says {completion} completion tokens, more than the request's "
-                f"max_tokens {limit}")
+    params = record.params or {}
+    limit = _count(params.get("max_tokens"))
+    choices = _count(params.get("n")) or 1
+    if limit is not None and completion > limit * max(choices, 1):
+        asked = f"max_tokens {limit}" + (f" for each of its {choices} choices"
+                                         if choices > 1 else "")
+        return f"usage says {completion} completion tokens, more than the request's {asked}"
     streamed = record.timings.chunks if (record.params or {}).get("stream", True) else 0
     if completion < streamed:
         return (f"usage says {completion} completion tokens, fewer than the {streamed} "

@@ -133,6 +133,22 @@ def test_bias_towards_think_end_gives_content_and_no_stuck_verdict(
         assert "ok" not in verdicts or verdicts == ["ok"]
 
 
+def test_several_choices_of_one_request_are_judged_on_choice_zero(
+        vllm_server: VllmServer, tmp_path: Path) -> None:
+    """A body asking for n=3 choices, streamed: vLLM sends each choice in chunks of its
+    own, interleaved, and counts all of them in usage. The record is choice 0 alone: no
+    stream error, and a count up to 3 x max_tokens is not impossible."""
+    body = {"model": SERVED_NAME, "messages": MESSAGES, "max_tokens": MAX_TOKENS,
+            "temperature": 0.0, "n": 3, "logit_bias": BAN_SPECIALS}
+    out = _run(vllm_server, tmp_path / "choices", "vllm-choices", body)
+    for record in _records(out):
+        assert record["params"]["n"] == 3
+        assert record["finish_reason"] == "length"
+        assert record["usage"]["completion_tokens"] == 3 * MAX_TOKENS
+        assert "usage_mismatch" not in record["verdicts"], record["verdicts"]
+        assert record["verdicts"][0] == "stuck_in_reasoning", record["verdicts"]
+
+
 def test_the_reference_phase_measures_agreement_with_the_server_alone(
         vllm_server: VllmServer, tmp_path: Path) -> None:
     # Four distinct greedy bodies, each twice at 4 in flight, then each sent alone to the
