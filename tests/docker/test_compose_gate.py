@@ -3,7 +3,7 @@ download, the patched vLLM server in its container, the load generator in its ow
 the gate's exit code passed through Compose.
 
 Contract under test: compose.yaml's default services with tests/docker/compose.cpu.yaml
-(see README, "The docker test tier"). The server serves the tiny model at a pinned
+(see docs/testing.md, "The docker test tier"). The server serves the tiny model at a pinned
 revision from the HF cache volume; every vLLM process of the container writes a patch
 receipt into the receipts volume; the load generator waits for the server's health,
 runs the scenario named by DSV4_SCENARIO, writes its results into the results volume

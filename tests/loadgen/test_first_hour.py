@@ -369,7 +369,7 @@ def test_the_demo_is_named_demo_in_its_folder_pages_and_report(tmp_path: Path) -
     headed_demo()
 
 
-def test_readme_and_every_help_name_results_folders_as_the_code_does() -> None:
+def test_readme_cli_doc_and_every_help_name_results_folders_as_the_code_does() -> None:
     import re
 
     from loadgen.cli import _load_command_plugins, cli
@@ -379,7 +379,7 @@ def test_readme_and_every_help_name_results_folders_as_the_code_does() -> None:
             default_out_dir("demo", "", "ID")}
     assert {str(p) for p in made} == {"results/smoke-ID", "results/qualify-smoke-ID",
                                       "results/demo-ID"}
-    texts = {"README.md": (REPO / "README.md").read_text()}
+    texts = {doc: (REPO / doc).read_text() for doc in ("README.md", "docs/cli.md")}
     _load_command_plugins()
     for name in sorted(cli.commands):
         texts[f"{name} --help"] = run_cli(name, "--help").stdout

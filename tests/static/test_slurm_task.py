@@ -6,7 +6,7 @@ task would run with no database named (docs/fleet.md gives it as the first thing
 try); DSV4_SERVER_CMD is a shell command line in which the task's port, receipts
 folder and node name expand, started in a process group of its own and stopped as one
 when the task ends; a server of the user's own records the image as unknown unless
-DSV4_SERVER_IMAGE names it (the README: unknown, never guessed).
+DSV4_SERVER_IMAGE names it (docs/cli.md, `soak`: unknown, never guessed).
 """
 
 from __future__ import annotations
