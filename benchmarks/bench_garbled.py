@@ -16,7 +16,7 @@ import statistics
 import time
 import timeit
 
-from loadgen.judge.garbled import find_garble
+from loadgen.judge.reply.garbled import find_garble
 from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig
 from tests.support import salad

@@ -42,8 +42,8 @@ from loadgen.bench.client import BENCH_SCENARIO
 from loadgen.bench.prose import prose_words
 from loadgen.engine.requests import RequestMaker
 from loadgen.expectations import Expectation, ExpectedCall
-from loadgen.judge.aggregate import aggregate
-from loadgen.judge.run_report import rules_for
+from loadgen.judge.gate.aggregate import aggregate
+from loadgen.judge.gate.run_report import rules_for
 from loadgen.judge.verdicts import classify
 from loadgen.records import RequestRecord
 from loadgen.scenario import Scenario, VerdictConfig

@@ -1,6 +1,6 @@
 """Mutation testing of the judge and the builder's layouts, one module at a time.
 
-    python benchmarks/mutation.py loadgen/judge/gate.py [MODULE...] [--max-children N]
+    python benchmarks/mutation.py loadgen/judge/gate/gate.py [MODULE...] [--max-children N]
 
 For each module, the tree (tracked files and untracked ones git does not ignore) is
 copied into a fresh directory (`--workdir`, default a temp dir; `.mutation/` in the
@@ -53,13 +53,13 @@ GARBLED_TESTS = [
 #: module -> the test files that exercise it (each mutant runs those of them that reach
 #: the function it changes).
 TESTS: dict[str, list[str]] = {
-    "loadgen/judge/gate.py": [
+    "loadgen/judge/gate/gate.py": [
         "tests/loadgen/test_bounds_and_gate.py",
         "tests/loadgen/test_gate_checks.py",
         "tests/loadgen/test_gate_mutants.py",
         "tests/loadgen/test_gate_self_consistency.py",
     ],
-    "loadgen/judge/receipt_rules.py": [
+    "loadgen/judge/gate/receipt_rules.py": [
         "tests/loadgen/test_receipt_rules.py",
         "tests/loadgen/test_receipt_rules_words.py",
         "tests/loadgen/test_receipt_rules_lists.py",
@@ -74,7 +74,7 @@ TESTS: dict[str, list[str]] = {
         "tests/loadgen/test_garbled.py",
         "tests/loadgen/test_substance.py",
     ],
-    "loadgen/judge/loops.py": [
+    "loadgen/judge/reply/loops.py": [
         "tests/loadgen/test_loops.py",
         "tests/loadgen/test_loop_thresholds.py",
         "tests/loadgen/test_verdicts.py",
@@ -83,7 +83,7 @@ TESTS: dict[str, list[str]] = {
         "tests/loadgen/test_no_false_alarms.py",
         "tests/loadgen/test_honest_shapes.py",
     ],
-    "loadgen/judge/leaks.py": [
+    "loadgen/judge/reply/leaks.py": [
         "tests/loadgen/test_leaks.py",
         "tests/loadgen/test_leak_findings.py",
         "tests/loadgen/test_verdicts.py",
@@ -91,17 +91,17 @@ TESTS: dict[str, list[str]] = {
         "tests/loadgen/test_no_false_alarms.py",
         "tests/loadgen/test_honest_shapes.py",
     ],
-    "loadgen/judge/visible.py": [
+    "loadgen/judge/text/visible.py": [
         "tests/loadgen/test_invisible_content.py",
         "tests/loadgen/test_verdicts.py",
         "tests/loadgen/test_loops.py",
         "tests/loadgen/test_leaks.py",
     ],
-    "loadgen/judge/checks.py": [
+    "loadgen/judge/gate/checks.py": [
         "tests/loadgen/test_gate_checks.py",
         "tests/loadgen/test_bounds_and_gate.py",
     ],
-    "loadgen/judge/tool_calls.py": [
+    "loadgen/judge/reply/tool_calls.py": [
         "tests/loadgen/test_tool_call_findings.py",
         "tests/loadgen/test_tool_call_assembly.py",
         "tests/loadgen/test_loops.py",
@@ -126,35 +126,35 @@ TESTS: dict[str, list[str]] = {
         "tests/loadgen/test_verdicts.py",
         "tests/loadgen/test_run_level_edges.py",
     ],
-    "loadgen/judge/aggregate.py": [
+    "loadgen/judge/gate/aggregate.py": [
         "tests/loadgen/test_aggregate_counts.py",
         "tests/loadgen/test_run_level_edges.py",
         "tests/loadgen/test_bounds_and_gate.py",
         "tests/loadgen/test_gate_checks.py",
         "tests/loadgen/test_gate_mutants.py",
     ],
-    "loadgen/judge/spread.py": [
+    "loadgen/judge/gate/spread.py": [
         "tests/loadgen/test_spread_edges.py",
         "tests/loadgen/test_bounds_and_gate.py",
         "tests/loadgen/test_gate_mutants.py",
     ],
-    "loadgen/judge/qualification.py": [
+    "loadgen/judge/gate/qualification.py": [
         "tests/loadgen/test_qualification_verdicts.py",
     ],
-    "loadgen/judge/run_report.py": [
+    "loadgen/judge/gate/run_report.py": [
         "tests/loadgen/test_run_report_judging.py",
         "tests/loadgen/test_aggregate_counts.py",
         "tests/loadgen/test_run_level_edges.py",
         "tests/loadgen/test_reference_edges.py",
     ],
-    "loadgen/judge/garbled/__init__.py": GARBLED_TESTS,
-    "loadgen/judge/garbled/statistics.py": GARBLED_TESTS,
-    "loadgen/judge/garbled/fragments.py": GARBLED_TESTS,
-    "loadgen/judge/garbled/script_mix.py": GARBLED_TESTS,
-    "loadgen/judge/garbled/markers.py": GARBLED_TESTS,
-    "loadgen/judge/garbled/points.py": GARBLED_TESTS,
-    "loadgen/judge/scripts.py": GARBLED_TESTS,
-    "loadgen/judge/substance.py": [
+    "loadgen/judge/reply/garbled/__init__.py": GARBLED_TESTS,
+    "loadgen/judge/reply/garbled/statistics.py": GARBLED_TESTS,
+    "loadgen/judge/reply/garbled/fragments.py": GARBLED_TESTS,
+    "loadgen/judge/reply/garbled/script_mix.py": GARBLED_TESTS,
+    "loadgen/judge/reply/garbled/markers.py": GARBLED_TESTS,
+    "loadgen/judge/reply/garbled/points.py": GARBLED_TESTS,
+    "loadgen/judge/text/scripts.py": GARBLED_TESTS,
+    "loadgen/judge/reply/substance.py": [
         "tests/loadgen/test_substance.py",
         "tests/loadgen/test_substance_findings.py",
         "tests/loadgen/test_verdicts.py",

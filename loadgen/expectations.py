@@ -76,7 +76,7 @@ class ExpectedCall:
     the asked one (a lookup): such a call alone is not a wrong answer. `exact`, where the
     request determines every argument (nested objects, lists, dates), is the whole
     argument object every call of `name` must have, compared by type
-    (`judge.known_answers`).
+    (`judge.reply.known_answers`).
     """
 
     name: str
@@ -85,7 +85,7 @@ class ExpectedCall:
     exact: dict[str, Any] | None = None
 
 
-#: The kinds of a known answer (`judge.typed_values`).
+#: The kinds of a known answer (`judge.text.typed_values`).
 ANSWER_KINDS = ("text", "number", "date")
 
 
@@ -111,7 +111,7 @@ class Expectation:
     distinctive: tuple[str, ...] = ()  # fact names whose values name this request
     call: ExpectedCall | None = None  # a tool turn: the call it asks for
     answer: tuple[str, ...] = ()  # an answer in prose: fact names it must state
-    #: Known answers checked exactly, by kind (`judge.known_answers`).
+    #: Known answers checked exactly, by kind (`judge.reply.known_answers`).
     checks: tuple[AnswerCheck, ...] = ()
     #: Facts that were the answers of earlier turns of the same conversation: a reply
     #: that gives one of them instead of this turn's answer answered an earlier ask.

@@ -106,7 +106,7 @@ class RequestRecord:
     #: transport event, never a server failure.
     transport_retry: str | None = None
     #: What the order of the reply's deltas showed wrong, where it showed anything
-    #: (`judge.sequence.stream_facts`): a run of deltas replayed, reasoning that came
+    #: (`judge.reply.sequence.stream_facts`): a run of deltas replayed, reasoning that came
     #: after the answer began. The joined text cannot show it; None when clean.
     sequence: dict[str, Any] | None = None
 

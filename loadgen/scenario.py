@@ -477,7 +477,7 @@ class _Knobs(_Strict):
 
 
 class _LoopKnobs(_Knobs):
-    """`loop` (loadgen.judge.loops): a tail that repeats a period, or an n-gram that keeps
+    """`loop` (loadgen.judge.reply.loops): a tail that repeats a period, or an n-gram that keeps
     coming back, unless each repeat brings enough new words to be a template."""
 
     loop_min_period_chars: int = Field(default=8, ge=1, le=100_000)
@@ -509,7 +509,7 @@ class _LoopKnobs(_Knobs):
         default=0.4, gt=0, le=1,
         description="Two segments (sentences) say the same when the Jaccard similarity of "
         "their word sets (case folded, cut to six letters, numbers one placeholder) reaches "
-        "this (loadgen.judge.restatement).")
+        "this (loadgen.judge.reply.restatement).")
     restate_min_segments: int = Field(
         default=8, ge=2, le=1_000_000,
         description="In a reply cut by length, this many stale segments in a row (each like "
@@ -536,7 +536,7 @@ class _LoopKnobs(_Knobs):
 
 
 class _MarkerKnobs(_Knobs):
-    """`garbled`'s markers and script switches (loadgen.judge.garbled.markers and
+    """`garbled`'s markers and script switches (loadgen.judge.reply.garbled.markers and
     .script_mix): bursts within a window of characters."""
 
     garbled_marker_burst: int = Field(
@@ -551,12 +551,12 @@ class _MarkerKnobs(_Knobs):
     garbled_evidence_span_chars: int = Field(
         default=240, ge=0, le=1_000_000,
         description="Two kinds of half a finding (a detector's rule at half its threshold) "
-        "this close together are one finding (loadgen.judge.garbled.evidence); 0 turns "
+        "this close together are one finding (loadgen.judge.reply.garbled.evidence); 0 turns "
         "adding evidence off.")
 
 
 class _FragmentKnobs(_Knobs):
-    """`garbled`'s fragment soup (loadgen.judge.garbled.fragments): words glued together,
+    """`garbled`'s fragment soup (loadgen.judge.reply.garbled.fragments): words glued together,
     or spelled out one letter a token."""
 
     garbled_glued_run_letters: int = Field(
@@ -571,7 +571,7 @@ class _FragmentKnobs(_Knobs):
 
 
 class _StatisticsKnobs(_Knobs):
-    """`garbled`'s statistics (loadgen.judge.garbled.statistics): a handful of words
+    """`garbled`'s statistics (loadgen.judge.reply.garbled.statistics): a handful of words
     shuffled, and printable noise."""
 
     garbled_shuffle_window_words: int = Field(default=32, ge=8, le=100_000)
@@ -591,7 +591,7 @@ class _StatisticsKnobs(_Knobs):
 
 
 class _WordKnobs(_Knobs):
-    """`garbled`'s word detectors (loadgen.judge.garbled.words): running text made of no
+    """`garbled`'s word detectors (loadgen.judge.reply.garbled.words): running text made of no
     language's words, of languages in turn, or without a language's function words."""
 
     garbled_lexicon_window_words: int = Field(default=20, ge=10, le=100_000)
@@ -648,7 +648,7 @@ class VerdictConfig(_LoopKnobs, _MarkerKnobs, _FragmentKnobs, _StatisticsKnobs, 
         found = set(self._served_tokens) | {t for t in tokens if t}
         self._served_tokens = tuple(sorted(found, key=lambda t: (-len(t), t)))
 
-    # `garbled` (loadgen.judge.garbled): token salad, each detector over windows.
+    # `garbled` (loadgen.judge.reply.garbled): token salad, each detector over windows.
     garbled: bool = Field(default=True, description="false switches the verdict off.")
 
 

@@ -5,7 +5,7 @@ A judge that knows only a catalogue of chat-template markers misses a model whos
 tokenizer adds its own (`[[EOT]]`, `<eom>`, `<|custom_end|>`...). Where the model's
 files are at hand (a model directory, a Hugging Face snapshot, or one of its
 `tokenizer.json` / `tokenizer_config.json`), every token they mark special is looked for
-in the replies (`verdicts.tokenizer`, `judge.leaks`). The files are read when the
+in the replies (`verdicts.tokenizer`, `judge.reply.leaks`). The files are read when the
 scenario is loaded, so a path that is wrong is bad input before anything is sent.
 
 A server that describes its tokenizer (vLLM's GET /tokenizer_info, served under

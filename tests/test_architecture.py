@@ -1,7 +1,9 @@
 """The layout's rules: loadgen and server_patch never import each other, the load
 generator never imports torch (the sim is driven over HTTP, like vLLM), neither package
 has an import cycle, and every import points down the layers docs/architecture.md draws
-(the drawing is read from the doc, so the two cannot drift apart)."""
+(the drawing is read from the doc, so the two cannot drift apart); inside the judge, down
+the layers its package face draws (text helpers, the rules of one reply, the run-level
+rules, the gate)."""
 
 from __future__ import annotations
 
@@ -121,17 +123,23 @@ def test_no_import_cycles(package: str) -> None:
 
 
 ARCHITECTURE_DOC = REPO / "docs" / "architecture.md"
+#: Where each package's layers are drawn: the two packages in docs/architecture.md, the
+#: judge's own (text helpers, rules, gate) in its package face.
+DRAWINGS = {"loadgen": ARCHITECTURE_DOC, "server_patch": ARCHITECTURE_DOC,
+            "loadgen.judge": REPO / "loadgen" / "judge" / "__init__.py"}
 
 
 def drawn_layers(package: str, doc: str | None = None) -> list[set[str]]:
-    """The layers docs/architecture.md draws for `package`, top to bottom: each a set of
+    """The layers drawn for `package` (where DRAWINGS says), top to bottom: each a set of
     units (a sub-package's or a module's name, the package itself by its own name)."""
-    text = ARCHITECTURE_DOC.read_text() if doc is None else doc
-    drawings = re.findall(rf"<!-- layers: {package} -->\n(.*?)<!-- /layers -->", text, re.S)
+    text = DRAWINGS[package].read_text() if doc is None else doc
+    marker = rf"<!-- layers: {re.escape(package)} -->\n(.*?)<!-- /layers -->"
+    drawings = re.findall(marker, text, re.S)
     # One drawing, read whole: a second copy could drift from the one the test reads.
+    where = DRAWINGS[package].relative_to(REPO) if package in DRAWINGS else "the doc"
     assert len(drawings) == 1, \
-        f"docs/architecture.md draws the layers of {package} {len(drawings)} times, not once"
-    match = re.search(rf"<!-- layers: {package} -->\n(.*?)<!-- /layers -->", text, re.S)
+        f"{where} draws the layers of {package} {len(drawings)} times, not once"
+    match = re.search(marker, text, re.S)
     assert match is not None
     layers = []
     for row in match.group(1).splitlines()[2:]:  # past the header and its rule
@@ -141,21 +149,25 @@ def drawn_layers(package: str, doc: str | None = None) -> list[set[str]]:
     return layers
 
 
-def unit(module: str) -> str:
-    """`loadgen.judge.gate` -> `judge`; `loadgen.cli` -> `cli`; `loadgen` -> `loadgen`."""
+def unit(module: str, package: str = "loadgen") -> str:
+    """`loadgen.judge.gate` -> `judge`; `loadgen.cli` -> `cli`; `loadgen` -> `loadgen`;
+    within `loadgen.judge`: `loadgen.judge.text.scripts` -> `text`, `loadgen.judge` ->
+    `judge`."""
+    depth = package.count(".") + 1
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 else parts[0]
+    return parts[depth] if len(parts) > depth else parts[-1]
 
 
-def imports_against_layers(edges: dict[str, set[str]], layers: list[set[str]]) -> list[str]:
+def imports_against_layers(edges: dict[str, set[str]], layers: list[set[str]],
+                           package: str = "loadgen") -> list[str]:
     """Every import that points up the layers or sideways into another unit of the same
     layer, and every unit no layer names, as a line a person can act on."""
     rank = {name: i for i, layer in enumerate(layers) for name in layer}
-    problems = sorted(f"{unit(m)} has no layer (module {m})"
-                      for m in edges if unit(m) not in rank)
+    problems = sorted(f"{unit(m, package)} has no layer (module {m})"
+                      for m in edges if unit(m, package) not in rank)
     for source, targets in sorted(edges.items()):
         for target in sorted(targets):
-            a, b = unit(source), unit(target)
+            a, b = unit(source, package), unit(target, package)
             if a == b or a not in rank or b not in rank:
                 continue
             if rank[b] <= rank[a]:
@@ -179,19 +191,35 @@ def test_the_layer_check_refuses_an_import_up_or_sideways() -> None:
         "newfolder has no layer (module loadgen.newfolder.x)"]
 
 
+def test_the_judge_is_checked_by_its_own_units() -> None:
+    assert unit("loadgen.judge.text.scripts", "loadgen.judge") == "text"
+    assert unit("loadgen.judge.reply.garbled.words", "loadgen.judge") == "reply"
+    assert unit("loadgen.judge.verdicts", "loadgen.judge") == "verdicts"
+    assert unit("loadgen.judge", "loadgen.judge") == "judge"
+    layers = [{"gate"}, {"reply"}, {"text"}]
+    rule_in_text = {"loadgen.judge.text.prose": {"loadgen.judge.reply.loops"},
+                    "loadgen.judge.reply.loops": {"loadgen.judge.text.prose"}}
+    assert imports_against_layers(rule_in_text, layers, "loadgen.judge") == [
+        "loadgen.judge.text.prose imports loadgen.judge.reply.loops: reply is not below text"]
+
+
 def test_the_drawing_is_read_from_the_doc() -> None:
     doc = ("<!-- layers: pkg -->\n| layer | pkg |\n|---|---|\n| top | `cli` |\n"
            "| low | `judge/` (`rules`), `records` |\n<!-- /layers -->\n")
     assert drawn_layers("pkg", doc) == [{"cli"}, {"judge", "records"}]
 
 
-@pytest.mark.parametrize("package", ["loadgen", "server_patch"])
-def test_imports_follow_the_layers_docs_architecture_draws(package: str) -> None:
+@pytest.mark.parametrize("package", sorted(DRAWINGS))
+def test_imports_follow_the_layers_drawn(package: str) -> None:
     layers = drawn_layers(package)
-    edges = module_imports(package)
-    assert imports_against_layers(edges, layers) == []
+    # The modules of the package and the imports between them (a sub-package: only those
+    # inside it, the rest of its parent is the parent's drawing's business).
+    edges = module_imports(package.replace(".", "/"))
+    assert len(edges) > 10  # the walk found the package's modules
+    assert imports_against_layers(edges, layers, package) == []
     named = set().union(*layers)
-    assert named == {unit(m) for m in edges}, "a layer names a unit the code does not have"
+    assert named == {unit(m, package) for m in edges}, \
+        "a layer names a unit the code does not have"
 
 
 @pytest.mark.parametrize("package", ["loadgen", "server_patch"])

@@ -1,4 +1,4 @@
-"""Rebuild loadgen/judge/garbled/english_order.json: how English orders its function words.
+"""Rebuild loadgen/judge/reply/garbled/english_order.json: how English orders its function words.
 
 The `word_order` detector of `garbled` asks whether a stretch of English running text
 orders its words as English does. What it needs is small: how often each of English's
@@ -26,7 +26,8 @@ from pydoc_data.topics import topics
 import regex
 import wordfreq
 
-OUT = Path(__file__).resolve().parents[1] / "loadgen" / "judge" / "garbled" / "english_order.json"
+OUT = (Path(__file__).resolve().parents[1] / "loadgen" / "judge" / "reply" / "garbled"
+       / "english_order.json")
 FUNCTION_WORDS = 100
 TOKEN = regex.compile(r"[A-Za-z]+(?:'[a-z]+)?|[.!?]|[,;:]")
 

@@ -17,8 +17,8 @@ from rich.table import Table
 
 from loadgen.commands.qualify import qualify, sim_sides
 from loadgen.exit_codes import EXIT_WORDS, BadInputError
-from loadgen.judge.qualification import NOT_PROVEN
-from loadgen.judge.run_report import RunReport
+from loadgen.judge.gate.qualification import NOT_PROVEN
+from loadgen.judge.gate.run_report import RunReport
 from loadgen.scenario import SimTarget, load_scenario
 
 ROWS = ("server (C128A, indexer)", "measured requests", "ok", "verdicts counted",

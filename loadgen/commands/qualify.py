@@ -7,7 +7,7 @@ qualification is invalid (exit 2) and the candidate is NOT run: a clean candidat
 would prove nothing, and a release engineer must not read a green candidate next
 to a red control as a pass. Otherwise the candidate runs with the scenario's own
 gate, and its exit code is the qualification's, provided both sides served the same
-model (`judge.qualification`: else invalid, unless `qualify.allow_different_models`).
+model (`judge.gate.qualification`: else invalid, unless `qualify.allow_different_models`).
 
 Each side is an ordinary run (`run_scenario`) with its own results directory under
 the qualification's; the side-by-side reports are written next to them.
@@ -28,8 +28,8 @@ from typing import Any
 from loadgen.commands import interrupts
 from loadgen.commands.run import run_scenario
 from loadgen.exit_codes import BadInputError, ExitCode
-from loadgen.judge.qualification import Qualification, decide
-from loadgen.judge.run_report import RunReport
+from loadgen.judge.gate.qualification import Qualification, decide
+from loadgen.judge.gate.run_report import RunReport
 from loadgen.observe.metrics import LiveMetrics
 from loadgen.report import write_qualify_reports
 from loadgen.report.qualify_doc import QualifyDocument

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from loadgen.exit_codes import BadInputError
 from loadgen.files import read_json
-from loadgen.judge.qualification import COMMANDS, decide
+from loadgen.judge.gate.qualification import COMMANDS, decide
 from loadgen.report import QUALIFY_FILE, write_qualify_reports
 from loadgen.report.outcome import one_line, rebuild_reports
 from loadgen.results import CANDIDATE_DIR, CONTROL_DIR, RUN_FILE, is_run_dir

@@ -47,8 +47,8 @@ from loadgen.history import History, RoundRow, Soak, is_postgres, round_results
 from loadgen.history.identity import node_identity, server_columns
 from loadgen.history.spool import SPOOL_FILE, SpooledHistory
 from loadgen.history.statuses import RoundStatus, SoakStatus
-from loadgen.judge.gate import NOTHING_SENT
-from loadgen.judge.run_report import RunReport
+from loadgen.judge.gate.gate import NOTHING_SENT
+from loadgen.judge.gate.run_report import RunReport
 from loadgen.report.outcome import rebuild_reports
 from loadgen.results import (
     RECORDS_FILE,

@@ -21,7 +21,7 @@ from loadgen import __version__
 from loadgen.engine.content_coding import decoded
 from loadgen.engine.raw_http import RawReply, RawTransport, StaleConnection, origin
 from loadgen.engine.sse import SSEParser
-from loadgen.judge.sequence import stream_facts
+from loadgen.judge.reply.sequence import stream_facts
 from loadgen.records import ErrorKind, RequestRecord
 
 CHAT_PATH = "/v1/chat/completions"
@@ -448,7 +448,7 @@ class _StreamState:
         self._last_tok: float | None = None
         self._done = 0
         # The order of the channels: whether visible content has begun, and how many
-        # reasoning deltas came after it (`judge.sequence`).
+        # reasoning deltas came after it (`judge.reply.sequence`).
         self._answered = False
         self._late = 0
 

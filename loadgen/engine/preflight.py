@@ -32,7 +32,7 @@ import orjson
 from loadgen.engine.plan import RunPlan
 from loadgen.engine.requests import RequestMaker
 from loadgen.exit_codes import RunInvalidError
-from loadgen.judge.scripts import message_texts
+from loadgen.judge.text.scripts import message_texts
 from loadgen.targets.readiness import ServerReady
 from loadgen.workload import WorkItem
 

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from loadgen.judge.request_profile import request_profile
+from loadgen.judge.reply.request_profile import request_profile
 from loadgen.records import RequestRecord
 from loadgen.scenario import Scenario
 from loadgen.workload import WorkItem

@@ -36,7 +36,7 @@ from loadgen.history.schema import ROUND_COLUMNS, SOAK_COLUMNS
 from loadgen.history.statuses import RoundStatus
 
 if TYPE_CHECKING:
-    from loadgen.judge.run_report import RunReport
+    from loadgen.judge.gate.run_report import RunReport
 
 # Round columns filled from a finished round (its summary.json and server facts).
 RESULT_COLUMNS = (

@@ -21,7 +21,7 @@ class _Finding(BaseModel):
 
 
 class LoopFinding(_Finding):
-    """A repeated unit (judge.loops.Loop)."""
+    """A repeated unit (judge.reply.loops.Loop)."""
 
     field: str = ""
     kind: str = ""
@@ -30,7 +30,7 @@ class LoopFinding(_Finding):
 
 
 class GarbleFinding(_Finding):
-    """What a garble detector measured (judge.garbled.Garble)."""
+    """What a garble detector measured (judge.reply.garbled.Garble)."""
 
     field: str = ""
     kind: str = ""
@@ -39,7 +39,7 @@ class GarbleFinding(_Finding):
 
 
 class WrongFinding(_Finding):
-    """A verifiable field that disagrees with the request's own facts (judge.substance)."""
+    """A verifiable field that disagrees with the request's own facts (judge.reply.substance)."""
 
     field: str = ""
     fact: str = ""

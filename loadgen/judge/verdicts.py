@@ -5,34 +5,34 @@ Rules (a record can carry several; `classify` orders them most severe first):
 - stuck_in_reasoning: finish_reason `length`, no content, no tool calls, reasoning
   present. The #52448 signature: the model never left its reasoning channel. Content
   that shows nothing (whitespace, zero-width and other invisible characters:
-  `judge.visible`) is no content.
+  `judge.text.visible`) is no content.
 - empty_content: the reply finished any other way (or by length with no text at all)
   with no content and no tool calls. Tool calls count as content.
 - truncated: finish_reason `length` with some content or tool calls (the answer
   started but the cap cut it).
-- reasoning_loop: reasoning or content ends in a loop (`judge.loops`), unless the content
-  repeats a sentence the request quoted as often as it asked (`judge.asked`).
-- token_leak: special tokens or markup in the visible text (`judge.leaks`).
+- reasoning_loop: reasoning or content ends in a loop (`judge.reply.loops`), unless the content
+  repeats a sentence the request quoted as often as it asked (`judge.reply.asked`).
+- token_leak: special tokens or markup in the visible text (`judge.reply.leaks`).
 - disordered_stream: the reply's deltas in order are what no honest server streams: a
   run of deltas sent again right after itself, many deltas each sent twice, reasoning
   after the answer began, the reasoning's opening repeated in the content
-  (`judge.sequence`).
+  (`judge.reply.sequence`).
 - usage_mismatch: the server's completion-token count is impossible against what it
-  streamed and the request allowed (`judge.usage`).
+  streamed and the request allowed (`judge.reply.usage`).
 - garbled: token salad in the reasoning, the content or a tool call's argument values,
-  however cleanly the reply finished (`judge.garbled`).
-- no_tool_call / bad_tool_call / tool_args_loop: tool turns (`judge.tool_calls`).
+  however cleanly the reply finished (`judge.reply.garbled`).
+- no_tool_call / bad_tool_call / tool_args_loop: tool turns (`judge.reply.tool_calls`).
 - abnormal_finish: a finish_reason other than stop, length or tool_calls (abort,
   error, repetition, anything unknown, or none at all).
 - wrong_answer: a verifiable field disagrees with the request's own facts, where the
-  workload knows them (`judge.substance`), a known answer is absent or beside a value
-  that conflicts with it (`judge.known_answers`).
+  workload knows them (`judge.reply.substance`), a known answer is absent or beside a value
+  that conflicts with it (`judge.reply.known_answers`).
 - stale_answer: a turn of a conversation answered with an earlier turn's answer instead
-  of its own (`judge.known_answers`).
+  of its own (`judge.reply.known_answers`).
 - wrong_language: the answer is fluent prose in a language the request neither wrote in
-  nor named (`judge.reply_language`).
+  nor named (`judge.reply.reply_language`).
 - unfinished: an answer in prose that finished with `stop` in the middle of a sentence
-  (`judge.reply_language`); `truncated` is the same cut by `length`.
+  (`judge.reply.reply_language`); `truncated` is the same cut by `length`.
 - http_error / timeout / stream_error: the path to the model failed; no output rule
   is applied to such a record.
 - divergent, cross_talk, reference_mismatch: run level (`judge.run_level`), never set
@@ -44,16 +44,16 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from loadgen.judge.asked import loop_was_asked
-from loadgen.judge.garbled import find_garble
-from loadgen.judge.leaks import find_leak
-from loadgen.judge.loops import find_loop
-from loadgen.judge.reply_language import find_unfinished, find_wrong_language
-from loadgen.judge.sequence import sequence_problems
-from loadgen.judge.substance import find_wrong
-from loadgen.judge.tool_calls import tool_call_problems
-from loadgen.judge.usage import usage_problem
-from loadgen.judge.visible import is_blank
+from loadgen.judge.reply.asked import loop_was_asked
+from loadgen.judge.reply.garbled import find_garble
+from loadgen.judge.reply.leaks import find_leak
+from loadgen.judge.reply.loops import find_loop
+from loadgen.judge.reply.reply_language import find_unfinished, find_wrong_language
+from loadgen.judge.reply.sequence import sequence_problems
+from loadgen.judge.reply.substance import find_wrong
+from loadgen.judge.reply.tool_calls import tool_call_problems
+from loadgen.judge.reply.usage import usage_problem
+from loadgen.judge.text.visible import is_blank
 from loadgen.records import ErrorKind, RequestRecord
 from loadgen.scenario import VerdictConfig
 from loadgen.taxonomy import Verdict, by_severity

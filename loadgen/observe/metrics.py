@@ -57,7 +57,7 @@ from prometheus_client.exposition import ThreadingWSGIServer
 from loadgen import __version__
 from loadgen.bounds import upper_bound
 from loadgen.exit_codes import BadInputError, ExitCode
-from loadgen.judge.run_report import RunReport
+from loadgen.judge.gate.run_report import RunReport
 from loadgen.run_facts import node_name
 from loadgen.scenario import Scenario
 from loadgen.taxonomy import counts_as_infra_error

@@ -6,8 +6,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from loadgen.exit_codes import ExitCode
-from loadgen.judge.checks import CheckKind
-from loadgen.judge.run_report import RunReport
+from loadgen.judge.gate.checks import CheckKind
+from loadgen.judge.gate.run_report import RunReport
 from loadgen.load_claim import describe
 from loadgen.report.run_text import load_claim
 from loadgen.scenario import Role

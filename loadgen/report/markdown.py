@@ -5,7 +5,7 @@ from __future__ import annotations
 from loadgen.bounds import describe_bound
 from loadgen.exit_codes import EXIT_WORDS
 from loadgen.judge.findings import Findings
-from loadgen.judge.run_report import RunReport
+from loadgen.judge.gate.run_report import RunReport
 from loadgen.report.facts_text import server_words
 from loadgen.report.run_text import (
     answers_lines,

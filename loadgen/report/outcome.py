@@ -13,8 +13,8 @@ from typing import Any
 
 from loadgen.exit_codes import EXIT_WORDS
 from loadgen.files import rounded, write_atomic, write_json
+from loadgen.judge.gate.run_report import RunReport, judge_run
 from loadgen.judge.run_level import RUN_LEVEL_FILE, write_run_level
-from loadgen.judge.run_report import RunReport, judge_run
 from loadgen.report.junit import render_junit
 from loadgen.report.markdown import render_markdown
 from loadgen.report.run_text import load_text

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.bounds import describe_bound
-from loadgen.judge.difference import Difference
-from loadgen.judge.qualification import ModelCheck, Qualification, release_text
-from loadgen.judge.run_report import RunReport
+from loadgen.judge.gate.difference import Difference
+from loadgen.judge.gate.qualification import ModelCheck, Qualification, release_text
+from loadgen.judge.gate.run_report import RunReport
 from loadgen.report.facts_text import layout_text
 from loadgen.scenario import Role
 from loadgen.targets.facts import model_identity

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from loadgen.files import rounded, write_atomic, write_json
-from loadgen.judge.qualification import Qualification
+from loadgen.judge.gate.qualification import Qualification
 from loadgen.report.qualify_doc import QualifyDocument, qualify_document
 from loadgen.report.qualify_junit import render_qualify_junit
 from loadgen.report.qualify_markdown import render_qualify_markdown

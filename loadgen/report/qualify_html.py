@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from loadgen.judge.aggregate import failure_rate_by_in_flight, failure_rate_by_order
-from loadgen.judge.qualification import Qualification
-from loadgen.judge.run_report import RunReport
+from loadgen.judge.gate.aggregate import failure_rate_by_in_flight, failure_rate_by_order
+from loadgen.judge.gate.qualification import Qualification
+from loadgen.judge.gate.run_report import RunReport
 from loadgen.report.figures import page_template, png_data_uri, pyplot
 from loadgen.report.qualify_doc import QualifyDocument, comparison_rows, verdict_rows
 

@@ -6,8 +6,8 @@ import xml.etree.ElementTree as ET
 
 from loadgen.bounds import describe_bound
 from loadgen.exit_codes import ExitCode
-from loadgen.judge.checks import CheckKind
-from loadgen.judge.qualification import Qualification
+from loadgen.judge.gate.checks import CheckKind
+from loadgen.judge.gate.qualification import Qualification
 from loadgen.report.qualify_doc import QualifyDocument
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections import Counter
 
+from loadgen.judge.gate.run_report import RunReport
+from loadgen.judge.gate.session_view import MAX_DETAILS
 from loadgen.judge.run_level import Changed
 from loadgen.judge.run_level.reference import ReferenceSummary
-from loadgen.judge.run_report import RunReport
-from loadgen.judge.session_view import MAX_DETAILS
 from loadgen.load_claim import LoadClaim, describe
 from loadgen.run_facts import ClientReport
 from loadgen.taxonomy import Verdict, by_severity

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from loadgen.judge.gate.run_report import RunReport
 from loadgen.judge.run_level import RUN_LEVEL_FILE
-from loadgen.judge.run_report import RunReport
 from loadgen.targets.receipts import ReceiptsSelection
 from loadgen.taxonomy import Verdict
 

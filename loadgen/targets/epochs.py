@@ -13,7 +13,7 @@ reads each endpoint's id at its start and its end (`telemetry`), and a receipt c
 only when its id is one of those; no clock, no margin. A receipt of another start
 (yesterday's server, a restart, another replica's) or with no id at all (an older
 plugin) is set aside, with the reason. An endpoint that exports no id cannot have any
-receipt tied to it: the selection says so, and the gate (`judge.receipt_rules`)
+receipt tied to it: the selection says so, and the gate (`judge.gate.receipt_rules`)
 decides what that means for the run.
 
 For restarts between soak rounds the id is used when the server exports it, else the

@@ -19,7 +19,7 @@ here is one of those probes, every request with values of its own:
 
 Each family is sent with reasoning on and off (`reasoning`), through the chat
 template's switch (`request.reasoning_switch`). The record keeps the answer
-(`expected`): the judge checks it by its kind (`judge.known_answers`), so a corruption
+(`expected`): the judge checks it by its kind (`judge.reply.known_answers`), so a corruption
 of any shape fails, and free wording around the right value passes.
 """
 

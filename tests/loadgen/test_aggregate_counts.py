@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from loadgen.judge.aggregate import (
+from loadgen.judge.gate.aggregate import (
     FORENSIC_FAILURES,
     TimelinePoint,
     aggregate,
@@ -17,7 +17,7 @@ from loadgen.judge.aggregate import (
     failure_rate_by_order,
     percentiles,
 )
-from loadgen.judge.run_report import phase_summary
+from loadgen.judge.gate.run_report import phase_summary
 from loadgen.scenario import Scenario
 from loadgen.taxonomy import Verdict
 from tests.loadgen.test_cross_talk import expectation

@@ -16,9 +16,9 @@ from loadgen.bounds import (
     required_measured,
     upper_bound,
 )
-from loadgen.judge import gate as gate_mod
-from loadgen.judge.aggregate import PhaseStats
-from loadgen.judge.gate import GateResult
+from loadgen.judge.gate import gate as gate_mod
+from loadgen.judge.gate.aggregate import PhaseStats
+from loadgen.judge.gate.gate import GateResult
 from loadgen.run_facts import RunFacts
 from loadgen.scenario import GateConfig, Scenario
 from loadgen.targets.facts import ServerFacts
@@ -295,13 +295,13 @@ def test_zero_stride_violations_pass_only_when_the_guard_saw_calls() -> None:
 # ------------------------------------------------------------------- spread and claim
 
 def timeline(flags: list[bool]) -> list:
-    from loadgen.judge.aggregate import TimelinePoint
+    from loadgen.judge.gate.aggregate import TimelinePoint
 
     return [TimelinePoint(seq, "x", 1, 0.0, failed) for seq, failed in enumerate(flags)]
 
 
 def test_failures_that_start_late_are_not_spread_evenly() -> None:
-    from loadgen.judge.spread import failure_spread
+    from loadgen.judge.gate.spread import failure_spread
 
     # #52448's shape: clean first, then failing.
     late = failure_spread(timeline([False] * 256 + [i % 3 == 0 for i in range(768)]))

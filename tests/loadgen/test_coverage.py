@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from loadgen.expectations import AnswerCheck, Expectation
-from loadgen.judge.aggregate import PhaseStats
-from loadgen.judge.gate import GateContext
+from loadgen.judge.gate.aggregate import PhaseStats
+from loadgen.judge.gate.gate import GateContext
 from loadgen.records import RequestRecord
 from loadgen.scenario import GateConfig
 from loadgen.targets.telemetry_summary import PrefixReuse, prefix_reuse

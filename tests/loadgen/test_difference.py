@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from scipy.stats import binom
 
-from loadgen.judge.difference import ALPHA, difference, per_side_needed
+from loadgen.judge.gate.difference import ALPHA, difference, per_side_needed
 
 
 def test_a_rare_reproduction_and_a_clean_candidate_prove_nothing() -> None:

@@ -11,9 +11,9 @@ import random
 
 import wordfreq
 
-from loadgen.judge import language
-from loadgen.judge.garbled.english_screen import could_fire
-from loadgen.judge.garbled.words import unknown_words, words
+from loadgen.judge.reply.garbled.english_screen import could_fire
+from loadgen.judge.reply.garbled.words import unknown_words, words
+from loadgen.judge.text import language
 from loadgen.scenario import VerdictConfig
 
 CFG = VerdictConfig()

@@ -1,4 +1,4 @@
-"""`garbled`: token salad with a clean finish (loadgen.judge.garbled).
+"""`garbled`: token salad with a clean finish (loadgen.judge.reply.garbled).
 
 Each detector's thresholds are pinned with a value just under and just over; every
 honest family (tests/support/legit_families.py) passes, every salad sample
@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from loadgen.engine.requests import RequestMaker
-from loadgen.judge.garbled import EXCERPT_CHARS, Garble, find_garble, garble_in_text
-from loadgen.judge.scripts import request_scripts, text_scripts
+from loadgen.judge.reply.garbled import EXCERPT_CHARS, Garble, find_garble, garble_in_text
+from loadgen.judge.text.scripts import request_scripts, text_scripts
 from loadgen.judge.verdicts import classify
 from loadgen.records import RequestRecord
 from loadgen.scenario import Scenario, VerdictConfig
@@ -608,8 +608,8 @@ def _every_detector(text: str, cfg: VerdictConfig) -> str | None:
     """The ASCII path without its screens: every detector, in the same order."""
     import numpy as np
 
-    from loadgen.judge import garbled as g
-    from loadgen.judge.scripts import code_points
+    from loadgen.judge.reply import garbled as g
+    from loadgen.judge.text.scripts import code_points
 
     points = code_points(text)
     cased = g.ASCII_LETTER[points]

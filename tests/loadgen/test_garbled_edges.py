@@ -13,7 +13,7 @@ import string
 
 import pytest
 
-from loadgen.judge.garbled import garble_in_text
+from loadgen.judge.reply.garbled import garble_in_text
 from loadgen.scenario import VerdictConfig
 from tests.loadgen.test_garbled import noise
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from loadgen.judge.garbled import find_garble, garble_in_text
+from loadgen.judge.reply.garbled import find_garble, garble_in_text
 from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig
 from tests.support import salad

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 
-from loadgen.judge.garbled import garble_in_text
+from loadgen.judge.reply.garbled import garble_in_text
 from loadgen.scenario import VerdictConfig
 from tests.loadgen.test_garbled import GLUED, PROSE, glued_around_words
 

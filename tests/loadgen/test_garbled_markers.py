@@ -5,7 +5,7 @@ count, the kinds, the excerpt)."""
 
 from __future__ import annotations
 
-from loadgen.judge.garbled import garble_in_text
+from loadgen.judge.reply.garbled import garble_in_text
 from loadgen.judge.verdicts import classify
 from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig

@@ -4,7 +4,7 @@ person reads (how many switches, which scripts, the request's, the excerpt)."""
 
 from __future__ import annotations
 
-from loadgen.judge.garbled import garble_in_text
+from loadgen.judge.reply.garbled import garble_in_text
 from loadgen.scenario import VerdictConfig
 
 

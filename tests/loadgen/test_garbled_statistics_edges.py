@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from loadgen.judge.garbled import garble_in_text
+from loadgen.judge.reply.garbled import garble_in_text
 from loadgen.scenario import VerdictConfig
 from tests.loadgen.test_garbled import PROSE, VOCAB, noise, shuffled_words
 

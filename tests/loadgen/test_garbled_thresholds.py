@@ -4,7 +4,7 @@ legitimate replies, and must not let salad through)."""
 
 from __future__ import annotations
 
-from loadgen.judge.garbled import garble_in_text
+from loadgen.judge.reply.garbled import garble_in_text
 from loadgen.scenario import VerdictConfig
 from tests.loadgen.test_garbled import noise
 

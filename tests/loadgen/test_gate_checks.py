@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loadgen.judge.aggregate import PhaseStats
-from loadgen.judge.checks import CheckKind
-from loadgen.judge.gate import GateContext, acceptance_check, priming_check
+from loadgen.judge.gate.aggregate import PhaseStats
+from loadgen.judge.gate.checks import CheckKind
+from loadgen.judge.gate.gate import GateContext, acceptance_check, priming_check
 from loadgen.scenario import GateConfig, ReferenceConfig
 
 

@@ -1,7 +1,7 @@
 """What the gate promises, at the edges mutation testing found unpinned.
 
 Each test holds a rule a user depends on (an exit code, a check's reason, a sentence of
-the statement) where a one-token change to `loadgen/judge/gate.py` went unnoticed by the
+the statement) where a one-token change to `loadgen/judge/gate/gate.py` went unnoticed by the
 other tests (`benchmarks/mutation.py`).
 """
 
@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from loadgen.judge import gate as gate_mod
-from loadgen.judge.aggregate import PhaseStats, TimelinePoint
-from loadgen.judge.checks import CheckKind
-from loadgen.judge.gate import GateContext, GateResult
+from loadgen.judge.gate import gate as gate_mod
+from loadgen.judge.gate.aggregate import PhaseStats, TimelinePoint
+from loadgen.judge.gate.checks import CheckKind
+from loadgen.judge.gate.gate import GateContext, GateResult
 from loadgen.judge.run_level.reference import ReferenceSummary
 from loadgen.load_claim import LoadClaim
 from loadgen.run_facts import RunFacts
@@ -529,7 +529,7 @@ def test_no_oracle_is_invalid_unless_the_server_failed_alone(failed_alone: int,
 def test_a_server_without_solo_counters_is_held_to_the_pooled_solo_rate() -> None:
     # The server's own reference counters are missing; the pooled solo rate (0.7) is
     # what its collapse under load (0.1) is held to, not the pooled loaded rate (0.6).
-    from loadgen.judge.gate import acceptance_check
+    from loadgen.judge.gate.gate import acceptance_check
 
     context = GateContext(reference=_reference(4), acceptance={
         "reference": {"acceptance": 0.7}, "measurement": {"acceptance": 0.6}},
@@ -544,7 +544,7 @@ def test_a_server_without_solo_counters_is_held_to_the_pooled_solo_rate() -> Non
 @pytest.mark.parametrize("generated,stuck", [(63.0, False), (64.0, True)])
 def test_a_drafter_is_stuck_from_the_stated_number_of_tokens(generated: float,
                                                              stuck: bool) -> None:
-    from loadgen.judge.gate import STUCK_DRAFTER_TOKENS, acceptance_check
+    from loadgen.judge.gate.gate import STUCK_DRAFTER_TOKENS, acceptance_check
 
     assert STUCK_DRAFTER_TOKENS == 64
     fine = {"drafted": 70.0, "accepted": 50.0, "acceptance": 50 / 70, "generated": 500.0}
@@ -557,7 +557,7 @@ def test_a_drafter_is_stuck_from_the_stated_number_of_tokens(generated: float,
 @pytest.mark.parametrize("accepted,possible", [(500.0, True), (501.0, False)])
 def test_counters_are_impossible_from_more_accepted_than_generated(accepted: float,
                                                                    possible: bool) -> None:
-    from loadgen.judge.gate import impossible_spec_counters
+    from loadgen.judge.gate.gate import impossible_spec_counters
 
     counters = {"drafted": 1000.0, "accepted": accepted, "generated": 500.0}
     found = impossible_spec_counters({"http://a": {"measurement": counters}})

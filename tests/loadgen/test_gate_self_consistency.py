@@ -19,10 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loadgen.exit_codes import ExitCode
-from loadgen.judge import gate as gate_mod
-from loadgen.judge.aggregate import PhaseStats
-from loadgen.judge.checks import Check, CheckKind
-from loadgen.judge.gate import GateContext, GateResult
+from loadgen.judge.gate import gate as gate_mod
+from loadgen.judge.gate.aggregate import PhaseStats
+from loadgen.judge.gate.checks import Check, CheckKind
+from loadgen.judge.gate.gate import GateContext, GateResult
 from loadgen.judge.run_level.reference import ReferenceSummary
 from loadgen.run_facts import RunFacts
 from loadgen.scenario import GateConfig, ReferenceConfig

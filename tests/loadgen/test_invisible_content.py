@@ -1,11 +1,11 @@
-"""Content that shows its reader nothing is no answer (judge.visible, verdicts.classify)."""
+"""Content that shows its reader nothing is no answer (judge.text.visible, verdicts.classify)."""
 
 from __future__ import annotations
 
 import pytest
 
+from loadgen.judge.text.visible import is_blank, without_hidden
 from loadgen.judge.verdicts import classify
-from loadgen.judge.visible import is_blank, without_hidden
 from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig
 

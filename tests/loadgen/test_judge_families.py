@@ -20,7 +20,7 @@ import pytest
 
 from loadgen.judge.run_level import own_verdicts
 from loadgen.judge.run_level.cross_talk import CrossTalk
-from loadgen.judge.scripts import request_scripts
+from loadgen.judge.text.scripts import request_scripts
 from loadgen.judge.verdicts import classify
 from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig

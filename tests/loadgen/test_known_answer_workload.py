@@ -13,8 +13,8 @@ import re
 import pytest
 
 from loadgen.expectations import Expectation
-from loadgen.judge.known_answers import answer_problems, argument_problems
-from loadgen.judge.typed_values import states_text
+from loadgen.judge.reply.known_answers import answer_problems, argument_problems
+from loadgen.judge.text.typed_values import states_text
 from loadgen.scenario import Scenario
 from loadgen.workload import make_workload, shares_prefixes, sized_in_tokens
 from loadgen.workload.base import WorkItem

@@ -15,7 +15,7 @@ import string
 import pytest
 
 from loadgen.expectations import AnswerCheck, Expectation, ExpectedCall
-from loadgen.judge.known_answers import answer_problems, argument_problems
+from loadgen.judge.reply.known_answers import answer_problems, argument_problems
 from loadgen.judge.verdicts import classify
 from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig

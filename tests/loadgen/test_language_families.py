@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from loadgen.judge.language_names import equivalents, named
+from loadgen.judge.text.language_names import equivalents, named
 from tests.loadgen.test_judge_families import serve
 from tests.support import broken_servers
 from tests.support import language_families as lf
@@ -147,7 +147,7 @@ DEVANAGARI_LETTERS = "कखगघचछजझटठडढतथदधनपफ�
 @pytest.mark.parametrize("seed", range(60))
 def test_running_text_goes_on_across_arabic_punctuation_and_persian_joiners(seed: int
                                                                             ) -> None:
-    from loadgen.judge.garbled.words import runs, words
+    from loadgen.judge.reply.garbled.words import runs, words
 
     rng = random.Random(f"gaps/{seed}")
     letters, seps = rng.choice(((ARABIC_LETTERS, (" ", "، ", "؛ ", "؟ ", "\u200c")),

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from loadgen.judge.request_profile import request_profile
+from loadgen.judge.reply.request_profile import request_profile
 from loadgen.judge.verdicts import classify
 from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig

@@ -1,10 +1,10 @@
-"""`token_leak` (judge.leaks): markup that leaked, against markup talked about."""
+"""`token_leak` (judge.reply.leaks): markup that leaked, against markup talked about."""
 
 from __future__ import annotations
 
 import pytest
 
-from loadgen.judge.leaks import find_leak, markup_leak
+from loadgen.judge.reply.leaks import find_leak, markup_leak
 from loadgen.judge.verdicts import classify
 from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig

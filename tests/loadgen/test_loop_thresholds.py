@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pytest
 
-from loadgen.judge.loops import ngram_loop, ngram_repetitions
+from loadgen.judge.reply.loops import ngram_loop, ngram_repetitions
 from loadgen.judge.verdicts import classify
 from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig

@@ -1,4 +1,4 @@
-"""The loop rules (judge.loops): numbering seen through, templates told from loops,
+"""The loop rules (judge.reply.loops): numbering seen through, templates told from loops,
 structured data that ends told from prose that goes round, thresholds pinned."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from loadgen.judge.loops import (
+from loadgen.judge.reply.loops import (
     find_loop,
     is_prose,
     ngram_repetitions,

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from loadgen.judge.aggregate import RunStats
-from loadgen.judge.gate import GateResult
-from loadgen.judge.qualification import (
+from loadgen.judge.gate.aggregate import RunStats
+from loadgen.judge.gate.gate import GateResult
+from loadgen.judge.gate.qualification import (
     NOT_REPRODUCED,
     OTHER_MODEL,
     ModelCheck,
@@ -20,7 +20,7 @@ from loadgen.judge.qualification import (
     decide,
     release_text,
 )
-from loadgen.judge.run_report import RunReport
+from loadgen.judge.gate.run_report import RunReport
 from loadgen.results import RunFacts
 from loadgen.scenario import Scenario
 from loadgen.targets.facts import ModelIdentity, ServerFacts

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loadgen.judge.receipt_rules import receipts_check, receipts_statement
+from loadgen.judge.gate.receipt_rules import receipts_check, receipts_statement
 from loadgen.scenario import GateConfig
 from loadgen.targets.receipts import EndpointStart, ReceiptFacts, SetAside
 from tests.support.receipts import api_server, receipt

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loadgen.judge.receipt_rules import receipts_check
+from loadgen.judge.gate.receipt_rules import receipts_check
 from loadgen.scenario import GateConfig
 from loadgen.targets.receipts import EndpointStart, ReceiptFacts
 from tests.support.receipts import api_server, parallel, receipt

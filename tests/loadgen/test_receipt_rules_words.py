@@ -3,7 +3,7 @@
 What a release manager reads when the receipts fail or pass a run: which process, which
 layout, what the stride guard saw, why the run is invalid. Each case holds the check's
 outcome (pass, fail = exit 1, error = run invalid) and its full message, where a one-token
-change to `loadgen/judge/receipt_rules.py` went unnoticed before (`benchmarks/mutation.py`).
+change to `loadgen/judge/gate/receipt_rules.py` went unnoticed before (`benchmarks/mutation.py`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from loadgen.judge.receipt_rules import receipts_check, receipts_statement, stride_check
+from loadgen.judge.gate.receipt_rules import receipts_check, receipts_statement, stride_check
 from loadgen.scenario import GateConfig
 from loadgen.targets.receipts import EndpointStart, ReceiptFacts, SetAside
 from tests.support.receipts import api_server, parallel, receipt

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from loadgen.files import rounded
-from loadgen.judge.qualification import decide
+from loadgen.judge.gate.qualification import decide
 from loadgen.report import write_qualify_reports, write_run_reports
 from loadgen.report.html import render_html
 from loadgen.report.junit import render_junit

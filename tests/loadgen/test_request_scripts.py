@@ -1,4 +1,4 @@
-"""The scripts a request gives reason for (judge.scripts), from messages of every shape a
+"""The scripts a request gives reason for (judge.text.scripts), from messages of every shape a
 chat request takes, and the script table on characters at its edges.
 
 A request's scripts go on its record (`params["scripts"]`) and explain the same scripts
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from loadgen.judge.garbled import garble_in_text
-from loadgen.judge.scripts import message_texts, request_scripts, text_scripts
+from loadgen.judge.reply.garbled import garble_in_text
+from loadgen.judge.text.scripts import message_texts, request_scripts, text_scripts
 from loadgen.scenario import VerdictConfig
 
 RUSSIAN = "Переведи тариф на business."

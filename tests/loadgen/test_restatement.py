@@ -1,4 +1,4 @@
-"""Repetition by meaning (judge.restatement): loops restated in other words, counted on,
+"""Repetition by meaning (judge.reply.restatement): loops restated in other words, counted on,
 an answer written three times or more, a paragraph with small edits, generated with varied topics,
 values and lengths, caught in the reasoning and the content; honest replies that repeat
 a shape with the request's values (rows, consecutive ids, running sums, code, lists, a
@@ -12,11 +12,17 @@ import time
 import orjson
 import pytest
 
-from loadgen.judge.restatement import find_restatement, judge, request_numbers, screen, sentences
+from loadgen.judge.reply.restatement import (
+    find_restatement,
+    judge,
+    request_numbers,
+    screen,
+    sentences,
+)
 from loadgen.judge.run_level import Revision
 from loadgen.judge.run_level.restated import Restated
+from loadgen.judge.text.visible import without_hidden
 from loadgen.judge.verdicts import classify
-from loadgen.judge.visible import without_hidden
 from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig
 from loadgen.taxonomy import DEFAULT_FAIL_ON
@@ -70,7 +76,7 @@ def test_the_verdict_is_the_same_in_every_process() -> None:
     from tests.loadgen.conftest import REPO
 
     code = ("from tests.support.restated import BROKEN; from loadgen.scenario import "
-            "VerdictConfig; from loadgen.judge.restatement import find_restatement; "
+            "VerdictConfig; from loadgen.judge.reply.restatement import find_restatement; "
             "print([find_restatement(BROKEN['answer_thrice'](s, 2000)[1], VerdictConfig(), "
             "cut=False, min_novelty=0.05) is not None for s in range(12)])")
     seen = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

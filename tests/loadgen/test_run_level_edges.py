@@ -11,9 +11,9 @@ from typing import Any
 import orjson
 import pytest
 
+from loadgen.judge.gate.run_report import rules_for
 from loadgen.judge.run_level import RUN_LEVEL_FILE, read_run_level, write_run_level
 from loadgen.judge.run_level.divergent import answer_key
-from loadgen.judge.run_report import rules_for
 from loadgen.scenario import Scenario
 from loadgen.taxonomy import Verdict
 from tests.loadgen.test_cross_talk import expectation

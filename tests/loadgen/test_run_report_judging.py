@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from loadgen.exit_codes import BadInputError
-from loadgen.judge.aggregate import PhaseStats
-from loadgen.judge.gate import NO_REPLY, NOTHING_MEASURED
-from loadgen.judge.run_report import judge_run, phase_summary
+from loadgen.judge.gate.aggregate import PhaseStats
+from loadgen.judge.gate.gate import NO_REPLY, NOTHING_MEASURED
+from loadgen.judge.gate.run_report import judge_run, phase_summary
 from loadgen.results import RunFacts
 from loadgen.scenario import Scenario
 from loadgen.taxonomy import Verdict

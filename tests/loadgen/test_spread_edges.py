@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from loadgen.judge.aggregate import TimelinePoint
-from loadgen.judge.spread import PERMUTATIONS, FailureSpread, failure_spread
+from loadgen.judge.gate.aggregate import TimelinePoint
+from loadgen.judge.gate.spread import PERMUTATIONS, FailureSpread, failure_spread
 
 
 def timeline(flags: list[bool], first: int = 0) -> list[TimelinePoint]:

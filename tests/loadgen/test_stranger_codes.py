@@ -21,7 +21,7 @@ import orjson
 import pytest
 
 from loadgen.expectations import Expectation, ExpectedCall
-from loadgen.judge.substance import find_wrong
+from loadgen.judge.reply.substance import find_wrong
 from loadgen.judge.verdicts import classify
 from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig

@@ -23,14 +23,14 @@ from typing import Any
 import pytest
 
 from loadgen.engine.sse import SSEParser
-from loadgen.judge.sequence import (
+from loadgen.judge.reply.sequence import (
     MIN_ECHO_CHARS,
     MIN_REPLAY_CHARS,
     _words,
     sequence_problems,
     stream_facts,
 )
-from loadgen.judge.tool_calls import random_part
+from loadgen.judge.reply.tool_calls import random_part
 from loadgen.records import RequestRecord
 from tests.loadgen.conftest import run_cli
 from tests.support.broken_servers import _call
@@ -357,7 +357,7 @@ def test_honest_periodic_text_is_no_replay_at_any_chunking(unit: str) -> None:
     """Many copies of one unit (a seed file's empty entries, zero table rows): wherever
     the server's events end, and whatever their size, a unit that equals its neighbours
     is the text's period, never a replayed event."""
-    from loadgen.judge.sequence import doubled_deltas, replayed_run
+    from loadgen.judge.reply.sequence import doubled_deltas, replayed_run
 
     for copies in (3, 7, 26):
         text = "Here they are:\n\n" + unit * copies + "\n\nEdit each one."

@@ -1,4 +1,4 @@
-"""`wrong_answer`: a reply judged against its own request's facts (judge.substance)."""
+"""`wrong_answer`: a reply judged against its own request's facts (judge.reply.substance)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import orjson
 import pytest
 
 from loadgen.expectations import Expectation, ExpectedCall
-from loadgen.judge.substance import find_wrong
+from loadgen.judge.reply.substance import find_wrong
 from loadgen.judge.verdicts import classify
 from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig

@@ -1,5 +1,5 @@
 """What a `wrong_answer` finding says, word for word, and which replies it holds to which
-facts (judge.substance).
+facts (judge.reply.substance).
 
 A person reads a wrong answer in the report as one line per wrong field ("wrong answer:
 <where> states <what>, the request's <fact> is <value>"); each piece of that line is a
@@ -12,7 +12,7 @@ import orjson
 
 from loadgen.expectations import Expectation, ExpectedCall
 from loadgen.judge.findings import Findings
-from loadgen.judge.substance import WrongField, find_wrong
+from loadgen.judge.reply.substance import WrongField, find_wrong
 from loadgen.judge.verdicts import classify
 from loadgen.records import RequestRecord
 from loadgen.report.markdown import findings_lines

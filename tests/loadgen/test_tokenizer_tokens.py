@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from loadgen.judge.leaks import find_leak
+from loadgen.judge.reply.leaks import find_leak
 from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig
 from loadgen.tokenizer_files import declared_by_server, special_tokens

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from loadgen.judge.usage import usage_problem
+from loadgen.judge.reply.usage import usage_problem
 from loadgen.records import RequestRecord, Timings, Usage
 from tests.loadgen.conftest import run_cli
 from tests.support.broken_servers import _call

@@ -5,8 +5,8 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from loadgen.judge.leaks import find_leak
-from loadgen.judge.loops import find_loop, ngram_loop, tail_period_loop
+from loadgen.judge.reply.leaks import find_leak
+from loadgen.judge.reply.loops import find_loop, ngram_loop, tail_period_loop
 from loadgen.judge.run_level.divergent import divergent_seqs, greedy_entry
 from loadgen.judge.verdicts import classify
 from loadgen.records import ErrorKind, RequestRecord

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from loadgen.judge.known_answers import answer_problems, argument_problems
+from loadgen.judge.reply.known_answers import answer_problems, argument_problems
 from loadgen.scenario import Scenario
 from loadgen.workload import make_workload
 from loadgen.workload.mix import first_cycle

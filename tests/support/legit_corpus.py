@@ -17,7 +17,7 @@ from typing import Any
 import langcodes
 
 from loadgen.bench.prose import LONG_ANSWER, LONG_REASONING
-from loadgen.judge.language import language_of
+from loadgen.judge.text.language import language_of
 from loadgen.judge.verdicts import classify
 from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig
@@ -153,7 +153,7 @@ class AnsweredRequest(LegitReply):
 
     @property
     def params(self) -> dict[str, Any]:
-        from loadgen.judge.request_profile import request_profile
+        from loadgen.judge.reply.request_profile import request_profile
 
         return {**super().params,
                 **request_profile([{"role": "user", "content": self.request}])}

@@ -13,8 +13,8 @@ from typing import Any
 
 import orjson
 
-from loadgen.judge.aggregate import RunStats, aggregate
-from loadgen.judge.run_report import rules_for
+from loadgen.judge.gate.aggregate import RunStats, aggregate
+from loadgen.judge.gate.run_report import rules_for
 from loadgen.results import RECORDS_FILE
 from loadgen.scenario import Scenario
 from loadgen.taxonomy import DEFAULT_FAIL_ON

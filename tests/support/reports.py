@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from loadgen.judge.run_report import RunReport, judge_run
+from loadgen.judge.gate.run_report import RunReport, judge_run
 from loadgen.records import RecordWriter, RequestRecord
 from loadgen.results import RECORDS_FILE, write_run, write_server
 from loadgen.run_facts import RunFacts

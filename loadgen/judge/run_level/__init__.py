@@ -4,7 +4,7 @@ Some verdicts cannot be given when a reply completes, because they depend on the
 of the run: `divergent` (identical greedy bodies that disagree), `cross_talk` (a reply
 that carries another request's facts), `reference_mismatch` (a loaded reply that
 disagrees with the same body's solo reply). Each is a `Rule`: it *observes* every
-record once, in the counting pass over records.jsonl (`judge.aggregate`), and then
+record once, in the counting pass over records.jsonl (`judge.gate.aggregate`), and then
 says which records it revises and why (`Revision`: verdicts added, per-reply verdicts
 it explains away, findings).
 
@@ -16,6 +16,9 @@ report counts), the run-level names added, the per-reply names replaced, and the
 findings. A reader takes a record's verdicts from `run_level.jsonl` when it has a line
 for the seq, else from records.jsonl. The file is derived: `dsv4-qual report DIR`
 rebuilds it from records.jsonl (deterministically) whenever it rebuilds the reports.
+
+A run-level rule may import the rules of one reply (`judge.reply`) and the text helpers
+(`judge.text`), never the gate (the layers drawn in `loadgen.judge`).
 """
 
 from __future__ import annotations
@@ -61,7 +64,7 @@ class Revision:
 
 class Rule(Protocol):
     """One run-level verdict's rule. A rule may also have `prepare(record)`: then the
-    counting pass first shows it every record (`judge.aggregate`), before any observe."""
+    counting pass first shows it every record (`judge.gate.aggregate`), before any observe."""
 
     name: str
 

@@ -6,7 +6,7 @@ another request's random code, so a reply (reasoning, content or tool-call argum
 that carries one read that request's context (its KV, through a misplaced metadata row
 or a stale block id) or got that request's reply. A code counts however it is written:
 in another case, with separators between its characters, with look-alike letters of
-another script, or a long enough part of it (`judge.code_forms`). The codes are those of
+another script, or a long enough part of it (`judge.text.code_forms`). The codes are those of
 every request the run sent, in any phase, in flight with the reply or long finished (a
 stale slot). The record names the request the facts came from, preferring one that was
 in flight at the same time, and says whether it was, and what the reply wrote.
@@ -15,7 +15,7 @@ Distinctive values that are not codes (identifiers of other alphabets, long numb
 session's made-up name: `loadgen.expectations.is_distinctive`) count too, found as they
 are written (`run_level.value_index`).
 
-A reply whose wrong fields (`wrong_answer`, `judge.substance`) are all another
+A reply whose wrong fields (`wrong_answer`, `judge.reply.substance`) are all another
 request's facts is `cross_talk` only: that is what its wrong answer was.
 
 A random tool-call id that another request's reply carries too is another request's
@@ -29,7 +29,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from loadgen.expectations import Expectation, is_code
-from loadgen.judge.code_forms import (
+from loadgen.judge.run_level import Revision, completed
+from loadgen.judge.run_level.tool_ids import ToolCallIds
+from loadgen.judge.run_level.value_index import ValueIndex, normal
+from loadgen.judge.text.code_forms import (
     MIN_FRAGMENT,
     CodeIndex,
     Form,
@@ -38,9 +41,6 @@ from loadgen.judge.code_forms import (
     fragments,
     index_of,
 )
-from loadgen.judge.run_level import Revision, completed
-from loadgen.judge.run_level.tool_ids import ToolCallIds
-from loadgen.judge.run_level.value_index import ValueIndex, normal
 from loadgen.taxonomy import Verdict
 
 

@@ -31,7 +31,7 @@ A solo reply that is itself broken (stuck, garbled, ...) is no oracle: its body'
 replies are not held to it (the report says so), though how far they agree with it is
 still reported; a solo request that got no reply at all is left out. The server failing
 alone is a failure of its own: the gate counts the reference phase's gated verdicts, and
-a reference phase that left no oracle at all makes the run invalid (`judge.gate`).
+a reference phase that left no oracle at all makes the run invalid (`judge.gate.gate`).
 """
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ import regex
 from rapidfuzz.distance import Indel, Prefix
 
 from loadgen.expectations import Expectation, is_code
-from loadgen.judge.code_forms import fold_code, forms
 from loadgen.judge.run_level import Revision, completed
+from loadgen.judge.text.code_forms import fold_code, forms
 from loadgen.scenario import ReferenceConfig
 from loadgen.taxonomy import DEFAULT_FAIL_ON, Verdict
 

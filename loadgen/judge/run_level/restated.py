@@ -1,11 +1,11 @@
 """`reasoning_loop` by meaning, judged in the run-level pass.
 
 A loop that restates itself in other words, counts on, or writes its answer again and
-again (`judge.restatement`) is found by comparing the reply's sentences with each
+again (`judge.reply.restatement`) is found by comparing the reply's sentences with each
 other. On a long reply that costs several times the rest of the per-reply rules, and
 those run in the load generator's loop as each reply completes, where a judge that
 slows the client down bends what the run measures. So this rule reads each completed
-record once in the counting pass over records.jsonl (`judge.aggregate`), like the other
+record once in the counting pass over records.jsonl (`judge.gate.aggregate`), like the other
 run-level rules, and adds `reasoning_loop` where a reply went round in meaning; a
 reply whose loop its request asked for ("say it ten times") is spared, as the
 verbatim rule spares it.
@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from loadgen.judge.asked import loop_was_asked
-from loadgen.judge.loops import find_meaning_loop
+from loadgen.judge.reply.asked import loop_was_asked
+from loadgen.judge.reply.loops import find_meaning_loop
 from loadgen.judge.run_level import Revision, completed
 from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig

@@ -8,17 +8,17 @@ either way a client that keys anything on the id mixes two conversations up.
 
 Not every id is random: some parsers write the function's name and its position
 (`functions.get_weather:0`), the same in every reply that calls it. An id counts only
-where, the function's name taken out, it holds a random part (`judge.tool_calls.
+where, the function's name taken out, it holds a random part (`judge.reply.tool_calls.
 random_part`). Within one reply, two calls of one such id are `bad_tool_call`
-(`judge.tool_calls`).
+(`judge.reply.tool_calls`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from loadgen.judge.reply.tool_calls import random_part
 from loadgen.judge.run_level import Revision, completed
-from loadgen.judge.tool_calls import random_part
 from loadgen.taxonomy import Verdict
 
 

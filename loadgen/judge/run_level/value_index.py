@@ -1,7 +1,7 @@
 """Distinctive values that are not codes, found in replies: identifiers of other alphabets,
 long numbers, made-up names.
 
-Codes (`XEHM4B`) are found in any written form by `judge.code_forms`. A workload's other
+Codes (`XEHM4B`) are found in any written form by `judge.text.code_forms`. A workload's other
 distinctive values are found as they are written, after the normalisation their kind
 needs and nothing more: an identifier or a name as a whole token or run of words
 (Unicode NFC; a name without case), a number whatever its grouping (`633751`,
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from loadgen.expectations import is_code
-from loadgen.judge.typed_values import nfc, numbers, tokens
+from loadgen.judge.text.typed_values import nfc, numbers, tokens
 
 MIN_CHARS = 6
 
