@@ -12,7 +12,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 import orjson
@@ -73,6 +73,90 @@ async def _once(data: bytes) -> AsyncIterator[bytes]:
 
 #: A reply as the client reads it, whichever transport brought it.
 Reply = RawReply | HttpxReply
+
+
+class ChatTransport(Protocol):
+    """How the client sends a chat request and tells a kept connection the server had
+    closed (safe to send again once) from any other failure: one interface, so the
+    client never asks which stack is under it."""
+
+    async def open(self, endpoint: str, body: bytes, fresh: bool = False) -> Reply:
+        """Send the request; the reply once its head has come. `fresh`: on a new
+        connection, where the stack lets the caller choose."""
+        ...
+
+    def stale(self, exc: httpx.TransportError) -> bool: ...
+
+
+class RawChat:
+    """Chat requests as bytes on the raw transport, past httpx's request and response
+    objects: a request's head is the same bytes every time but the length."""
+
+    __slots__ = ("_headers", "_raw", "_timeouts", "_wire")
+
+    def __init__(self, raw: RawTransport, headers: dict[str, str], timeouts: Timeouts) -> None:
+        self._raw = raw
+        self._headers = headers
+        self._timeouts = timeouts
+        self._wire: dict[str, tuple[tuple[str, str, int], bytes]] = {}
+
+    async def open(self, endpoint: str, body: bytes, fresh: bool = False) -> Reply:
+        key, head = self._wire.get(endpoint) or self._head(endpoint)
+        return await self._raw.send_bytes(
+            key, b"%s%d\r\n\r\n%s" % (head, len(body), body),
+            connect_timeout=self._timeouts.connect, read_timeout=None,
+            write_timeout=self._timeouts.connect, fresh=fresh)
+
+    def stale(self, exc: httpx.TransportError) -> bool:
+        """The raw transport knows the connection was a kept one."""
+        return isinstance(exc, StaleConnection)
+
+    def _head(self, endpoint: str) -> tuple[tuple[str, str, int], bytes]:
+        """An endpoint's chat request head, all but its length: built once."""
+        url = httpx.URL(endpoint + CHAT_PATH)
+        lines = [b"POST %s HTTP/1.1" % url.raw_path, b"host: " + url.netloc,
+                 b"user-agent: dsv4-qual/" + __version__.encode(),
+                 *(f"{k}: {v}".encode("latin-1") for k, v in self._headers.items()),
+                 b"content-length: "]
+        self._wire[endpoint] = (origin(url), b"\r\n".join(lines))
+        return self._wire[endpoint]
+
+
+class HttpxChat:
+    """Chat requests through an httpx client, whatever transport is under it (httpcore,
+    aiohttp, a mock)."""
+
+    __slots__ = ("_headers", "_http", "_timeout", "_urls")
+
+    def __init__(self, http: httpx.AsyncClient, headers: dict[str, str],
+                 timeouts: Timeouts) -> None:
+        self._http = http
+        self._headers = headers
+        # Every read is bounded by the client's own watchdog (first-token / idle /
+        # total); httpx enforces only the connect timeout.
+        self._timeout = httpx.Timeout(
+            connect=timeouts.connect, read=None, write=timeouts.connect, pool=None)
+        self._urls: dict[str, httpx.URL] = {}
+
+    async def open(self, endpoint: str, body: bytes, fresh: bool = False) -> Reply:
+        url = self._urls.get(endpoint)
+        if url is None:  # parse each endpoint's URL once, not per request
+            url = self._urls[endpoint] = httpx.URL(endpoint + CHAT_PATH)
+        request = self._http.build_request(
+            "POST", url, content=body, headers=self._headers, timeout=self._timeout)
+        return HttpxReply(await self._http.send(request, stream=True))
+
+    def stale(self, exc: httpx.TransportError) -> bool:
+        """Over httpx or aiohttp, a disconnect before the reply is taken for a kept
+        connection the server closed (aiohttp's ServerDisconnectedError arrives as a
+        ConnectError; so does its ClientOSError "Can not write request body", a write on
+        a kept socket the server had closed, while a failure to connect at all is its
+        ClientConnectorError)."""
+        if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
+            return True
+        kinds = {cls.__name__ for cls in type(exc.__cause__).__mro__}
+        return "ServerDisconnectedError" in kinds or (
+            "ClientOSError" in kinds and "ClientConnectorError" not in kinds)
 
 
 class _Watchdog:
@@ -234,18 +318,13 @@ class ChatClient:
     ) -> None:
         self.http = http
         self.timeouts = timeouts
-        self._headers = {"content-type": "application/json", "accept": "text/event-stream"}
+        headers = {"content-type": "application/json", "accept": "text/event-stream"}
         if api_key:
-            self._headers["authorization"] = f"Bearer {api_key}"
-        # Every read is bounded by our own watchdog (first-token / idle / total);
-        # httpx enforces only the connect timeout.
-        self._timeout = httpx.Timeout(
-            connect=timeouts.connect, read=None, write=timeouts.connect, pool=None
-        )
-        self._urls: dict[str, httpx.URL] = {}
-        #: The raw transport under `http`, when it is one: chat requests go to it as bytes.
-        self._raw: RawTransport | None = getattr(http, "raw", None)
-        self._wire: dict[str, tuple[tuple[str, str, int], bytes]] = {}
+            headers["authorization"] = f"Bearer {api_key}"
+        raw: RawTransport | None = getattr(http, "raw", None)
+        #: How chat requests go out: the one seam the client talks to, whatever the stack.
+        self._chat: ChatTransport = (
+            HttpxChat(http, headers, timeouts) if raw is None else RawChat(raw, headers, timeouts))
 
     async def send(self, record: RequestRecord, body: bytes, stream: bool) -> float | None:
         """Fill `record` with what the server answered; never raises (but CancelledError).
@@ -311,15 +390,15 @@ class ChatClient:
         total_deadline: float,
     ) -> float | None:
         try:
-            response = await self._open(record, body)
+            response = await self._chat.open(record.endpoint, body)
         except httpx.TransportError as exc:
             # No byte of a reply came: a kept connection the server closed as the request
             # went out (its keep-alive ran out), so the server never saw it. Sent again,
             # once, on a new connection; the record says so.
-            if not self._stale(exc):
+            if not self._chat.stale(exc):
                 raise
             record.transport_retry = f"{type(exc).__name__}: {exc}"
-            response = await self._open(record, body, fresh=True)
+            response = await self._chat.open(record.endpoint, body, fresh=True)
         try:
             record.status = response.status_code
             if response.status_code != 200:
@@ -332,48 +411,6 @@ class ChatClient:
         finally:
             with contextlib.suppress(Exception):
                 await response.aclose()
-
-    def _stale(self, exc: httpx.TransportError) -> bool:
-        """Whether a failure before the reply is a kept connection the server closed. The
-        raw transport knows the connection was a kept one (`StaleConnection`); over httpx
-        or aiohttp, a disconnect before the reply is taken for one (aiohttp's
-        ServerDisconnectedError arrives as a ConnectError; so does its ClientOSError
-        "Can not write request body", a write on a kept socket the server had closed,
-        while a failure to connect at all is its ClientConnectorError)."""
-        if self._raw is not None:
-            return isinstance(exc, StaleConnection)
-        if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
-            return True
-        kinds = {cls.__name__ for cls in type(exc.__cause__).__mro__}
-        return "ServerDisconnectedError" in kinds or (
-            "ClientOSError" in kinds and "ClientConnectorError" not in kinds)
-
-    async def _open(self, record: RequestRecord, body: bytes, fresh: bool = False
-                    ) -> Reply:
-        """Send the request; the response once its head has come."""
-        if self._raw is not None:
-            key, head = self._wire.get(record.endpoint) or self._head(record.endpoint)
-            return await self._raw.send_bytes(
-                key, b"%s%d\r\n\r\n%s" % (head, len(body), body),
-                connect_timeout=self.timeouts.connect, read_timeout=None,
-                write_timeout=self.timeouts.connect, fresh=fresh)
-        url = self._urls.get(record.endpoint)
-        if url is None:  # parse each endpoint's URL once, not per request
-            url = self._urls[record.endpoint] = httpx.URL(record.endpoint + CHAT_PATH)
-        request = self.http.build_request(
-            "POST", url, content=body, headers=self._headers, timeout=self._timeout,
-        )
-        return HttpxReply(await self.http.send(request, stream=True))
-
-    def _head(self, endpoint: str) -> tuple[tuple[str, str, int], bytes]:
-        """An endpoint's chat request head, all but its length: built once."""
-        url = httpx.URL(endpoint + CHAT_PATH)
-        lines = [b"POST %s HTTP/1.1" % url.raw_path, b"host: " + url.netloc,
-                 b"user-agent: dsv4-qual/" + __version__.encode(),
-                 *(f"{k}: {v}".encode("latin-1") for k, v in self._headers.items()),
-                 b"content-length: "]
-        self._wire[endpoint] = (origin(url), b"\r\n".join(lines))
-        return self._wire[endpoint]
 
     async def _read_error(self, record: RequestRecord, response: Reply) -> float | None:
         chunks: list[bytes] = []

@@ -1,43 +1,60 @@
 """HTTP/1.1 over asyncio streams, under httpx: the cheapest bytes a streamed reply can cost.
 
 A vLLM stream is one HTTP chunk per SSE event: a 64-token reply is about 70 chunks.
-aiohttp's stream reader walks each chunk through several Python calls; here a socket
-read of up to 64 KB is de-chunked in one pass (`bytes.find` and slicing), so a short
-reply costs a few reads, not a few hundred calls. httpx stays the API the engine
-speaks: this is an `httpx.AsyncBaseTransport`, and every failure is raised as the httpx
-exception the engine already classifies (with the socket's own error as its cause, so
-"nothing listening", "no such host" and TLS problems are still told apart).
+httpx's own stack (httpcore, h11, anyio) walks each chunk through several layers of
+Python, aiohttp's stream reader through several calls; here a socket read of up to 64 KB
+goes to llhttp (the C parser Node.js maintains, through httptools) in one call, and
+its body spans are gathered in a list, so a short reply costs a few reads, not a few
+hundred calls. httpx stays the API the engine speaks: this is an
+`httpx.AsyncBaseTransport`, and every failure is raised as the httpx exception the
+engine already classifies (with the socket's own error as its cause, so "nothing
+listening", "no such host" and TLS problems are still told apart).
 
 What it speaks: HTTP/1.1 keep-alive to the servers a qualification talks to (vLLM,
 gateways in front of it, the embedded sim): Content-Length, chunked (extensions and
 trailers read past) and read-to-close bodies, 1xx interim heads skipped (a 101 no
-request asked for refused), heads with bare LF line ends or folded fields read as RFC
-9112 says, TLS with the system's trust store (as aiohttp's default). Framing is read
-as strictly as h11 reads it: a chunk size, a Content-Length, a field line or a trailer
-that the reference stacks refuse is a protocol error here too, never a guess. No
-proxies and no .netrc, as for every transport here (trust_env off). A kept connection
-the server has closed meanwhile is never reused (the check httpcore makes), nor one idle
-longer than the pool's keep-alive expiry (`httpx.Limits.keepalive_expiry`): a server
-that closes idle connections after 5 s (vLLM, uvicorn) may be closing it at the very
-moment it is written to, and says nothing in its log.
+request asked for refused), TLS with the system's trust store (as aiohttp's default).
+No byte of framing is parsed here: llhttp reads it, strictly but for a head's bare-LF
+line ends (RFC 9112 2.2 lets a recipient take them, as h11 does; the leniency is off
+again for the body, where a chunk line ended by a bare LF is refused as h11 refuses
+it). A head llhttp refuses only for what RFC 9112 lets a recipient repair (a folded
+field, a Content-Length repeated with one value) is read again by h11, the parser
+httpx itself uses, and handed on as h11 reads it. No proxies and no .netrc, as for
+every transport here (trust_env off). A kept connection the server has closed meanwhile
+is never reused (the check httpcore makes), nor one idle longer than the pool's
+keep-alive expiry (`httpx.Limits.keepalive_expiry`): a server that closes idle
+connections after 5 s (vLLM, uvicorn) may be closing it at the very moment it is
+written to, and says nothing in its log.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 import ssl
 from collections.abc import AsyncIterator
 
+import h11
+import httptools
 import httpx
 
 from loadgen.engine.content_coding import decoded
 
 #: One socket read: a whole burst of short replies, or a good part of a long one.
 READ_SIZE = 64 * 1024
-#: A response head larger than this is a broken server.
+#: A response head larger than this is a broken server (llhttp sets no bound of its own).
 MAX_HEAD_BYTES = 64 * 1024
-NO_BODY_STATUS = frozenset({204, 304})
+#: How long writing a request may take when no write timeout is given: a server that
+#: stops reading must end in httpx.WriteTimeout, never in a wait without end.
+MAX_WRITE_S = 60.0
+#: llhttp's refusals of a head that RFC 9112 lets a recipient repair (5.2: a folded field
+#: line is read with its fold as a space; RFC 9110 8.6: a Content-Length repeated, in a
+#: list or in fields, with one value is that value). h11 repairs them; llhttp has no
+#: leniency for them short of `lenient_headers`, which also lets by a NUL in a value and
+#: a continuation line before any field.
+REPAIRABLE = frozenset({"Unexpected whitespace after header value",
+                        "Duplicate Content-Length", "Invalid character in Content-Length"})
+_HEAD_LENIENT = {"lenient_optional_cr_before_lf": True}
+_BODY_STRICT = {"lenient_optional_cr_before_lf": False}
 
 
 class StaleConnection(httpx.RemoteProtocolError):
@@ -46,20 +63,47 @@ class StaleConnection(httpx.RemoteProtocolError):
     it, so it is safe to send again on a new connection."""
 
 
+class _Repairable(Exception):
+    """llhttp refused a head for a reason h11 may repair (`REPAIRABLE`)."""
+
+    def __init__(self, refusal: httpx.RemoteProtocolError) -> None:
+        super().__init__(str(refusal))
+        self.refusal = refusal
+
+
 class _Connection:
-    __slots__ = ("buf", "idle_since", "reader", "reused", "writer")
+    """One socket and the llhttp parser reading it; the parser's callbacks (`on_*`) keep
+    what the reply in progress has shown so far."""
+
+    __slots__ = ("done", "eof_ends", "head", "head_done", "headers", "idle_since",
+                 "interim", "keep", "on_body", "parser", "pieces", "reader", "reason",
+                 "reused", "status", "stray", "version", "writer")
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader = reader
         self.writer = writer
-        self.buf = b""  # read from the socket, not yet handed on
         self.idle_since = 0.0  # when it went back to the pool (loop time)
         self.reused = False  # it served a request before this one
+        self.pieces: list[bytes] = []  # body bytes parsed, not yet handed on
+        # llhttp's body spans go straight into the list: no call of ours per chunk.
+        self.on_body = self.pieces.append
+        self.parser = httptools.HttpResponseParser(self)
+        self.expect_reply()
+
+    def expect_reply(self) -> None:
+        """Ready for the reply to a request about to be written."""
+        self.head = b""  # bytes read before the final head was complete
+        self.head_done = self.done = self.interim = self.keep = self.stray = False
+        self.eof_ends = False
+        self.status = 0
+        self.reason = b""
+        self.version = b""
+        self.headers: list[tuple[bytes, bytes]] = []
 
     def usable(self) -> bool:
-        """Idle and still open: no EOF and no stray bytes (a server that closed a kept
-        connection, or wrote after its response, is not asked again)."""
-        return not (self.writer.is_closing() or self.reader.at_eof() or self.buf)
+        """Idle and still open: a server that closed a kept connection is not asked
+        again."""
+        return not (self.writer.is_closing() or self.reader.at_eof())
 
     def close(self) -> None:
         self.writer.close()
@@ -76,162 +120,185 @@ class _Connection:
         except (OSError, ssl.SSLError) as exc:
             raise httpx.ReadError(f"{type(exc).__name__}: {exc}") from exc
 
+    def feed(self, data: bytes) -> None:
+        """Hand bytes read to llhttp; its refusal as httpx.RemoteProtocolError. Bytes
+        after a complete reply are no reply to anything: the connection is not kept."""
+        if not self.head_done:
+            self.head += data
+        try:
+            self.parser.feed_data(data)
+        except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
+            if self.done:
+                self.stray = True
+                return
+            refusal = _refusal(exc, self.head_done)
+            if not self.head_done and str(exc) in REPAIRABLE:
+                raise _Repairable(refusal) from exc
+            raise refusal from exc
+
+    # -- llhttp's callbacks -----------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        if self.done:
+            self.stray = True
+            return
+        self.headers = []
+        self.reason = b""
+        self.parser.set_dangerous_leniencies(**_HEAD_LENIENT)
+
+    def on_status(self, reason: bytes) -> None:
+        self.reason = reason
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if not self.head_done:  # trailer fields are read past
+            self.headers.append((name, value))
+
+    def on_headers_complete(self) -> None:
+        status = self.parser.get_status_code()
+        if status == 101:
+            # A switch of protocols no request here asked for (none sends Upgrade): the
+            # bytes that follow are not HTTP/1.1, and no reply is read from them.
+            raise httpx.RemoteProtocolError("101 Switching Protocols without an Upgrade "
+                                            "request")
+        if 100 <= status < 200:  # an interim head (llhttp ends it as a message): skipped
+            self.interim = True
+            return
+        version = self.parser.get_http_version()
+        if not version.startswith("1."):
+            raise httpx.RemoteProtocolError(f"not an HTTP/1.x response: HTTP/{version}")
+        self.parser.set_dangerous_leniencies(**_BODY_STRICT)
+        self.status, self.version, self.head_done = status, b"HTTP/" + version.encode(), True
+        # No Content-Length and not chunked: the body ends when the server closes
+        # (llhttp waits for an end of input that httptools cannot tell it).
+        self.eof_ends = not any(
+            (lower := name.lower()) == b"content-length"
+            or (lower == b"transfer-encoding" and b"chunked" in value.lower())
+            for name, value in self.headers)
+
+    def on_message_complete(self) -> None:
+        if self.interim:
+            self.interim = False
+            return
+        self.done = True
+        self.keep = self.parser.should_keep_alive()
+
+
+def _refusal(exc: Exception, head_done: bool) -> httpx.RemoteProtocolError:
+    """llhttp's refusal as the protocol error the engine classifies, named for where it
+    came (the head, a chunk line, a chunk's end, a trailer)."""
+    if isinstance(exc.__context__, httpx.RemoteProtocolError):  # raised by a callback
+        return exc.__context__
+    reason = str(exc)
+    if not head_done:
+        if "Content-Length" in reason:
+            what = ("conflicting Content-Length" if reason.startswith("Duplicate")
+                    else "malformed Content-Length")
+        elif "HTTP/" in reason:
+            what = "not an HTTP/1.x response"
+        elif isinstance(exc, httptools.HttpParserInvalidStatusError):
+            what = "malformed status line"
+        else:
+            what = "malformed response head"
+    elif "chunk size" in reason or "chunk ext" in reason:
+        what = "malformed chunked body: chunk size line"
+    elif "chunk data" in reason:
+        what = "malformed chunked body: a chunk does not end with CRLF"
+    else:
+        what = "malformed chunked body: trailer line"
+    return httpx.RemoteProtocolError(f"{what} (llhttp: {reason})")
+
+
+async def _read_head(conn: _Connection, timeout: float | None) -> None:
+    """Read until the final head is parsed (1xx interim heads skipped); the body bytes
+    that came with it wait in `conn.pieces`."""
+    while not conn.head_done:
+        data = await conn.read(timeout)
+        if not data:
+            raise httpx.RemoteProtocolError(
+                "Server disconnected without sending a response.")
+        try:
+            conn.feed(data)
+        except _Repairable as exc:
+            await _reread_head(conn, exc.refusal, timeout)
+        if not conn.head_done and len(conn.head) > MAX_HEAD_BYTES:
+            raise httpx.RemoteProtocolError("response head over 64 KB")
+
+
+async def _reread_head(conn: _Connection, refusal: httpx.RemoteProtocolError,
+                       timeout: float | None) -> None:
+    """The heads read so far, read again by h11 (`REPAIRABLE`): its final head goes to a
+    new llhttp parser as h11 read it (a fold a space, one Content-Length), followed by
+    the bytes after it. A head h11 refuses too is llhttp's refusal."""
+    reader = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD_BYTES)
+    reader.send(h11.Request(method="GET", target="/", headers=[("host", "-")]))
+    reader.send(h11.EndOfMessage())
+    reader.receive_data(conn.head)
+    while True:
+        try:
+            event = reader.next_event()
+        except h11.RemoteProtocolError as exc:
+            raise refusal from exc
+        if isinstance(event, h11.Response):
+            break
+        if event is h11.NEED_DATA:
+            data = await conn.read(timeout)
+            if not data:
+                raise refusal
+            reader.receive_data(data)
+    head = b"HTTP/%s %d %s\r\n" % (event.http_version, event.status_code, event.reason)
+    head += b"".join(name + b": " + value + b"\r\n" for name, value in event.headers.raw_items())
+    conn.parser = httptools.HttpResponseParser(conn)  # the first one stopped at its refusal
+    conn.head = b""
+    try:
+        conn.feed(head + b"\r\n" + reader.trailing_data[0])
+    except _Repairable as exc:
+        raise exc.refusal from None
+    if not conn.head_done:
+        raise refusal
+
 
 class _Body(httpx.AsyncByteStream):
     """A response body as it arrives; the connection goes back to the pool only when the
     body was read to its end and the server keeps it open."""
 
     def __init__(self, pool: RawTransport, key: tuple[str, str, int], conn: _Connection,
-                 length: int | None, chunked: bool, keep: bool,
-                 read_timeout: float | None) -> None:
+                 read_timeout: float | None, empty: bool = False) -> None:
         self._pool = pool
         self._key = key
         self._conn: _Connection | None = conn
-        self._length = length
-        self._chunked = chunked
-        self._keep = keep
         self._timeout = read_timeout
+        self._empty = empty  # a reply to HEAD: llhttp would wait for the body it names
         self._complete = False
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         conn = self._conn
         assert conn is not None
-        if self._chunked:
-            async for piece in self._chunks(conn):
-                yield piece
-        elif self._length is not None:
-            async for piece in self._counted(conn, self._length):
-                yield piece
-        else:  # no length: the body ends when the server closes
-            self._keep = False
-            if conn.buf:
-                piece, conn.buf = conn.buf, b""
-                yield piece
-            while data := await conn.read(self._timeout):
-                yield data
-        self._complete = True
-
-    async def _counted(self, conn: _Connection, left: int) -> AsyncIterator[bytes]:
-        while left > 0:
-            if not conn.buf:
-                conn.buf = await conn.read(self._timeout)
-                if not conn.buf:
-                    raise httpx.RemoteProtocolError(
-                        "peer closed connection without sending complete message body "
-                        f"({left} of its bytes missing)")
-            piece = conn.buf[:left]
-            conn.buf = conn.buf[left:]
-            left -= len(piece)
-            yield piece
-
-    async def _chunks(self, conn: _Connection) -> AsyncIterator[bytes]:
-        buf, conn.buf = conn.buf, b""
-        while True:
-            pieces: list[bytes] = []
-            pos, size_of = 0, len(buf)
-            while (eol := buf.find(b"\r\n", pos)) >= 0:
-                size = _chunk_size(buf[pos:eol])
-                start = eol + 2
-                if size == 0:  # the last chunk, then trailer lines (if any) to a blank one
-                    rest = _after_trailers(buf, start)
-                    if rest < 0:
-                        break  # read on: the trailer section is not all here yet
-                    conn.buf = buf[rest:]
-                    if pieces:
-                        yield b"".join(pieces)
-                    return
-                end = start + size
-                if end + 2 > size_of:
-                    have = size_of - start
-                    if READ_SIZE <= have < size:
-                        # A chunk larger than a read: hand on what came and keep what is
-                        # left of it as a chunk of its own, so a long chunk is copied once,
-                        # not once a read.
-                        pieces.append(buf[start:])
-                        buf, pos = b"%x\r\n" % (size - have), 0
-                    break
-                if buf[end:end + 2] != b"\r\n":
-                    raise httpx.RemoteProtocolError("malformed chunked body: a chunk does "
-                                                    "not end with CRLF")
-                pieces.append(buf[start:end])
-                pos = end + 2
+        pieces = conn.pieces
+        while not self._empty:
             if pieces:
-                yield pieces[0] if len(pieces) == 1 else b"".join(pieces)
-            buf = buf[pos:]
-            if len(buf) > MAX_HEAD_BYTES and buf.find(b"\r\n") < 0:
-                raise httpx.RemoteProtocolError("malformed chunked body: no chunk size line")
+                piece = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+                pieces.clear()
+                yield piece
+            if conn.done:
+                break
             data = await conn.read(self._timeout)
             if not data:
+                if conn.eof_ends:
+                    break
                 raise httpx.RemoteProtocolError("peer closed connection without sending "
-                                                "complete message body (chunked)")
-            buf += data
+                                                "complete message body")
+            conn.feed(data)
+        self._complete = True
 
     async def aclose(self) -> None:
         conn, self._conn = self._conn, None
         if conn is None:
             return
-        if self._complete and self._keep and not conn.buf:
+        if self._complete and conn.done and conn.keep and not conn.stray:
             self._pool.release(self._key, conn)
         else:
             conn.close()
             self._pool.forget()
-
-
-#: A chunk-size line (RFC 9112 7.1): hex digits, extensions (ignored) after `;`, and the
-#: trailing blanks h11 also lets by. Python's int() would take more ("0x1f", "+1f",
-#: "1_f", " 1f"): a server the reference stacks (h11, llhttp) refuse must not pass here.
-_CHUNK_LINE = re.compile(rb"([0-9A-Fa-f]{1,16})(?:;[^\r\n]*)?[ \t]*")
-
-
-_HEX = b"0123456789abcdefABCDEF"
-
-
-def _chunk_size(line: bytes) -> int:
-    if 0 < len(line) <= 16 and not line.strip(_HEX):  # what servers send: digits alone
-        return int(line, 16)
-    match = _CHUNK_LINE.fullmatch(line)
-    if match is None:
-        raise httpx.RemoteProtocolError(
-            f"malformed chunked body: chunk size {line[:40]!r}")
-    return int(match[1], 16)
-
-
-def _after_trailers(buf: bytes, start: int) -> int:
-    """Where the message after a chunked body begins: past the trailer section at `start`
-    (header lines, then a blank line; RFC 9112 7.1.2), or -1 when it is not all read yet.
-    A client that stops at `0\r\n\r\n` would take a trailer for the next response's
-    head; the fields themselves are dropped (none of them is needed here)."""
-    if buf.startswith(b"\r\n", start):
-        return start + 2
-    end = buf.find(b"\r\n\r\n", start)
-    if end < 0:
-        if len(buf) - start > MAX_HEAD_BYTES:
-            raise httpx.RemoteProtocolError("malformed chunked body: trailers over 64 KB")
-        return -1
-    for line in buf[start:end].split(b"\r\n"):
-        name, sep, _ = line.partition(b":")
-        if not sep or not _TOKEN.fullmatch(name) or b"\n" in line or b"\r" in line:
-            raise httpx.RemoteProtocolError(
-                f"malformed chunked body: trailer line {line[:80]!r}")
-    return end + 4
-
-
-#: A field name (RFC 9110 5.6.2 token).
-_TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-
-
-def _content_length(value: bytes, seen: int | None) -> int:
-    """A Content-Length value (RFC 9110 8.6): digits only; a list of one value repeated
-    stands for that value; two different values, in one field or in two, frame the body
-    two ways, and neither is trusted (h11 and llhttp refuse them as well)."""
-    values = {v.strip() for v in value.split(b",")}
-    digits = values.pop() if len(values) == 1 else b""
-    if not digits.isdigit() or len(digits) > 19:
-        raise httpx.RemoteProtocolError(f"malformed Content-Length {value[:40]!r}")
-    length = int(digits)
-    if seen is not None and seen != length:
-        raise httpx.RemoteProtocolError(f"conflicting Content-Length: {seen} and {length}")
-    return length
 
 
 def origin(url: httpx.URL) -> tuple[str, str, int]:
@@ -397,46 +464,35 @@ class RawTransport(httpx.AsyncBaseTransport):
         arrives. The engine's chat requests come this way, past httpx's request and
         response objects: a request's head is the same bytes every time but the
         length. `fresh`: on a new connection, never a kept one. The request is written
-        within `write_timeout` (a server that stops reading is httpx.WriteTimeout, never
-        a wait without end), as httpx bounds its writes."""
+        within `write_timeout` (`MAX_WRITE_S` when none is given: a server that stops
+        reading is httpx.WriteTimeout, never a wait without end), as httpx bounds its
+        writes."""
         conn = await self._connection(key, connect_timeout, fresh, pool_timeout)
+        conn.expect_reply()
         try:
             conn.writer.write(wire)
+            bound = MAX_WRITE_S if write_timeout is None else write_timeout
             try:
-                async with asyncio.timeout(write_timeout):
+                async with asyncio.timeout(bound):
                     await conn.writer.drain()
             except TimeoutError as exc:
                 raise httpx.WriteTimeout(f"the request was not written within "
-                                         f"{write_timeout:g} s") from exc
+                                         f"{bound:g} s") from exc
             except (OSError, ssl.SSLError) as exc:
                 raise httpx.WriteError(f"{type(exc).__name__}: {exc}") from exc
-            status, reason, headers, version = await _read_head(conn, read_timeout)
-            length: int | None = None
-            chunked = False
-            keep = version == b"HTTP/1.1"
-            for name, value in headers:
-                lower = name.lower()
-                if lower == b"content-length":
-                    length = _content_length(value, length)
-                elif lower == b"transfer-encoding":
-                    chunked = b"chunked" in value.lower()
-                elif lower == b"connection":
-                    keep = (keep and b"close" not in value.lower()) or \
-                        b"keep-alive" in value.lower()
+            await _read_head(conn, read_timeout)
         except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
             conn.close()
             self.forget()
-            if conn.reused and not conn.buf:  # a kept connection closed under us
+            if conn.reused and not conn.head:  # a kept connection closed under us
                 raise StaleConnection(str(exc)) from exc
             raise
         except BaseException:
             conn.close()
             self.forget()
             raise
-        if head_only or status in NO_BODY_STATUS:
-            chunked, length = False, 0
-        body = _Body(self, key, conn, length, chunked, keep, read_timeout)
-        return RawReply(status, reason, headers, version, body)
+        body = _Body(self, key, conn, read_timeout, empty=head_only)
+        return RawReply(conn.status, conn.reason, conn.headers, conn.version, body)
 
     async def aclose(self) -> None:
         for conns in self._idle.values():
@@ -445,65 +501,3 @@ class RawTransport(httpx.AsyncBaseTransport):
         self._idle.clear()
 
 
-#: The end of a response head: a blank line, its line ends CRLF or a bare LF (RFC 9112
-#: 2.2 lets a recipient take LF alone for a line end, as h11 and llhttp do).
-_HEAD_END = re.compile(rb"\n\r?\n")
-_LINE_END = re.compile(rb"\r?\n")
-#: A status line (RFC 9112 4): the version, three digits, the reason (maybe empty).
-_STATUS_LINE = re.compile(rb"(HTTP/1\.[0-9]) ([0-9]{3})(?: ([^\r\n]*))?")
-
-
-async def _read_head(conn: _Connection, timeout: float | None
-                     ) -> tuple[int, bytes, list[tuple[bytes, bytes]], bytes]:
-    """(status, reason, headers, HTTP version) of the next final response (1xx interim
-    heads, 100 Continue or 103 Early Hints, skipped)."""
-    buf = conn.buf
-    while True:
-        end = _HEAD_END.search(buf)
-        if end is None:
-            if len(buf) > MAX_HEAD_BYTES:
-                raise httpx.RemoteProtocolError("response head over 64 KB")
-            data = await conn.read(timeout)
-            if not data:
-                raise httpx.RemoteProtocolError(
-                    "Server disconnected without sending a response.")
-            buf += data
-            continue
-        head = buf[:end.start()]  # up to the LF that ends its last line
-        lines = _LINE_END.split(head[:-1] if head.endswith(b"\r") else head)
-        buf = buf[end.end():]
-        status_line = _STATUS_LINE.fullmatch(lines[0])
-        if status_line is None:
-            raise httpx.RemoteProtocolError(f"not an HTTP/1.x response: {lines[0][:80]!r}")
-        version, status = status_line[1], int(status_line[2])
-        if status == 101:
-            # A switch of protocols no request here asked for (none sends Upgrade): the
-            # bytes that follow are not HTTP/1.1, and no reply is read from them.
-            raise httpx.RemoteProtocolError("101 Switching Protocols without an Upgrade "
-                                            "request")
-        if 100 <= status < 200:
-            continue  # an interim head: the final one follows
-        conn.buf = buf
-        return status, status_line[3] or b"", _fields(lines[1:]), version
-
-
-def _fields(lines: list[bytes]) -> list[tuple[bytes, bytes]]:
-    """A head's field lines as (name, value). A line that opens with a space or a tab
-    continues the field before it (obs-fold, RFC 9112 5.2: a recipient replaces it with
-    a space, as h11 and llhttp do): never a field of its own, whatever it looks like. A
-    line of no field (no colon, a name that is no token, a space before the colon) is a
-    protocol error, as in h11."""
-    headers: list[tuple[bytes, bytes]] = []
-    for line in lines:
-        if line[:1] in (b" ", b"\t"):
-            if not headers:
-                raise httpx.RemoteProtocolError(
-                    f"a continuation line opens the head: {line[:80]!r}")
-            name, value = headers[-1]
-            headers[-1] = (name, (value + b" " + line.strip(b" \t")).strip(b" \t"))
-            continue
-        name, sep, value = line.partition(b":")
-        if not sep or not _TOKEN.fullmatch(name) or b"\r" in value or b"\0" in value:
-            raise httpx.RemoteProtocolError(f"malformed header line {line[:80]!r}")
-        headers.append((name, value.strip(b" \t")))
-    return headers

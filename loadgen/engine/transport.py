@@ -4,9 +4,9 @@ The code talks to httpx.AsyncClient only; what moves the bytes is chosen here, o
 an `httpx.AsyncBaseTransport` passed in its place (an `httpx.MockTransport`, an ASGI app's
 transport) answers every request the engine sends, so an engine test that needs only
 replies starts no server.
-`raw` (engine/raw_http: HTTP/1.1 on asyncio streams, a socket read de-chunked in one
-pass) is the default: a streamed reply is one HTTP chunk per token, and it costs the
-least per chunk. `aiohttp` (from httpx-aiohttp) and `httpx` (httpcore + h11 + anyio,
+`raw` (engine/raw_http: HTTP/1.1 on asyncio streams, a socket read handed to llhttp in
+one call) is the default: a streamed reply is one HTTP chunk per token, and it costs
+the least per chunk. `aiohttp` (from httpx-aiohttp) and `httpx` (httpcore + h11 + anyio,
 the reference stack) stay selectable. None reads proxy settings or .netrc from the
 environment (trust_env off): a benchmark client must not pay a file lookup per request,
 and a qualification run must go where the scenario says.

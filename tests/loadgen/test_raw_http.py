@@ -401,3 +401,69 @@ def test_waiting_for_a_busy_pool_is_bounded_by_the_pool_timeout() -> None:
                 await http.get(url, timeout=httpx.Timeout(5.0, pool=0.2))
 
     asyncio.run(_with_server(handler, body))
+
+
+def test_a_repaired_head_keeps_its_connection_in_step() -> None:
+    """A head llhttp refuses and h11 repairs (a folded field, one Content-Length twice,
+    bare-LF line ends) is read as h11 reads it, and the connection stays usable: the
+    next reply on it, plain, is read by llhttp again."""
+    repaired = (b"HTTP/1.1 200 OK\nx-note: kept\n  transfer-encoding: chunked\n"
+                b"content-length: 3, 3\ncontent-length: 3\n\nabc")
+    plain = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok"
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for wire in (repaired, plain, repaired):
+            await _request_head(reader)
+            writer.write(wire)
+            await writer.drain()
+
+    async def body(url: str) -> None:
+        async with httpx.AsyncClient(transport=RawTransport()) as http:
+            first = await http.get(url)
+            assert first.content == b"abc"
+            assert first.headers["x-note"] == "kept transfer-encoding: chunked"
+            assert (await http.get(url)).content == b"ok"
+            assert (await http.get(url)).content == b"abc"
+
+    assert asyncio.run(_with_server(handler, body)) == [0]
+
+
+def test_bytes_after_a_reply_and_a_reply_to_head_are_not_kept() -> None:
+    """Bytes after a complete reply answer nothing (a server out of step); a reply to
+    HEAD names a body that never comes. Neither connection is asked again."""
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await _request_head(reader)
+        if head.startswith(b"HEAD"):
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n")
+        else:
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nokHTTP/1.1 2")
+        await writer.drain()
+        await asyncio.sleep(1)
+
+    async def body(url: str) -> None:
+        async with httpx.AsyncClient(transport=RawTransport()) as http:
+            assert (await http.get(url)).content == b"ok"
+            resp = await http.head(url)
+            assert (resp.status_code, resp.content) == (200, b"")
+            assert (await http.get(url)).content == b"ok"
+
+    assert len(asyncio.run(_with_server(handler, body))) == 3
+
+
+def test_a_write_with_no_timeout_given_is_still_bounded(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """No write timeout (None) is MAX_WRITE_S, never a wait without end."""
+    from loadgen.engine import raw_http
+
+    monkeypatch.setattr(raw_http, "MAX_WRITE_S", 0.3)
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await asyncio.sleep(10)  # reads nothing
+
+    async def body(url: str) -> None:
+        async with httpx.AsyncClient(transport=RawTransport()) as http:
+            with pytest.raises(httpx.WriteTimeout, match=r"0\.3 s"):
+                await http.post(url, content=b"x" * (64 << 20),
+                                timeout=httpx.Timeout(5.0, write=None))
+
+    asyncio.run(_with_server(handler, body))
