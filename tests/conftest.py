@@ -41,3 +41,16 @@ def temp_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     monkeypatch.setattr(tempfile, "tempdir", str(path))
     monkeypatch.setenv("TMPDIR", str(path))
     return path
+
+
+#: Fixtures that start a real service (a PostgreSQL cluster): a test that takes one is in
+#: the `services` tier, which CI runs and the README's test command leaves out.
+_SERVICE_FIXTURES = frozenset({"postgres_cluster", "own_cluster"})
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark before `-m` selects (tryfirst): the tier follows from what the test starts."""
+    for item in items:
+        if _SERVICE_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.services)

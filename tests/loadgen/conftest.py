@@ -41,7 +41,9 @@ def postgres_cluster() -> Iterator[object]:
         cluster.remove()
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite",
+                        # a real PostgreSQL: CI runs it (`pytest -m services`)
+                        pytest.param("postgresql", marks=pytest.mark.services)])
 def history_target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A fresh history: a SQLite file, or a database of the session's PostgreSQL cluster."""
     if request.param == "sqlite":

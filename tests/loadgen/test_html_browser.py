@@ -5,11 +5,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.loadgen.conftest import run_cli
 from tests.loadgen.test_server_telemetry import iso
 from tests.support.browser import headless_chromium, images_of, require_browser
 from tests.support.receipts import parallel
 from tests.support.scenario_files import write_scenario
+
+#: A real browser: CI runs it (`pytest -m services`), the README's test command does not.
+pytestmark = pytest.mark.services
 
 SC = {"load": {"priming": 4, "measurement": 16}, "workload": {"accounts": 64},
       "gate": {"min_measured": 1}, "telemetry": {"scrape_interval_s": 0.05}}

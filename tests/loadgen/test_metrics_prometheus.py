@@ -21,6 +21,9 @@ from tests.support.prometheus import Prometheus
 from tests.support.scenario_files import write_scenario
 from tests.support.scrape import free_port
 
+#: A real Prometheus: CI runs it (`pytest -m services`), the README's test command does not.
+pytestmark = pytest.mark.services
+
 T = TypeVar("T")
 ALERTS = REPO / "docker" / "monitoring" / "alerts.yml"
 

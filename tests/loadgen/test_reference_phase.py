@@ -115,8 +115,8 @@ def test_one_collapsing_engine_behind_one_url_fails_by_name(fake_server, tmp_pat
     fake, srv = fake_server(("ok",), token_delay_s=0.01)
     fake.engines, fake.collapsing_engine, fake.accepted_under_load = engines, collapsing, 1
     code, summary, _, output = run(tmp_path, srv.url)
-    assert code == 1, output
     (check,) = [c for c in summary["gate"]["checks"] if c["name"].startswith("spec-decode")]
+    assert code == 1, (output, check["message"], fake.engine_spec)
     assert not check["passed"]
     assert f"(engine={collapsing})" in check["message"], check["message"]
     assert "1 of " in check["message"] and "servers collapse under load" in check["message"]

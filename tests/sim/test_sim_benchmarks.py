@@ -10,6 +10,9 @@ import pytest
 
 from tests.loadgen.conftest import REPO
 
+#: Benchmarks: CI runs them (`pytest -m long`), the README's test command does not.
+pytestmark = pytest.mark.long
+
 BENCHMARKS = REPO / "benchmarks"
 
 

@@ -74,6 +74,7 @@ def test_which_steps_replay_the_captured_consumers(graph_mode: str) -> None:
         assert st.replayed_steps == st.pure_decode_steps  # mixed steps run piecewise
 
 
+@pytest.mark.long
 def test_packed_prefill_rows_are_misread_only_when_mixed_steps_replay() -> None:
     piecewise = drive("packed", concurrency=12, requests=40, graph_mode=FULL_AND_PIECEWISE)
     full = drive("packed", concurrency=12, requests=40, graph_mode=FULL)
@@ -146,6 +147,7 @@ def test_the_fatal_foreign_share_decides_the_fate(threshold: float, lost: bool) 
     assert (run.stats.corrupted_requests > 0) is lost  # ...a different fate
 
 
+@pytest.mark.long
 def test_fate_is_monotone_in_the_threshold() -> None:
     lost = [drive("packed", concurrency=12, requests=40, fatal_foreign_share=t)
             .stats.corrupted_requests for t in (0.0, 0.5, 0.9)]
@@ -312,6 +314,7 @@ def test_a_finished_requests_entries_still_carry_its_facts() -> None:
     assert json.loads(written(b)["tool_args"])["account_id"] == "A1AAAA"
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("seed", [1, 2])
 def test_packed_gives_quiet_faces_beside_lost_requests(seed: int) -> None:
     run = drive("packed", seed=seed, **MIXED_BILLING)
@@ -331,6 +334,7 @@ def test_packed_gives_quiet_faces_beside_lost_requests(seed: int) -> None:
     assert salads and all(BOS in out["reasoning"] + out.get("content", "") for out in salads)
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("layout", ["capacity", "prefix"])
 def test_capacity_and_prefix_never_give_a_quiet_face(layout: str) -> None:
     st = drive(layout, seed=1, **MIXED_BILLING).stats
@@ -338,6 +342,7 @@ def test_capacity_and_prefix_never_give_a_quiet_face(layout: str) -> None:
     assert st.salad_requests == st.cross_talk_requests == st.corrupted_requests == 0
 
 
+@pytest.mark.long
 def test_the_metrics_count_each_face() -> None:
     engine = drive("packed", seed=1, **MIXED_BILLING).engine
     st = engine.stats

@@ -75,6 +75,7 @@ def test_sessions_hit_the_cache_and_are_answered_right_with_the_shortcut_decided
             assert exp.facts[check.fact] in answer(request), item.item_id
 
 
+@pytest.mark.long
 def test_the_captured_shortcut_alters_facts_only_past_2048_tokens_on_a_cache_hit() -> None:
     sent = items(SESSIONS)
     done = run(sim(prefix_caching=True, indexer="captured"), sent, concurrency=6)
