@@ -13,9 +13,10 @@ from pathlib import Path
 from loadgen.exit_codes import BadInputError
 from loadgen.files import read_json
 from loadgen.judge.qualification import COMMANDS, decide
-from loadgen.report import QUALIFY_FILE, write_qualify_reports
+from loadgen.report import write_qualify_reports
 from loadgen.report.outcome import one_line, rebuild_reports
-from loadgen.results import CANDIDATE_DIR, CONTROL_DIR, RUN_FILE, is_run_dir
+from loadgen.results import CANDIDATE_DIR, CONTROL_DIR, QUALIFY_FILE, RUN_FILE, is_run_dir
+from loadgen.results.qualification import read_qualification
 
 
 def rebuild_any(out_dir: Path) -> tuple[int, str]:
@@ -30,12 +31,11 @@ def rebuild_any(out_dir: Path) -> tuple[int, str]:
                      if is_run_dir(out_dir / CANDIDATE_DIR) else None)
         # What the command that made it decided stays decided: its name, whether the
         # scenario let the sides serve different models.
-        before = read_json(out_dir / QUALIFY_FILE)
-        said = before.get("command")
-        command = said if isinstance(said, str) and said in COMMANDS else "qualify"
+        before = read_qualification(out_dir / QUALIFY_FILE)
+        command = before.command if before.command in COMMANDS else "qualify"
         qualification = decide(out_dir, control.scenario.name, control, candidate,
-                               allow_different_models=bool((before.get("model") or {})
-                                                           .get("allowed")),
+                               allow_different_models=bool(before.model
+                                                           and before.model.allowed),
                                command=command)
         doc = write_qualify_reports(qualification)
         return qualification.exit_code, f"{command} {doc.scenario}: {doc.headline}; " \
