@@ -5,8 +5,10 @@ run.json at the start and at the end, server.json after the phases), and every
 report is rebuilt from these files, so a killed run or a change of report code
 loses nothing. One module per file, each with its pydantic model (written with
 `model_dump`, read with `model_validate`, stamped with the schema: `schema`):
-`run` (run.json), `server` (server.json); `directory` is where they go and who may
-write there. How each file is
+`run` (run.json), `server` (server.json), `summary` (summary.json), `qualification`
+(qualify.json), `soak` (soak.json); `directory` is where they go and who may write
+there. records.jsonl lines stay `records.RequestRecord` (written on the client's hot
+path; read back tolerantly by its own reader). How each file is
 written to disk: `files`.
 """
 
