@@ -11,7 +11,8 @@ calls still count their entry and return.
 
 It prints the files entered, how often the path turns back up a layer (a step from a
 file of one row of docs/architecture.md's layer table to a file of a row above it, a
-return included), and how often it stays in `results.py`. Run it on any tree:
+return included), and how often it stays in `results` (once a module, now a package).
+Run it on any tree:
 
     python benchmarks/run_path.py [--root TREE] [--events]
 
@@ -484,6 +485,11 @@ def row_of(rows: dict[str, int], path: str) -> int:
     raise SystemExit(f"run_path: {path} has no row in the layer table")
 
 
+def _in_results(path: str) -> bool:
+    """The results directory's code: a module once, a package (`loadgen/results/`) now."""
+    return path == "loadgen/results.py" or path.startswith("loadgen/results/")
+
+
 def measure(root: Path, derived: bool = False) -> tuple[list[str], int, int, int]:
     modules = load(root)
     module, name, param = START
@@ -496,7 +502,7 @@ def measure(root: Path, derived: bool = False) -> tuple[list[str], int, int, int
     climbs = sum(1 for a, b in zip(walk.events, walk.events[1:], strict=False)
                  if row_of(rows, b) < row_of(rows, a))
     results_stays = sum(1 for i, e in enumerate(walk.events)
-                        if e == "loadgen/results.py" and (i == 0 or walk.events[i - 1] != e))
+                        if _in_results(e) and (i == 0 or not _in_results(walk.events[i - 1])))
     return walk.events, len(files), climbs, results_stays
 
 

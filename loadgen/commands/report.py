@@ -11,11 +11,12 @@ import shutil
 from pathlib import Path
 
 from loadgen.exit_codes import BadInputError
-from loadgen.files import read_json
 from loadgen.judge.gate.qualification import COMMANDS, decide
-from loadgen.report import QUALIFY_FILE, write_qualify_reports
+from loadgen.report import write_qualify_reports
 from loadgen.report.outcome import one_line, rebuild_reports
-from loadgen.results import CANDIDATE_DIR, CONTROL_DIR, RUN_FILE, is_run_dir
+from loadgen.results import CANDIDATE_DIR, CONTROL_DIR, QUALIFY_FILE, RUN_FILE, is_run_dir
+from loadgen.results.qualification import read_qualification
+from loadgen.results.soak import read_soak
 
 
 def rebuild_any(out_dir: Path) -> tuple[int, str]:
@@ -30,12 +31,11 @@ def rebuild_any(out_dir: Path) -> tuple[int, str]:
                      if is_run_dir(out_dir / CANDIDATE_DIR) else None)
         # What the command that made it decided stays decided: its name, whether the
         # scenario let the sides serve different models.
-        before = read_json(out_dir / QUALIFY_FILE)
-        said = before.get("command")
-        command = said if isinstance(said, str) and said in COMMANDS else "qualify"
+        before = read_qualification(out_dir / QUALIFY_FILE)
+        command = before.command if before.command in COMMANDS else "qualify"
         qualification = decide(out_dir, control.scenario.name, control, candidate,
-                               allow_different_models=bool((before.get("model") or {})
-                                                           .get("allowed")),
+                               allow_different_models=bool(before.model
+                                                           and before.model.allowed),
                                command=command)
         doc = write_qualify_reports(qualification)
         return qualification.exit_code, f"{command} {doc.scenario}: {doc.headline}; " \
@@ -89,15 +89,16 @@ def rebuild_into(results_dir: Path, out: Path | None) -> tuple[int, str]:
 
 def soak_hint(folder: Path) -> str | None:
     """A soak's folder holds rounds, each a run: name them and the history's command."""
-    from loadgen.commands.soak import SOAK_FILE
-
     own = _rounds(folder)
     soaks = [(folder, own)] if own else [(d, r) for d in sorted(_subfolders(folder))
                                          if (r := _rounds(d))]
     if not soaks:
         return None
     last, rounds = soaks[-1]
-    history = read_json(last / SOAK_FILE).get("history")
+    try:
+        history = read_soak(last).history
+    except BadInputError:  # a hint, never a second failure: the rounds are named anyway
+        history = None
     where = ("a soak's folder" if last == folder
              else f"a soak's --out folder ({len(soaks)} soak(s); the last: {last.name})")
     trend = (f"; the soak's trend: `dsv4-qual history {history}`" if isinstance(history, str)

@@ -60,6 +60,7 @@ from loadgen.results import (
     results_root,
     write_run,
 )
+from loadgen.results.soak import SOAK_FILE
 from loadgen.scenario import Scenario
 from loadgen.shipping import Shipper
 from loadgen.targets.embedded import serving
@@ -69,7 +70,6 @@ from loadgen.targets.restarts import StartTracker
 if TYPE_CHECKING:
     from loadgen.observe.metrics import LiveMetrics
 
-SOAK_FILE = "soak.json"
 DIED_NOTE = "the soak process died during this round; rebuilt from its records on resume"
 
 

@@ -11,35 +11,32 @@ read is a failure too, named by its folder: it is never skipped into a pass.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
-from loadgen.exit_codes import ExitCode
+from loadgen.exit_codes import BadInputError, ExitCode
 from loadgen.history.rows import RoundRow
 from loadgen.history.statuses import RoundStatus
+from loadgen.results.directory import QUALIFY_FILE
+from loadgen.results.qualification import QualificationFile, parse_qualification
 
-QUALIFY_FILE = "qualify.json"
 
-
-def _row(path: Path, doc: dict[str, Any]) -> RoundRow:
-    code = doc.get("exit_code")
-    candidate = doc.get("candidate") or {}
-    control = doc.get("control") or {}
+def _row(path: Path, doc: QualificationFile) -> RoundRow:
+    code = doc.exit_code
+    candidate, control = doc.candidate, doc.control
     return RoundRow(
-        host=doc.get("node"),
-        started=doc.get("started") or path.stat().st_mtime,
-        ended=doc.get("finished"),
+        host=doc.node,
+        started=doc.started or path.stat().st_mtime,
+        ended=doc.finished,
         status=RoundStatus.PARTIAL if code == ExitCode.INTERRUPTED else RoundStatus.COMPLETE,
         exit_code=code,
-        scenario=doc.get("scenario"),
+        scenario=doc.scenario,
         soak_id="qualify", round=path.parent.name,
         results_dir=str(path.parent),
-        verdict_line=doc.get("headline") or doc.get("verdict"),
-        vllm_version=candidate.get("vllm_release") or control.get("vllm_release"),
-        c128a_layout=candidate.get("layout"),
-        measured=candidate.get("measured"),
-        gated_failures=candidate.get("failures"),
+        verdict_line=doc.headline or doc.verdict,
+        vllm_version=(candidate.vllm_release if candidate else None) or control.vllm_release,
+        c128a_layout=candidate.layout if candidate else None,
+        measured=candidate.measured if candidate else None,
+        gated_failures=candidate.failures if candidate else None,
     )
 
 
@@ -48,11 +45,8 @@ def qualification_rows(root: Path) -> list[RoundRow]:
     rows = []
     for path in sorted(root.rglob(QUALIFY_FILE)):
         try:
-            doc = json.loads(path.read_text())
-            if not isinstance(doc, dict):
-                raise ValueError("not a JSON object")
-            rows.append(_row(path, doc))
-        except (OSError, ValueError) as exc:
+            rows.append(_row(path, parse_qualification(path)))
+        except (OSError, ValueError, BadInputError) as exc:
             rows.append(RoundRow(host=path.parent.name, started=_mtime(path),
                                  status=RoundStatus.COMPLETE, exit_code=None,
                                  soak_id="qualify", round=path.parent.name,

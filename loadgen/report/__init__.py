@@ -9,6 +9,7 @@ are written where every run ends (`outcome`), a qualification's by `qualify_file
 from __future__ import annotations
 
 from loadgen.report.outcome import write_run_reports
-from loadgen.report.qualify_files import QUALIFY_FILE, write_qualify_reports
+from loadgen.report.qualify_files import write_qualify_reports
+from loadgen.results import QUALIFY_FILE
 
 __all__ = ["QUALIFY_FILE", "write_qualify_reports", "write_run_reports"]

@@ -12,14 +12,15 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.exit_codes import EXIT_WORDS
-from loadgen.files import rounded, write_atomic, write_json
+from loadgen.files import write_atomic
 from loadgen.judge.gate.run_report import RunReport, judge_run
 from loadgen.judge.run_level import RUN_LEVEL_FILE, write_run_level
 from loadgen.report.junit import render_junit
 from loadgen.report.markdown import render_markdown
 from loadgen.report.run_text import load_text
 from loadgen.report.summary import summary_document
-from loadgen.results import HTML_FILE, JUNIT_FILE, MARKDOWN_FILE, SUMMARY_FILE, stamped
+from loadgen.results import HTML_FILE, JUNIT_FILE, MARKDOWN_FILE
+from loadgen.results.summary import SummaryFile, write_summary
 from loadgen.scenario import Role
 
 
@@ -56,15 +57,15 @@ def write_run_reports(report: RunReport, html: bool = True) -> dict[str, Any]:
     Each file is written whole or not at all, so a run stopped mid-write never leaves a
     half report that a CI job would read as the result."""
     out = report.out_dir
-    summary = rounded(stamped(summary_document(report)))
-    write_json(out / SUMMARY_FILE, summary)
+    summary = SummaryFile.model_validate(summary_document(report))
+    write_summary(out, summary)
     write_atomic(out / MARKDOWN_FILE, render_markdown(report).encode())
     write_atomic(out / JUNIT_FILE, render_junit(report))
     if html:
         from loadgen.report.html import render_html  # matplotlib: only when asked
 
         write_atomic(out / HTML_FILE, render_html(report).encode())
-    return summary
+    return summary.document()
 
 
 def one_line(report: RunReport) -> str:

@@ -18,6 +18,8 @@ from loadgen.judge.gate.difference import Difference
 from loadgen.judge.gate.qualification import ModelCheck, Qualification, release_text
 from loadgen.judge.gate.run_report import RunReport
 from loadgen.report.facts_text import layout_text
+from loadgen.results.qualification import ModelsChecked, QualificationFile, QualificationSide
+from loadgen.results.schema import given, stamped
 from loadgen.scenario import Role
 from loadgen.targets.facts import model_identity
 
@@ -148,25 +150,30 @@ class QualifyDocument:
                      + (f", candidate on {candidate.vllm_release}" if candidate else ""))
         return "; ".join(parts)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_file(self) -> QualificationFile:
         """qualify.json: the document, its two sides whole, and the figures a pipeline
         reads without opening a side."""
         control, candidate = self.control, self.candidate
-        return {
-            "command": self.command, "scenario": self.scenario, "verdict": self.verdict,
-            "exit_code": self.exit_code, "passed": self.passed, "reasons": self.reasons,
-            "statements": self.statements,
-            "model": self.models.to_dict() if self.models else None,
-            "control": asdict(control),
-            "candidate": asdict(candidate) if candidate else None,
-            "control_reproduction_rate": control.failure_rate,
-            "control_lower_bound_95": control.lower_bound_95,
-            "candidate_upper_bound_95": candidate.upper_bound_95 if candidate else None,
-            "candidate_bound": self.candidate_bound,
-            "difference": self.difference.to_dict() if self.difference else None,
-            "headline": self.headline,
-            "node": self.node, "started": self.started, "finished": self.finished,
-        }
+        return QualificationFile(
+            command=self.command, scenario=self.scenario, verdict=self.verdict,
+            exit_code=self.exit_code, passed=self.passed, reasons=self.reasons,
+            statements=self.statements,
+            model=(ModelsChecked.model_validate(self.models.to_dict())
+                   if self.models else None),
+            control=QualificationSide.model_validate(asdict(control)),
+            candidate=QualificationSide.model_validate(asdict(candidate)) if candidate else None,
+            control_reproduction_rate=control.failure_rate,
+            control_lower_bound_95=control.lower_bound_95,
+            candidate_upper_bound_95=candidate.upper_bound_95 if candidate else None,
+            candidate_bound=self.candidate_bound,
+            difference=self.difference.to_dict() if self.difference else None,
+            headline=self.headline,
+            node=self.node, started=self.started, finished=self.finished,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """qualify.json as written, before its figures are rounded."""
+        return stamped(given(self.to_file(), mode="json"))
 
 
 def qualify_document(q: Qualification) -> QualifyDocument:

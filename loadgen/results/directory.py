@@ -1,9 +1,7 @@
-"""The results directory of one run: where it goes, its file names, how a run is read back.
+"""Where a results directory goes, what its files are called, and who may write it.
 
-Everything a run learns goes to disk as it happens (records.jsonl line by line,
-run.json at the start and at the end, server.json after the phases), and every
-report is rebuilt from these files, so a killed run or a change of report code
-loses nothing (how each file is written: `files`; what run.json holds: `run_facts`).
+A results directory is written by one process at a time and never over an earlier run
+(`claimed`): a file that mixed two runs would be the worst thing this tool could write.
 """
 
 from __future__ import annotations
@@ -15,12 +13,8 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from loadgen.exit_codes import BadInputError
-from loadgen.files import read_json, write_json
-from loadgen.run_facts import RunFacts
-from loadgen.scenario import Scenario
 
 RECORDS_FILE = "records.jsonl"
 RUN_FILE = "run.json"
@@ -35,14 +29,6 @@ CANDIDATE_DIR = "candidate"
 QUALIFY_FILE = "qualify.json"
 
 RESULTS_ROOT_ENV = "DSV4_QUAL_RESULTS_ROOT"
-
-#: The results directory's format, stamped on run.json, server.json and summary.json.
-#: 1: files written before the stamp, read as written (every reader takes a key it
-#: does not find as unknown, never as a figure); 2: the stamp. A directory stamped by a
-#: newer release is refused, not half-read: its verdict could rest on what this one
-#: does not know.
-RESULTS_SCHEMA = 2
-SCHEMA_KEY = "schema"
 
 _RUN_IDS = itertools.count(1)
 
@@ -131,53 +117,6 @@ def prepare_out_dir(out: Path, fresh: bool = True) -> Path:
     return out
 
 
-def stamped(doc: dict[str, Any]) -> dict[str, Any]:
-    """`doc` with this release's results schema, as every file of a run is written."""
-    return {SCHEMA_KEY: RESULTS_SCHEMA, **doc}
-
-
-def check_schema(path: Path, doc: dict[str, Any]) -> int:
-    """The schema a file was written with (1: no stamp); a newer one is bad input."""
-    version = doc.get(SCHEMA_KEY, 1)
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise BadInputError(f"{path}: results schema {version!r} is not a version")
-    if version > RESULTS_SCHEMA:
-        raise BadInputError(f"{path}: written by a newer dsv4-qual (results schema {version}; "
-                            f"this release reads up to {RESULTS_SCHEMA}): read it with that "
-                            "release or a later one")
-    return version
-
-
-def write_run(out_dir: Path, scenario: Scenario, facts: RunFacts) -> None:
-    """run.json: the resolved scenario and the run's facts (`report` needs both)."""
-    write_json(out_dir / RUN_FILE, stamped({"scenario": scenario.model_dump(mode="json"),
-                                            "run": facts.to_dict()}))
-
-
-def write_server(out_dir: Path, document: dict[str, Any]) -> None:
-    """server.json: what the servers said, their /metrics and the receipts selected."""
-    write_json(out_dir / SERVER_FILE, stamped(document))
-
-
 def is_run_dir(out_dir: Path) -> bool:
+    """Does `out_dir` hold a run (its run.json), rather than a qualification or a soak?"""
     return (out_dir / RUN_FILE).is_file()
-
-
-def load_run(out_dir: Path) -> tuple[Scenario, RunFacts]:
-    """The scenario and run facts saved when the run started (and updated at its end)."""
-    doc = read_json(out_dir / RUN_FILE)
-    if not doc:
-        raise BadInputError(f"{out_dir}: no {RUN_FILE}: not a dsv4-qual results directory")
-    check_schema(out_dir / RUN_FILE, doc)
-    try:
-        scenario = Scenario.model_validate(doc.get("scenario") or {})
-    except ValueError as exc:
-        raise BadInputError(f"{out_dir / RUN_FILE}: scenario unreadable: {exc}") from None
-    return scenario, RunFacts.from_dict(doc.get("run") or {})
-
-
-def load_server(out_dir: Path) -> dict[str, Any]:
-    """server.json (what the server told us and its receipts); {} when the run never got there."""
-    doc = read_json(out_dir / SERVER_FILE)
-    check_schema(out_dir / SERVER_FILE, doc)
-    return doc
