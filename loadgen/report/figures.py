@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import functools
 import io
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -26,6 +27,16 @@ def pyplot() -> Any:
 #: are small and labelled alike, so fixed margins do what a "tight" box did, at about
 #: 30% less a figure (a tight box draws the figure twice: once to measure it, once to save it).
 MARGINS_IN = {"left": 0.85, "right": 0.15, "bottom": 0.55, "top": 0.12}
+
+
+def histogram(ax: Any, values: Sequence[float], bins: int, **style: Any) -> None:
+    """A filled histogram drawn as one outline (`stairs`), not one patch a bin as
+    `hist` draws it: the same picture at a fraction of the cost of laying out and
+    drawing each bar (a report draws several of them)."""
+    import numpy as np
+
+    counts, edges = np.histogram(values, bins=bins)
+    ax.stairs(counts, edges, fill=True, **style)
 
 
 def png_data_uri(fig: Any, dpi: int = 90) -> str:

@@ -12,7 +12,7 @@ from loadgen.judge.gate.aggregate import failure_rate_by_in_flight, failure_rate
 from loadgen.judge.gate.run_report import RunReport
 from loadgen.judge.gate.session_view import MAX_DETAILS
 from loadgen.report.facts_text import server_words
-from loadgen.report.figures import page_template, png_data_uri, pyplot
+from loadgen.report.figures import histogram, page_template, png_data_uri, pyplot
 from loadgen.report.markdown import findings_lines
 from loadgen.report.run_text import (
     client_saturation,
@@ -174,16 +174,16 @@ def _plots(report: RunReport) -> list[Plot]:
     if ttft or gaps:
         fig, axes = plt.subplots(1, 2, figsize=(9, 3))
         if ttft:
-            axes[0].hist(ttft, bins=40)
+            histogram(axes[0], ttft, bins=40)
         axes[0].set_xlabel("TTFT (s)")
         if gaps:
-            axes[1].hist([g * 1000 for g in gaps], bins=40)
+            histogram(axes[1], [g * 1000 for g in gaps], bins=40)
         axes[1].set_xlabel("mean inter-token gap per request (ms)")
         plots.append(("TTFT and inter-token distributions", png_data_uri(fig), ""))
     if tokens:
         max_tokens = report.scenario.request.max_tokens
         fig, ax = plt.subplots(figsize=(9, 3))
-        ax.hist(tokens, bins=50)
+        histogram(ax, tokens, bins=50)
         ax.axvline(max_tokens, color="#b3261e", ls="--", label="max_tokens")
         ax.legend(fontsize=8)
         ax.set_xlabel("completion tokens per request")

@@ -13,7 +13,7 @@ from typing import Any
 from loadgen.judge.gate.aggregate import failure_rate_by_in_flight, failure_rate_by_order
 from loadgen.judge.gate.qualification import Qualification
 from loadgen.judge.gate.run_report import RunReport
-from loadgen.report.figures import page_template, png_data_uri, pyplot
+from loadgen.report.figures import histogram, page_template, png_data_uri, pyplot
 from loadgen.report.qualify_doc import QualifyDocument, comparison_rows, verdict_rows
 
 COLORS = {"control": "#b3261e", "candidate": "#146c2e"}
@@ -95,7 +95,7 @@ def _plots(sides: dict[str, RunReport]) -> list[tuple[str, str]]:
         tokens = [v for st in report.stats.phases.values() for v in st.completion_tokens]
         max_tokens = max_tokens or report.scenario.request.max_tokens
         if tokens:
-            ax.hist(tokens, bins=50, alpha=0.6, color=COLORS[name], label=name)
+            histogram(ax, tokens, bins=50, alpha=0.6, color=COLORS[name], label=name)
     if max_tokens:
         ax.axvline(max_tokens, color="#555", ls="--", label="max_tokens")
     ax.set_xlabel("completion tokens per request")

@@ -79,6 +79,32 @@ def test_loading_a_scenario_does_not_import_scipy() -> None:
     assert out.strip() == "False"
 
 
+def test_the_bounds_are_scipy_stats_clopper_pearson_to_the_last_bit() -> None:
+    """The bounds come from the Beta quantile's special function, without importing
+    scipy.stats: on generated counts, sizes and confidences, bit-identical to it."""
+    import random
+
+    from scipy.stats import beta
+
+    rng = random.Random(5)
+    for _ in range(1000):
+        n = rng.choice([rng.randint(1, 50), rng.randint(51, 5000), rng.randint(5001, 10**6)])
+        k = rng.randint(0, n - 1)
+        c = rng.choice([0.8, 0.9, 0.95, 0.99, 0.999])
+        assert upper_bound(k, n, c) == float(beta.ppf(c, k + 1, n - k)), (k, n, c)
+        if k:
+            assert lower_bound(k, n, c) == float(beta.ppf(1 - c, k, n - k + 1)), (k, n, c)
+        assert detectable_rate(n, k, c) == float(beta.ppf(c, k + 1, n - k)), (k, n, c)
+
+
+def test_a_bound_does_not_import_scipy_stats() -> None:
+    code = ("import sys; from loadgen.bounds import upper_bound; upper_bound(0, 256); "
+            "print('scipy.stats' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[2],
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    assert out.strip() == "False"
+
+
 def test_the_smallest_rate_a_run_catches() -> None:
     # With 0 allowed, a server failing at the bound is caught 95% of the time.
     assert detectable_rate(256) == pytest.approx(upper_bound(0, 256))
