@@ -28,6 +28,7 @@ def wait_for(path: Path, timeout: float = 30.0) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.slow  # a real process writes the folder for seconds while the second tries
 @pytest.mark.parametrize("second", ["run", "demo", "qualify", "soak"])
 def test_a_folder_being_written_refuses_a_second_writer_at_once(
         fake_server, tmp_path: Path, second: str) -> None:
