@@ -135,11 +135,12 @@ def test_bias_towards_think_end_gives_content_and_no_stuck_verdict(
 
 def test_several_choices_of_one_request_are_judged_on_choice_zero(
         vllm_server: VllmServer, tmp_path: Path) -> None:
-    """A body asking for n=3 choices, streamed: vLLM sends each choice in chunks of its
-    own, interleaved, and counts all of them in usage. The record is choice 0 alone: no
+    """A body asking for n=3 choices (sampled: vLLM refuses n > 1 when greedy), streamed:
+    vLLM sends each choice in chunks of its own, interleaved, and counts all of them in
+    usage. The record is choice 0 alone: no
     stream error, and a count up to 3 x max_tokens is not impossible."""
     body = {"model": SERVED_NAME, "messages": MESSAGES, "max_tokens": MAX_TOKENS,
-            "temperature": 0.0, "n": 3, "logit_bias": BAN_SPECIALS}
+            "temperature": 1.0, "seed": 7, "n": 3, "logit_bias": BAN_SPECIALS}
     out = _run(vllm_server, tmp_path / "choices", "vllm-choices", body)
     for record in _records(out):
         assert record["params"]["n"] == 3
