@@ -2,7 +2,9 @@
 
 Written to run.json when the run starts and again when it ends (summary.json repeats
 it), read back by every report and by the soak; tolerant of keys an older or newer
-writer added or left out.
+writer added or left out. Pydantic dataclasses: the engine fills them in as the run
+goes (attributes, `dataclasses.replace`, positional construction), and run.json's
+model (`results.run.RunFile`) validates them when the file is read.
 """
 
 from __future__ import annotations
@@ -10,8 +12,11 @@ from __future__ import annotations
 import os
 import socket
 import time
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from dataclasses import asdict, field, is_dataclass
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, ConfigDict, InstanceOf, model_validator
+from pydantic.dataclasses import dataclass
 
 from loadgen.load_claim import LoadClaim
 
@@ -26,63 +31,60 @@ def node_name() -> str | None:
     return (os.environ.get(HOST_ENV) or "").strip() or socket.gethostname() or None
 
 
-@dataclass
+#: A figure as written: an int stays an int, a float a float (a `float` field would
+#: write an older run.json's `2` back as `2.0`).
+Number = int | float
+#: Keys an older or newer writer added are left out.
+_TOLERANT = ConfigDict(extra="ignore")
+
+
+def _mapping(value: Any) -> Any:
+    """Anything but a mapping (or the object itself) reads as the defaults."""
+    return value if isinstance(value, dict) or is_dataclass(value) else {}
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+@dataclass(config=_TOLERANT)
 class ClientReport:
     """The load generator's view of itself over the run: was it the bottleneck?
 
     summary.json's `client`; with worker processes, their CPU pooled and each one's
     figures under `per_worker`."""
 
-    cpu_s: float | None = None
-    wall_s: float | None = None
-    cpu_util: float | None = None
-    cpu_ms_per_request: float | None = None
-    loop_lag_ms_p50: float | None = None
-    loop_lag_ms_p99: float | None = None
-    loop_lag_ms_max: float | None = None
+    cpu_s: Number | None = None
+    wall_s: Number | None = None
+    cpu_util: Number | None = None
+    cpu_ms_per_request: Number | None = None
+    loop_lag_ms_p50: Number | None = None
+    loop_lag_ms_p99: Number | None = None
+    loop_lag_ms_max: Number | None = None
     saturated: bool = False
     #: Why, when saturated: `client` (its own CPU or blocking work) or `host` (its loop
     #: waited for CPUs other processes held).
     saturation: str | None = None
     #: Share of the run the event loop spent runnable but waiting for a CPU (Linux).
-    cpu_wait_share: float | None = None
+    cpu_wait_share: Number | None = None
     workers: int | None = None  # worker processes (None: the run sent from one)
     per_worker: list[dict[str, Any]] = field(default_factory=list)
 
-    @classmethod
-    def from_dict(cls, data: Any) -> ClientReport:
-        return _known(cls, data)
 
-
-@dataclass
+@dataclass(config=_TOLERANT)
 class ReadyProbe:
     """How a server became ready: how long the run waited, and what said so."""
 
     base_url: str = ""
-    waited_s: float | None = None
+    waited_s: Number | None = None
     readiness: str | None = None  # BOTH_PROBES, or the one probe that answered
 
-    @classmethod
-    def from_dict(cls, data: Any) -> ReadyProbe:
-        return _known(cls, data)
+
+def _claim(value: Any) -> LoadClaim | None:
+    return value if isinstance(value, LoadClaim) else LoadClaim.from_dict(value)
 
 
-def _known(cls: Any, data: Any) -> Any:
-    """An instance of `cls` from the keys of `data` it knows (anything not a mapping
-    reads as the defaults)."""
-    return cls(**_fields_of(cls, data))
-
-
-def _fields_of(cls: Any, data: Any) -> dict[str, Any]:
-    """The keys of `data` that are fields of `cls`: an older or newer writer's others
-    left out."""
-    if not isinstance(data, dict):
-        return {}
-    names = {f.name for f in fields(cls)}
-    return {k: v for k, v in data.items() if k in names}
-
-
-@dataclass
+@dataclass(config=_TOLERANT)
 class RunFacts:
     """What a run learnt beyond its records (run.json's `run`, summary.json's `run`)."""
 
@@ -90,19 +92,21 @@ class RunFacts:
     scenario: str
     base_urls: list[str]
     model: str = ""
-    started: float = field(default_factory=time.time)
-    finished: float | None = None
+    started: Number = field(default_factory=time.time)
+    finished: Number | None = None
     interrupted: str | None = None
     invalid: str | None = None
-    ready: list[ReadyProbe] = field(default_factory=list)
-    chars_per_token: float | None = None
+    ready: Annotated[list[Annotated[ReadyProbe, BeforeValidator(_mapping)]],
+                     BeforeValidator(_listed)] = field(default_factory=list)
+    chars_per_token: Number | None = None
     server_restarts: int = 0
     phases_done: list[str] = field(default_factory=list)
     #: The items the reference phase sent, one request each (empty: no reference phase).
     reference_items: list[str] = field(default_factory=list)
     #: The load as shipped and as run (None: a run.json from before it was recorded).
-    load: LoadClaim | None = None
-    client: ClientReport = field(default_factory=ClientReport)
+    load: Annotated[InstanceOf[LoadClaim] | None, BeforeValidator(_claim)] = None
+    client: Annotated[ClientReport, BeforeValidator(_mapping)] = field(
+        default_factory=ClientReport)
     #: The node it ran for (None in a run.json written before it was recorded).
     node: str | None = field(default_factory=node_name)
     #: The special tokens the server declared (GET /tokenizer_info), looked for in the
@@ -111,21 +115,17 @@ class RunFacts:
     #: and the catalogue only.
     server_special_tokens: list[str] | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _as_written(cls, data: Any) -> Any:
+        """A run.json's facts (a mapping; the engine's own construction passes by): what
+        an older writer left out is unknown, and its node not this machine's."""
+        if not isinstance(data, dict):
+            return data
+        return {"run_id": "", "scenario": "", "base_urls": [], "node": None, **data}
+
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "load": self.load.to_dict() if self.load else {}}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RunFacts:
-        """Tolerant of keys a newer or older writer added or left out."""
-        values = _fields_of(cls, data)
-        values.setdefault("run_id", "")
-        values.setdefault("scenario", "")
-        values.setdefault("base_urls", [])
-        values.setdefault("node", None)  # not recorded then: unknown, not this machine
-        values["client"] = ClientReport.from_dict(values.get("client"))
-        values["load"] = LoadClaim.from_dict(values.get("load"))
-        values["ready"] = [ReadyProbe.from_dict(r) for r in values.get("ready") or []]
-        return cls(**values)
 
     @property
     def duration_s(self) -> float | None:

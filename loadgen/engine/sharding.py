@@ -20,18 +20,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
+from pydantic import ValidationError
 
 from loadgen.engine.budget import InfraBudget
 from loadgen.engine.progress import Progress
 from loadgen.engine.session import Session
 from loadgen.engine.shard_worker import STOP_INVALID, ShardReport, ShardSpec, shard_main
 from loadgen.engine.stopping import Stopper
-from loadgen.records import ErrorKind
+from loadgen.records import Landed
 from loadgen.results import RECORDS_FILE
 
 POLL_S = 0.5
-SERVER_GONE = frozenset(kind.value for kind in ErrorKind if kind.server_gone)
 
 
 def _split(total: int, parts: int, index: int) -> int:
@@ -64,17 +63,16 @@ class _Follower:
         self.offset += len(data)
         *lines, self._buf = (self._buf + data).split(b"\n")
         for line in lines:
-            with contextlib.suppress(orjson.JSONDecodeError, TypeError, IndexError, KeyError,
-                                     ValueError):
-                rec = orjson.loads(line)
-                self.progress.update(rec["verdicts"],
-                                     (rec.get("usage") or {}).get("completion_tokens") or 0)
-                spent = self.budget.spent(rec["verdicts"], rec.get("error"), int(rec["seq"]),
-                                          str(rec.get("endpoint")))
-                # A server that may have gone away: the workers' outage watches speak
-                # first (each worker's own budget waits for its watch's check).
-                if spent is not None and rec.get("error_kind") not in SERVER_GONE:
-                    self.stopper.stop("invalid", spent)
+            try:
+                rec = Landed.model_validate_json(line)
+            except ValidationError:
+                continue  # torn, or not a record
+            self.progress.update(rec.verdicts, rec.completion_tokens)
+            spent = self.budget.spent(rec.verdicts, rec.error, rec.seq, rec.endpoint)
+            # A server that may have gone away: the workers' outage watches speak
+            # first (each worker's own budget waits for its watch's check).
+            if spent is not None and (rec.error_kind is None or not rec.error_kind.server_gone):
+                self.stopper.stop("invalid", spent)
 
     async def follow(self) -> None:
         while True:

@@ -14,12 +14,12 @@ from typing import Any
 from loadgen.exit_codes import EXIT_WORDS
 from loadgen.files import write_atomic
 from loadgen.judge.gate.run_report import RunReport, judge_run
-from loadgen.judge.run_level import RUN_LEVEL_FILE, write_run_level
 from loadgen.report.junit import render_junit
 from loadgen.report.markdown import render_markdown
 from loadgen.report.run_text import load_text
 from loadgen.report.summary import summary_document
 from loadgen.results import HTML_FILE, JUNIT_FILE, MARKDOWN_FILE
+from loadgen.results.run_level import RUN_LEVEL_FILE, write_run_level
 from loadgen.results.summary import SummaryFile, write_summary
 from loadgen.scenario import Role
 

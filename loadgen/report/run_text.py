@@ -7,9 +7,9 @@ from collections import Counter
 
 from loadgen.judge.gate.run_report import RunReport
 from loadgen.judge.gate.session_view import MAX_DETAILS
-from loadgen.judge.run_level import Changed
 from loadgen.judge.run_level.reference import ReferenceSummary
 from loadgen.load_claim import LoadClaim, describe
+from loadgen.results.run_level import RunLevelLine
 from loadgen.run_facts import ClientReport
 from loadgen.taxonomy import Verdict, by_severity
 
@@ -56,7 +56,7 @@ def run_level_text(report: RunReport) -> str:
     return text + "."
 
 
-def _counted_before(change: Changed) -> str:
+def _counted_before(change: RunLevelLine) -> str:
     """The verdict the progress lines counted the record under: its own most severe one
     (run-level verdicts come after the run; the ones they replaced were its own)."""
     own = (set(change.verdicts) - set(change.run_level) | set(change.replaced)) - {"ok"}

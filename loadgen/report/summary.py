@@ -6,7 +6,7 @@ from dataclasses import asdict
 from typing import Any
 
 from loadgen.judge.gate.run_report import RunReport
-from loadgen.judge.run_level import RUN_LEVEL_FILE
+from loadgen.results.run_level import RUN_LEVEL_FILE
 from loadgen.targets.receipts import ReceiptsSelection
 from loadgen.taxonomy import Verdict
 

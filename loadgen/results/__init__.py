@@ -6,10 +6,10 @@ report is rebuilt from these files, so a killed run or a change of report code
 loses nothing. One module per file, each with its pydantic model (written with
 `model_dump`, read with `model_validate`, stamped with the schema: `schema`):
 `run` (run.json), `server` (server.json), `summary` (summary.json), `qualification`
-(qualify.json), `soak` (soak.json); `directory` is where they go and who may write
-there. records.jsonl lines stay `records.RequestRecord` (written on the client's hot
-path; read back tolerantly by its own reader). How each file is
-written to disk: `files`.
+(qualify.json), `soak` (soak.json), `run_level` (run_level.jsonl's line; derived, so not
+stamped); `directory` is where they go and who may write there.
+records.jsonl lines stay `records.RequestRecord` (written on the client's hot path;
+read back tolerantly by its own reader). How each file is written to disk: `files`.
 """
 
 from __future__ import annotations

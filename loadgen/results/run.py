@@ -2,7 +2,7 @@
 
 `report` rebuilds every verdict from it and records.jsonl, so it holds the scenario
 whole (validated as strictly as a scenario file: a key this release does not know could
-change a verdict) and the run's facts (read tolerantly, `RunFacts.from_dict`: a fact an
+change a verdict) and the run's facts (read tolerantly, `run_facts.RunFacts`: a fact an
 older writer left out is unknown, one a newer writer added is ignored).
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, TypeAdapter
 
 from loadgen.exit_codes import BadInputError
 from loadgen.files import read_json
@@ -21,9 +21,11 @@ from loadgen.run_facts import RunFacts
 from loadgen.scenario import Scenario
 
 
-def _facts(value: Any) -> RunFacts:
-    return value if isinstance(value, RunFacts) else RunFacts.from_dict(
-        value if isinstance(value, dict) else {})
+def _facts(value: Any) -> Any:
+    return value if isinstance(value, dict | RunFacts) else {}  # not an object: unknown
+
+
+_NO_FACTS = TypeAdapter(RunFacts)
 
 
 def _scenario(value: Any) -> Any:
@@ -32,15 +34,15 @@ def _scenario(value: Any) -> Any:
 
 class RunFile(BaseModel):
     """run.json. Its own keys beyond these (an older or newer writer's) are ignored;
-    RunFacts stays a dataclass because the engine fills it in as the run goes."""
+    RunFacts is a pydantic dataclass because the engine fills it in as the run goes."""
 
-    model_config = ConfigDict(extra="ignore", arbitrary_types_allowed=True)
+    model_config = ConfigDict(extra="ignore")
 
     scenario: Annotated[Scenario, BeforeValidator(_scenario)] = Field(
         default_factory=Scenario)
     run: Annotated[RunFacts, BeforeValidator(_facts),
                    PlainSerializer(lambda facts: facts.to_dict())] = Field(
-        default_factory=lambda: RunFacts.from_dict({}))
+        default_factory=lambda: _NO_FACTS.validate_python({}))
 
 
 def write_run(out_dir: Path, scenario: Scenario, facts: RunFacts) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 from dataclasses import asdict
 
+from loadgen.results.run import RunFile
 from loadgen.run_facts import ClientReport, ReadyProbe, RunFacts
 from loadgen.targets.receipts import Device
 from loadgen.targets.telemetry_summary import GAUGES, summarize
@@ -20,16 +21,32 @@ SERVER_KEYS = {"samples", "seconds", "max_requests_running", "max_requests_waiti
                "prefix_cache_queries", "prefix_cache_hits", "process_starts_seen"}
 
 
+def read_facts(run: object) -> RunFacts:
+    """run.json's `run` as `report` reads it, through run.json's model."""
+    return RunFile.model_validate({"run": run}).run
+
+
 def test_an_older_run_json_reads_typed() -> None:
-    facts = RunFacts.from_dict({
+    facts = read_facts({
         "run_id": "r", "ready": [{"base_url": "http://a", "waited_s": 1.5,
                                   "readiness": "models"}, "junk", {"unknown": 1}],
         "client": {"cpu_s": 2.0, "saturated": True, "a_newer_key": 3}})
     assert facts.client == ClientReport(cpu_s=2.0, saturated=True)
     assert facts.ready == [ReadyProbe("http://a", 1.5, "models"), ReadyProbe(), ReadyProbe()]
-    assert RunFacts.from_dict({"client": "not an object"}).client == ClientReport()
-    again = RunFacts.from_dict(facts.to_dict())
+    assert read_facts({"client": "not an object"}).client == ClientReport()
+    again = read_facts(facts.to_dict())
     assert again.client == facts.client and again.ready == facts.ready
+
+
+def test_what_an_older_writer_left_out_is_unknown() -> None:
+    facts = read_facts({"started": 1700000000, "ready": "junk", "load": {}})
+    assert (facts.run_id, facts.scenario, facts.base_urls, facts.node, facts.load,
+            facts.ready) == ("", "", [], None, None, [])
+    # A figure keeps its type: an int written is an int read, and written again so.
+    assert facts.to_dict()["started"] == 1700000000
+    assert type(facts.to_dict()["started"]) is int
+    assert read_facts(None).run_id == ""
+    assert RunFile.model_validate({}).run.node is None
 
 
 def _samples(rng: random.Random) -> list[dict]:

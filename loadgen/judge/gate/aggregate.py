@@ -18,7 +18,6 @@ from typing import Any, NamedTuple
 from loadgen.judge.findings import Findings
 from loadgen.judge.gate.answer_stats import ANSWER_VERDICTS, AnswerStats, CheckedAnswers
 from loadgen.judge.run_level import (
-    Changed,
     Revision,
     Rule,
     RuleSummary,
@@ -28,6 +27,7 @@ from loadgen.judge.run_level import (
 from loadgen.judge.run_level.reference import ReferenceSummary
 from loadgen.records import RequestRecord, iter_record_dicts
 from loadgen.results import RECORDS_FILE
+from loadgen.results.run_level import RunLevelLine
 from loadgen.taxonomy import RUN_LEVEL, Verdict, counts_as_infra_error
 
 FORENSIC_FAILURES = 10
@@ -221,7 +221,7 @@ class RunStats:
     records: int
     run_start: float | None
     #: What the run-level rules changed: one entry per revised record (run_level.jsonl).
-    changed: list[Changed] = field(default_factory=list)
+    changed: list[RunLevelLine] = field(default_factory=list)
     #: What each run-level rule says beyond its revisions (the reference agreement).
     rule_summaries: dict[str, RuleSummary] = field(default_factory=dict)
 
@@ -307,7 +307,7 @@ def aggregate(out_dir: Path, fail_on: list[str], rules: list[Rule] | None = None
 
 
 def _apply(revisions: dict[int, Revision], seen: dict[int, tuple[str, str, list[str]]],
-           phases: dict[str, PhaseStats], fail: set[str]) -> list[Changed]:
+           phases: dict[str, PhaseStats], fail: set[str]) -> list[RunLevelLine]:
     changed = []
     for seq, revision in sorted(revisions.items()):
         if seq not in seen:
@@ -318,7 +318,7 @@ def _apply(revisions: dict[int, Revision], seen: dict[int, tuple[str, str, list[
             continue
         phases[phase].revise(seq, own, final, bool(fail.intersection(final)),
                              revision.findings)
-        changed.append(Changed(seq=seq, phase=phase, item_id=item_id, verdicts=final,
+        changed.append(RunLevelLine(seq=seq, phase=phase, item_id=item_id, verdicts=final,
                                run_level=sorted(v.value for v in revision.add),
                                replaced=sorted(v.value for v in revision.remove
                                                if v.value in own),
@@ -326,10 +326,11 @@ def _apply(revisions: dict[int, Revision], seen: dict[int, tuple[str, str, list[
     return changed
 
 
-def _tails_of_revised(path: Path, changed: list[Changed], phases: dict[str, PhaseStats]) -> None:
+def _tails_of_revised(path: Path, changed: list[RunLevelLine],
+                      phases: dict[str, PhaseStats]) -> None:
     """Forensic tails for revised records: one example of each run-level verdict that
     none of a phase's tails shows yet (the record's text is read again, only for these)."""
-    wanted: dict[int, Changed] = {}
+    wanted: dict[int, RunLevelLine] = {}
     for phase, st in phases.items():
         shown = {v for tail in st.failures for v in tail.verdicts}
         have = {tail.seq for tail in st.failures}

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from loadgen.expectations import Expectation
-from loadgen.judge.run_level import Changed, own_verdicts
+from loadgen.judge.run_level import own_verdicts
 from loadgen.records import iter_record_dicts
 from loadgen.results import RECORDS_FILE
+from loadgen.results.run_level import RunLevelLine
 
 #: Sessions listed at most (the failed ones first); failed turns detailed at most.
 MAX_SESSIONS = 64
@@ -79,7 +80,7 @@ def got_text(record: dict[str, object]) -> str:
     return _clip(" ".join(parts)) or "(nothing)"
 
 
-def session_views(out_dir: Path, changed: list[Changed], phase: str = "measurement"
+def session_views(out_dir: Path, changed: list[RunLevelLine], phase: str = "measurement"
                   ) -> list[SessionView]:
     """The phase's sessions, turn by turn (failed sessions first, then by name)."""
     path = out_dir / RECORDS_FILE

@@ -16,6 +16,7 @@ report counts), the run-level names added, the per-reply names replaced, and the
 findings. A reader takes a record's verdicts from `run_level.jsonl` when it has a line
 for the seq, else from records.jsonl. The file is derived: `dsv4-qual report DIR`
 rebuilds it from records.jsonl (deterministically) whenever it rebuilds the reports.
+Its line is `results.run_level.RunLevelLine`, written and read there.
 
 A run-level rule may import the rules of one reply (`judge.reply`) and the text helpers
 (`judge.text`), never the gate (the layers drawn in `loadgen.judge`).
@@ -25,15 +26,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
-import orjson
-
-from loadgen.files import atomic_writer
 from loadgen.taxonomy import INFRA_VERDICTS, RUN_LEVEL, Verdict, by_severity
 
-RUN_LEVEL_FILE = "run_level.jsonl"
 _RUN_LEVEL_NAMES = frozenset(v.value for v in RUN_LEVEL)
 #: Records no output rule judges: the reply never came, so no run-level rule judges it.
 NOT_COMPLETED = frozenset(v.value for v in (*INFRA_VERDICTS, Verdict.INTERRUPTED))
@@ -106,39 +102,4 @@ def combine(rules: Iterable[Rule]) -> dict[int, Revision]:
     for rule in rules:
         for seq, revision in rule.revisions().items():
             out.setdefault(seq, Revision()).merge(revision)
-    return out
-
-
-@dataclass(frozen=True)
-class Changed:
-    """One line of run_level.jsonl."""
-
-    seq: int
-    phase: str
-    item_id: str
-    verdicts: list[str]
-    run_level: list[str]
-    replaced: list[str]
-    findings: dict[str, Any]
-
-
-def write_run_level(path: Path, changed: list[Changed]) -> None:
-    """run_level.jsonl, replaced whole (an empty file says no record was changed)."""
-    with atomic_writer(path) as out:
-        for line in sorted(changed, key=lambda c: c.seq):
-            out.write(orjson.dumps(line) + b"\n")
-
-
-def read_run_level(path: Path) -> dict[int, dict[str, Any]]:
-    """seq -> its run_level.jsonl line; {} when the file is missing."""
-    if not path.exists():
-        return {}
-    out: dict[int, dict[str, Any]] = {}
-    for raw in path.read_bytes().splitlines():
-        try:
-            data = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            continue
-        if isinstance(data, dict) and isinstance(data.get("seq"), int):
-            out[data["seq"]] = data
     return out
