@@ -408,18 +408,31 @@ class FakeOpenAI:
                        ) -> AsyncIterator[bytes]:
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        closed = False
+
+        def close() -> None:
+            nonlocal closed
+            if not closed:
+                closed = True
+                self.in_flight -= 1
+                self.open_requests -= 1
+
         try:
             if hasattr(parts, "__aiter__"):
                 async for p in parts:  # type: ignore[union-attr]
                     yield p
             else:
-                for p in parts:  # type: ignore[union-attr]
+                listed = list(parts)  # type: ignore[arg-type]
+                for i, p in enumerate(listed):
                     if self.token_delay_s:
                         await asyncio.sleep(self.token_delay_s)
+                    if i == len(listed) - 1:
+                        # Closed before its last bytes go out: a client that has read
+                        # them and sends again at once finds the server idle (alone).
+                        close()
                     yield p
         finally:
-            self.in_flight -= 1
-            self.open_requests -= 1
+            close()
 
     def _healthy_tool(self, body: dict[str, Any], *, name: str = "change_plan",
                       args: str | None = None, finish: str = "tool_calls",
