@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The headless browser that tests/loadgen/test_html_browser.py opens report.html in,
+# The headless browser that tests/loadgen/report/test_html_browser.py opens report.html in,
 # for CI (call it with the project's virtual environment active):
 #   chromium, chromium-driver  Debian   the browser and its WebDriver
 #   selenium                   PyPI     drives it (pinned; the Debian driver is used,

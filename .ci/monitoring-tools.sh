@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prometheus and promtool, for CI (tests/static/test_monitoring.py checks
-# docker/monitoring with promtool; tests/loadgen/test_metrics_prometheus.py has a real
+# docker/monitoring with promtool; tests/loadgen/observe/test_metrics_prometheus.py has a real
 # Prometheus scrape a soak and evaluate the alert rules):
 #   prometheus  Debian  both binaries (bookworm: 2.42)
 # The package would start its own Prometheus service; the tests start theirs on a free

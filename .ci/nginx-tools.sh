@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# nginx, for CI (tests/loadgen/test_transport_real_servers.py puts a throwaway nginx,
+# nginx, for CI (tests/loadgen/engine/test_transport_real_servers.py puts a throwaway nginx,
 # its own config, prefix and pid file, in front of uvicorn as a streaming reverse proxy):
 #   nginx-light  Debian  the nginx binary (bookworm: 1.22)
 # The package would start its own nginx service on port 80; the test starts its own on

@@ -241,7 +241,7 @@ def answer_thrice(seed: int, chars: int) -> tuple[str, str]:
 
 def answer_twice(seed: int, chars: int) -> tuple[str, str]:
     """An answer written twice: no loop by the project's rules (one copy; a reasoning
-    written out twice is healthy in tests/loadgen/test_verdicts.py), counted in
+    written out twice is healthy in tests/loadgen/judge/reply/test_verdicts.py), counted in
     docs/testing.md, not in `BROKEN`."""
     return answer_again(seed, chars, 2)
 

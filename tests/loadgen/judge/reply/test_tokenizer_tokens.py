@@ -22,7 +22,7 @@ from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig
 from loadgen.tokenizer_files import declared_by_server, special_tokens
 from tests.loadgen.conftest import run_cli
-from tests.loadgen.test_judge_families import PROSE, serve
+from tests.loadgen.judge.reply.test_judge_families import PROSE, serve
 from tests.support.broken_servers import _answer, _facts
 from tests.support.scenario_files import write_scenario
 

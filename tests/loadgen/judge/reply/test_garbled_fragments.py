@@ -10,7 +10,7 @@ import random
 
 from loadgen.judge.reply.garbled import garble_in_text
 from loadgen.scenario import VerdictConfig
-from tests.loadgen.test_garbled import GLUED, PROSE, glued_around_words
+from tests.loadgen.judge.reply.test_garbled import GLUED, PROSE, glued_around_words
 
 
 def judge(text: str, **cfg: object) -> tuple[str, str, str] | None:

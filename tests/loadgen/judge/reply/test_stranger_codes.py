@@ -25,7 +25,7 @@ from loadgen.judge.reply.substance import find_wrong
 from loadgen.judge.verdicts import classify
 from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig
-from tests.loadgen.test_judge_families import TOOL_TURNS, serve
+from tests.loadgen.judge.reply.test_judge_families import TOOL_TURNS, serve
 from tests.support.broken_servers import _healthy, asked
 
 OFFERED = {"get_account": ["account_id"], "change_plan": ["account_id", "plan"]}

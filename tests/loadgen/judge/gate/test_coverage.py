@@ -12,7 +12,7 @@ from loadgen.judge.gate.gate import GateContext
 from loadgen.records import RequestRecord
 from loadgen.scenario import GateConfig
 from loadgen.targets.telemetry_summary import PrefixReuse, prefix_reuse
-from tests.loadgen.test_gate_mutants import gate
+from tests.loadgen.judge.gate.test_gate_mutants import gate
 
 EXP = Expectation(facts={"code": "QK7T2ZP4"}, checks=(AnswerCheck("code"),)).to_dict()
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from loadgen.judge.reply.garbled import garble_in_text
 from loadgen.scenario import VerdictConfig
-from tests.loadgen.test_garbled import PROSE, VOCAB, noise, shuffled_words
+from tests.loadgen.judge.reply.test_garbled import PROSE, VOCAB, noise, shuffled_words
 
 
 def found(text: str, **keys: Any) -> tuple[str, str, str] | None:

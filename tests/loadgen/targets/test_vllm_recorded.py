@@ -19,7 +19,7 @@ from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig
 from loadgen.targets.telemetry import parse_prometheus, tracked
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "vllm"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "vllm"
 MANIFEST = json.loads((FIXTURES / "manifest.json").read_text())
 
 

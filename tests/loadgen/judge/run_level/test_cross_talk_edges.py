@@ -9,7 +9,7 @@ from typing import Any
 
 from loadgen.judge.run_level.cross_talk import reply_forms
 from loadgen.taxonomy import Verdict
-from tests.loadgen.test_cross_talk import judge, record
+from tests.loadgen.judge.run_level.test_cross_talk import judge, record
 from tests.support.raw_records import counted
 
 WRONG_ACCOUNT = {"field": "call 0 change_plan.account_id", "fact": "account_id",

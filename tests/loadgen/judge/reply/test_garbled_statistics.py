@@ -12,7 +12,7 @@ import pytest
 
 from loadgen.judge.reply.garbled import garble_in_text
 from loadgen.scenario import VerdictConfig
-from tests.loadgen.test_garbled import PROSE, VOCAB, noise, shuffled_words
+from tests.loadgen.judge.reply.test_garbled import PROSE, VOCAB, noise, shuffled_words
 
 
 def kind_of(text: str) -> str | None:

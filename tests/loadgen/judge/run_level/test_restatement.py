@@ -26,7 +26,7 @@ from loadgen.judge.verdicts import classify
 from loadgen.records import RequestRecord
 from loadgen.scenario import VerdictConfig
 from loadgen.taxonomy import DEFAULT_FAIL_ON
-from tests.loadgen.test_judge_families import serve
+from tests.loadgen.judge.reply.test_judge_families import serve
 from tests.support.restated import BROKEN, HONEST, RUNS_ON, Reply, answer_twice, broken_reply
 
 CFG = VerdictConfig()

@@ -29,7 +29,7 @@ from loadgen.scenario import GateConfig, ReferenceConfig
 from loadgen.targets.facts import ServerFacts
 from loadgen.targets.receipts import EndpointStart, ReceiptFacts, ReceiptsSelection
 from loadgen.targets.telemetry_summary import PrefixReuse
-from tests.loadgen.test_gate_mutants import START, receipt, stats
+from tests.loadgen.judge.gate.test_gate_mutants import START, receipt, stats
 
 NUMBER = r"(\d[\d,]*(?:\.\d+)?)"
 

@@ -1,6 +1,6 @@
 """The raw HTTP/1.1 transport against servers that write exactly the bytes a test says.
 
-The fault matrix (tests/loadgen/test_client.py) runs every misbehaving-server mode
+The fault matrix (tests/loadgen/engine/test_client.py) runs every misbehaving-server mode
 through it like the other transports; these tests pin what only bytes on the wire show:
 how bodies are framed, when a connection is kept, and which httpx error each fault is.
 """

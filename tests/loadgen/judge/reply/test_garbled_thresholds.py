@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from loadgen.judge.reply.garbled import garble_in_text
 from loadgen.scenario import VerdictConfig
-from tests.loadgen.test_garbled import noise
+from tests.loadgen.judge.reply.test_garbled import noise
 
 
 def kind_of(text: str, scripts: tuple[str, ...] = (), **cfg: object) -> str | None:

@@ -15,9 +15,9 @@ import pytest
 
 from loadgen.history import History, Soak
 from tests.loadgen.conftest import run_cli
-from tests.loadgen.test_cli_run import scenario as run_scenario
-from tests.loadgen.test_soak import scenario as soak_scenario
-from tests.loadgen.test_soak import soak_dir
+from tests.loadgen.commands.test_cli_run import scenario as run_scenario
+from tests.loadgen.commands.test_soak import scenario as soak_scenario
+from tests.loadgen.commands.test_soak import soak_dir
 from tests.support.read_only import read_only
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from loadgen.judge.reply.garbled import garble_in_text
 from loadgen.scenario import VerdictConfig
-from tests.loadgen.test_garbled import noise
+from tests.loadgen.judge.reply.test_garbled import noise
 
 GLUED = "thequickbrownfoxjumpsoverthelazydogwhilepackingmyboxwithfivedozenliquorjugs"
 

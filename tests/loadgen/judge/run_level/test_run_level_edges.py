@@ -16,7 +16,7 @@ from loadgen.judge.run_level.divergent import answer_key
 from loadgen.results.run_level import RUN_LEVEL_FILE, read_run_level, write_run_level
 from loadgen.scenario import Scenario
 from loadgen.taxonomy import Verdict
-from tests.loadgen.test_cross_talk import expectation
+from tests.loadgen.judge.run_level.test_cross_talk import expectation
 from tests.support.raw_records import counted
 
 CALL = [{"type": "function",

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.loadgen.commands.test_soak import scenario
 from tests.loadgen.conftest import run_cli
-from tests.loadgen.test_soak import scenario
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.loadgen.conftest import run_cli
-from tests.loadgen.test_server_telemetry import iso
+from tests.loadgen.targets.test_server_telemetry import iso
 from tests.support.browser import headless_chromium, images_of, require_browser
 from tests.support.receipts import parallel
 from tests.support.scenario_files import write_scenario

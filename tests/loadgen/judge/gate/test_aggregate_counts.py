@@ -20,7 +20,7 @@ from loadgen.judge.gate.aggregate import (
 from loadgen.judge.gate.run_report import phase_summary
 from loadgen.scenario import Scenario
 from loadgen.taxonomy import Verdict
-from tests.loadgen.test_cross_talk import expectation
+from tests.loadgen.judge.run_level.test_cross_talk import expectation
 from tests.support.raw_records import FAIL_ON, counted, write_records
 
 T0 = 1_700_000_000.0

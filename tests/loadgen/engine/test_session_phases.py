@@ -26,7 +26,7 @@ from loadgen.engine.session import Session
 from loadgen.records import iter_record_dicts
 from loadgen.run_facts import RunFacts
 from loadgen.scenario import Scenario
-from tests.loadgen.test_engine_mock_transport import sse
+from tests.loadgen.engine.test_engine_mock_transport import sse
 
 URL = "http://a.test"
 THINK = 0.15

@@ -17,7 +17,7 @@ from loadgen.judge.verdicts import classify
 from loadgen.records import RequestRecord
 from loadgen.report.markdown import findings_lines
 from loadgen.scenario import VerdictConfig
-from tests.loadgen.test_substance import ANSWER, OFFERED, answer, call, turn
+from tests.loadgen.judge.reply.test_substance import ANSWER, OFFERED, answer, call, turn
 
 
 def report_lines(record: RequestRecord) -> list[str]:

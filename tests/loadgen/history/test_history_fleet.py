@@ -18,8 +18,8 @@ from loadgen.commands.history import trend
 from loadgen.history import History, RoundRow, Soak
 from loadgen.history.changes import segments
 from loadgen.report.trend import round_table, trend_figure
+from tests.loadgen.commands.test_soak import scenario
 from tests.loadgen.conftest import run_cli
-from tests.loadgen.test_soak import scenario
 from tests.support.cli import cli_command, cli_env
 from tests.support.history_db import query
 from tests.support.receipts import api_server, parallel, receipt, write_receipts

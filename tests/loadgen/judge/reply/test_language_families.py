@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from loadgen.judge.text.language_names import equivalents, named
-from tests.loadgen.test_judge_families import serve
+from tests.loadgen.judge.reply.test_judge_families import serve
 from tests.support import broken_servers
 from tests.support import language_families as lf
 from tests.support.honest_requests import Case, judged

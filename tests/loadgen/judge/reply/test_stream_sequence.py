@@ -40,7 +40,7 @@ from tests.support.scenario_files import write_scenario
 from tests.support.token_streams import deltas as cut
 
 VARIANTS = 200
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "vllm"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "vllm"
 _REASONINGS = [
     "The user wants account {acc} moved to {plan}, and the request names no other account. "
     "Before I change anything I should check that {plan} is one of the plans offered; it "

@@ -74,7 +74,7 @@ def test_loading_a_scenario_does_not_import_scipy() -> None:
     # Every shard worker and `validate` load scenarios; scipy.stats alone takes ~0.6 s.
     code = ("import sys; from loadgen.scenario import load_scenario; "
             "load_scenario('scenarios/release-gate.toml'); print('scipy' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[2],
+    out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[4],
                          capture_output=True, text=True, timeout=120, check=True).stdout
     assert out.strip() == "False"
 
@@ -100,7 +100,7 @@ def test_the_bounds_are_scipy_stats_clopper_pearson_to_the_last_bit() -> None:
 def test_a_bound_does_not_import_scipy_stats() -> None:
     code = ("import sys; from loadgen.bounds import upper_bound; upper_bound(0, 256); "
             "print('scipy.stats' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[2],
+    out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[4],
                          capture_output=True, text=True, timeout=120, check=True).stdout
     assert out.strip() == "False"
 

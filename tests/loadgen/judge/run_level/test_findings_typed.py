@@ -22,7 +22,7 @@ from loadgen.judge.verdicts import classify
 from loadgen.records import RequestRecord
 from loadgen.report.markdown import findings_lines
 from loadgen.scenario import ReferenceConfig, VerdictConfig
-from tests.loadgen.test_judge_families import ENGLISH, _codes, _reply, record
+from tests.loadgen.judge.reply.test_judge_families import ENGLISH, _codes, _reply, record
 from tests.support import broken_servers, broken_text
 
 #: The first words of the report line each finding gets.
