@@ -246,6 +246,10 @@ class FakeOpenAI:
         # accepts `accepted_under_load` under load, the others 5 of 7.
         self.engines = 1
         self.collapsing_engine: int | None = None
+        #: When set, the first this many chat requests are the loaded ones and the rest
+        #: come alone (a run's measured phase, then its reference phase), whatever a busy
+        #: machine does to their overlap; None: loaded while another is open.
+        self.loaded_requests: int | None = None
         self.engine_spec: dict[int, list[int]] = {}
         self.headers: list[dict[str, str]] = []
         # A "restart": a new process start time and server id, counters from zero, and
@@ -359,7 +363,9 @@ class FakeOpenAI:
         self.counts[mode] += 1
         engine = sum(self.counts.values()) % self.engines
         collapses = self.collapsing_engine is None or engine == self.collapsing_engine
-        accepted = 5 if self.open_requests == 0 or not collapses else self.accepted_under_load
+        loaded = (self.open_requests > 0 if self.loaded_requests is None
+                  else sum(self.counts.values()) <= self.loaded_requests)
+        accepted = self.accepted_under_load if loaded and collapses else 5
         self.drafted += 7
         self.accepted += accepted
         slot = self.engine_spec.setdefault(engine, [0, 0])

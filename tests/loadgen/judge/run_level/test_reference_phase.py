@@ -110,10 +110,12 @@ def test_one_collapsing_engine_behind_one_url_fails_by_name(fake_server, tmp_pat
                                                             collapsing: int) -> None:
     """Data-parallel engines behind one URL, each its own label set on /metrics: one
     accepting 1 of 7 under load fails the gate, named, though the sum over the engines
-    would keep more than half of the rate alone. Replies take about a second, so the
-    measured requests overlap even on a machine busy enough to stagger their sends."""
-    fake, srv = fake_server(("ok",), token_delay_s=0.01)
+    would keep more than half of the rate alone. The 12 measured requests are the loaded
+    ones and the reference phase's come alone, by count: a busy machine that staggers
+    the sends cannot make a measured request look alone."""
+    fake, srv = fake_server(("ok",), token_delay_s=0.004)
     fake.engines, fake.collapsing_engine, fake.accepted_under_load = engines, collapsing, 1
+    fake.loaded_requests = SC["load"]["measurement"]
     code, summary, _, output = run(tmp_path, srv.url)
     (check,) = [c for c in summary["gate"]["checks"] if c["name"].startswith("spec-decode")]
     assert code == 1, (output, check["message"], fake.engine_spec)
