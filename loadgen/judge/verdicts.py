@@ -145,13 +145,13 @@ def classify(record: RequestRecord, cfg: VerdictConfig) -> list[str]:
         found.add(Verdict.STALE_ANSWER)
         findings["stale_answer"] = [w.model_dump(mode="json") for w in stale]
     other = find_wrong_language(record)
-    if other:
+    if other is not None:
         found.add(Verdict.WRONG_LANGUAGE)
-        findings["wrong_language"] = other
+        findings["wrong_language"] = other.model_dump(mode="json")
     cut = find_unfinished(record)
-    if cut:
+    if cut is not None:
         found.add(Verdict.UNFINISHED)
-        findings["unfinished"] = cut
+        findings["unfinished"] = cut.model_dump(mode="json")
     record.findings = findings
     if not found:
         return [Verdict.OK.value]
