@@ -1,9 +1,11 @@
-"""Why a reply was given its verdicts, typed: the `findings` of records.jsonl read back.
+"""Why a reply was given its verdicts, typed: the `findings` of records.jsonl.
 
-The judge writes each rule family's finding into the record as plain JSON (records are
-a public contract, read by other tools and attached to bug reports). Every reader in
-this project reads them through `Findings.read`, by attribute: a finding renamed in the
-judge is then a type error in the renderer, not a line silently missing from a report.
+The rules build these models and the judge writes them (`model_dump(mode="json")`);
+every reader in this project reads them back through `Findings.read`, by attribute.
+One type on both sides: a finding renamed in a rule is then a type error in the
+renderer, not a line silently missing from a report. Records are a public contract
+(read by other tools, attached to bug reports), so a field here is renamed only with
+the contract.
 
 Reading is tolerant, as every reader of a results directory is: a finding another
 writer (or an older release) shaped differently is left out, and the rest are kept.
@@ -21,31 +23,33 @@ class _Finding(BaseModel):
 
 
 class LoopFinding(_Finding):
-    """A repeated unit (judge.reply.loops.Loop)."""
+    """Where a loop was found (`judge.reply.loops`), for the report's forensics."""
 
     field: str = ""
-    kind: str = ""
+    kind: str = ""  # "period", "counted period", "ngram", or a loop by meaning's kind
     unit: str = ""
     repeats: int = 0
 
 
 class GarbleFinding(_Finding):
-    """What a garble detector measured (judge.reply.garbled.Garble)."""
+    """Where salad was found and what was measured (`judge.reply.garbled`)."""
 
-    field: str = ""
-    kind: str = ""
-    detail: str = ""
-    excerpt: str = ""
+    field: str = ""  # "reasoning", "content", or "call 0 change_plan.reason"
+    kind: str = ""  # the detector: markers, scripts, glued_fragments, spaced_letters, ...
+    detail: str = ""  # what it measured against its threshold
+    excerpt: str = ""  # the offending window, at most garbled.EXCERPT_CHARS characters
 
 
 class WrongFinding(_Finding):
-    """A verifiable field that disagrees with the request's own facts (judge.reply.substance)."""
+    """A verifiable field that disagrees with the request's own facts (`judge.reply.substance`)."""
 
-    field: str = ""
-    fact: str = ""
+    field: str = ""  # where: "call 0 change_plan.account_id", "calls", "content"
+    fact: str = ""  # the fact it should state
     expected: str = ""
     got: str | None = None  # None: the reply does not state it at all
-    stale_of: str | None = None  # the earlier turn's fact it gave instead
+    #: The earlier turn's fact the reply gave instead (`stale_answer`), if that is what
+    #: it did.
+    stale_of: str | None = None
 
 
 class LanguageFinding(_Finding):

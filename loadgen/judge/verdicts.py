@@ -41,7 +41,6 @@ Rules (a record can carry several; `classify` orders them most severe first):
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Any
 
 from loadgen.judge.reply.asked import loop_was_asked
@@ -105,11 +104,12 @@ def classify(record: RequestRecord, cfg: VerdictConfig) -> list[str]:
         findings["finish"] = record.finish_reason or "none"
     loop = find_loop(record, cfg)
     if loop is not None and loop_was_asked(loop, record.params.get("asked_repetition")):
-        findings["asked_repetition"] = asdict(loop)  # "write it ten times", done as asked
+        # "write it ten times", done as asked
+        findings["asked_repetition"] = loop.model_dump(mode="json")
         loop = None
     if loop is not None:
         found.add(Verdict.REASONING_LOOP)
-        findings["loop"] = asdict(loop)
+        findings["loop"] = loop.model_dump(mode="json")
     if Verdict.STUCK_IN_REASONING in found:
         # A reasoning that runs in circles and one that was merely long read the same
         # by their finish; the report tells them apart.
@@ -130,7 +130,7 @@ def classify(record: RequestRecord, cfg: VerdictConfig) -> list[str]:
     garble = find_garble(record, cfg)
     if garble is not None:
         found.add(Verdict.GARBLED)
-        findings["garbled"] = asdict(garble)
+        findings["garbled"] = garble.model_dump(mode="json")
     tool_verdicts, tool_why = tool_call_problems(record, cfg)
     found |= tool_verdicts
     if tool_why:
@@ -140,18 +140,18 @@ def classify(record: RequestRecord, cfg: VerdictConfig) -> list[str]:
     wrong = [w for w in wrong if w.stale_of is None]
     if wrong:
         found.add(Verdict.WRONG_ANSWER)
-        findings["wrong_answer"] = [asdict(w) for w in wrong]
+        findings["wrong_answer"] = [w.model_dump(mode="json") for w in wrong]
     if stale:
         found.add(Verdict.STALE_ANSWER)
-        findings["stale_answer"] = [asdict(w) for w in stale]
+        findings["stale_answer"] = [w.model_dump(mode="json") for w in stale]
     other = find_wrong_language(record)
-    if other:
+    if other is not None:
         found.add(Verdict.WRONG_LANGUAGE)
-        findings["wrong_language"] = other
+        findings["wrong_language"] = other.model_dump(mode="json")
     cut = find_unfinished(record)
-    if cut:
+    if cut is not None:
         found.add(Verdict.UNFINISHED)
-        findings["unfinished"] = cut
+        findings["unfinished"] = cut.model_dump(mode="json")
     record.findings = findings
     if not found:
         return [Verdict.OK.value]

@@ -16,7 +16,7 @@ from typing import Any
 
 import regex
 
-from loadgen.judge.reply.loops import Loop
+from loadgen.judge.findings import LoopFinding
 from loadgen.judge.text.scripts import message_texts
 
 _QUOTED = regex.compile(r"\"([^\"]{6,400})\"|“([^”]{6,400})”|«\s*([^»]{6,400}?)\s*»"
@@ -73,7 +73,7 @@ def asked_repetition(messages: list[dict[str, Any]], languages: list[str]
     return {"sentences": sorted(set(quoted)), "times": max(counts)}
 
 
-def loop_was_asked(loop: Loop, asked: Any) -> bool:
+def loop_was_asked(loop: LoopFinding, asked: Any) -> bool:
     """The loop repeats a sentence the request quoted, no more often than it asked."""
     if not isinstance(asked, dict) or loop.field != "content":
         return False

@@ -45,6 +45,7 @@ from functools import lru_cache
 
 import regex
 
+from loadgen.judge.findings import LoopFinding
 from loadgen.judge.reply.restatement import find_restatement
 from loadgen.judge.text.prose import is_prose
 from loadgen.judge.text.visible import without_hidden
@@ -56,16 +57,6 @@ FINISHED = frozenset({"stop", "tool_calls"})
 # Where numbering stood in a word or text: NUL, which `without_hidden` takes out of the
 # text first, so no reply can write one of its own.
 PLACEHOLDER = "\x00"
-
-
-@dataclass(frozen=True, slots=True)
-class Loop:
-    """Where a loop was found, for the report's forensics."""
-
-    field: str
-    kind: str  # "period", "counted period" or "ngram"
-    unit: str
-    repeats: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -465,7 +456,7 @@ def text_loop(text: str, cfg: VerdictConfig, *, cut: bool, min_novelty: float,
     return None
 
 
-def find_loop(record: RequestRecord, cfg: VerdictConfig) -> Loop | None:
+def find_loop(record: RequestRecord, cfg: VerdictConfig) -> LoopFinding | None:
     """The first loop in the reasoning, then the content.
 
     A reply that did not finish (length, or any finish but stop and tool_calls) is cut
@@ -481,11 +472,12 @@ def find_loop(record: RequestRecord, cfg: VerdictConfig) -> Loop | None:
         if text:
             hit = text_loop(text, cfg, cut=cut, min_novelty=min_novelty, known=known)
             if hit:
-                return Loop(field, *hit)
+                kind, unit, repeats = hit
+                return LoopFinding(field=field, kind=kind, unit=unit, repeats=repeats)
     return None
 
 
-def find_meaning_loop(record: RequestRecord, cfg: VerdictConfig) -> Loop | None:
+def find_meaning_loop(record: RequestRecord, cfg: VerdictConfig) -> LoopFinding | None:
     """A loop by meaning (`judge.reply.restatement`: restated in other words, counted on, an
     answer written again and again) in the reasoning or the content, or None. Judged in
     the run-level pass (`run_level.restated`), not as each reply completes: comparing a
@@ -500,7 +492,8 @@ def find_meaning_loop(record: RequestRecord, cfg: VerdictConfig) -> Loop | None:
             meant = find_restatement(text, cfg, cut=cut, min_novelty=min_novelty,
                                      request_values=values)
             if meant is not None:
-                return Loop(field, meant.kind, meant.unit, meant.repeats)
+                return LoopFinding(field=field, kind=meant.kind, unit=meant.unit,
+                                   repeats=meant.repeats)
     return None
 
 

@@ -30,6 +30,7 @@ from typing import Any
 
 import regex
 
+from loadgen.judge.findings import LanguageFinding, UnfinishedFinding
 from loadgen.judge.reply.garbled.words import _UNSPACED, Words, runs, words
 from loadgen.judge.text import language, language_names
 from loadgen.judge.text.scripts import message_texts, script_of
@@ -196,7 +197,7 @@ def _mixes_in_english(found: Words, lang: str) -> bool:
     return english >= _MIXED_SHARE[0] * len(found)
 
 
-def find_wrong_language(record: RequestRecord) -> dict[str, Any] | None:
+def find_wrong_language(record: RequestRecord) -> LanguageFinding | None:
     """The answer's language, where it is confidently one the request never used, named
     or held the same as one of those (`language_names.equivalents`). Prose in spaced
     scripts needs a run of `PROSE_WORDS` words; an answer in scripts written without
@@ -221,8 +222,8 @@ def find_wrong_language(record: RequestRecord) -> dict[str, Any] | None:
     if record.params.get("mixes_english") and "en" in same \
             and _mixes_in_english(found, lang):
         return None  # Spanglish asked for, or written to: English mixed in, as invited
-    return {"language": lang, "confidence": round(confidence, 3),
-            "request_languages": sorted(allowed)}
+    return LanguageFinding(language=lang, confidence=round(confidence, 3),
+                           request_languages=sorted(c for c in allowed if isinstance(c, str)))
 
 
 @cache
@@ -238,7 +239,7 @@ def _end_shares() -> dict[str, float]:
             if n >= 100 and not w.startswith("<")}
 
 
-def find_unfinished(record: RequestRecord) -> dict[str, Any] | None:
+def find_unfinished(record: RequestRecord) -> UnfinishedFinding | None:
     """Why an answer that finished with `stop` stops mid-sentence, or None."""
     if record.finish_reason != "stop" or record.tool_calls:
         return None
@@ -246,7 +247,7 @@ def find_unfinished(record: RequestRecord) -> dict[str, Any] | None:
     if not content:
         return None
     if content.count("```") % 2:
-        return {"why": "a code block that never closes", "tail": content[-80:]}
+        return UnfinishedFinding(why="a code block that never closes", tail=content[-80:])
     line = content.rsplit("\n", 1)[-1]
     if _NOT_A_SENTENCE.match(line) or _CLOSED.search(line) or "|" in line:
         return None
@@ -256,8 +257,8 @@ def find_unfinished(record: RequestRecord) -> dict[str, Any] | None:
         return None
     tail = line[-80:]
     if _GOES_ON.search(line):
-        return {"why": f"it ends on {line.rstrip()[-1]!r}, as a sentence goes on",
-                "tail": tail}
+        return UnfinishedFinding(why=f"it ends on {line.rstrip()[-1]!r}, as a sentence goes on",
+                                 tail=tail)
     if found.ends[-1] != len(prose.rstrip()) or found.names[-1]:
         return None  # a name, a number or code ends it: no word to judge
     last = found.keys[-1]
@@ -265,11 +266,11 @@ def find_unfinished(record: RequestRecord) -> dict[str, Any] | None:
         return None
     share = _end_shares().get(last)
     if share is not None and share < _ENDS_SELDOM:
-        return {"why": f"its last word {last!r} ends {share:.1%} of English sentences",
-                "tail": tail}
+        return UnfinishedFinding(
+            why=f"its last word {last!r} ends {share:.1%} of English sentences", tail=tail)
     if len(last) >= 3 and not language.is_known(last, ("en",)) \
             and all(language.is_known(k, ("en",)) for k in found.keys[-_SENTENCE_WORDS:-1]):
-        return {"why": f"its last word {last!r} is no English word: cut inside a word",
-                "tail": tail}
+        return UnfinishedFinding(
+            why=f"its last word {last!r} is no English word: cut inside a word", tail=tail)
     return None
 

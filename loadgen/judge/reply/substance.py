@@ -26,7 +26,6 @@ cannot see: a fluent reply that states the right facts and gets the rest wrong.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
@@ -34,22 +33,10 @@ import orjson
 
 from loadgen import fields
 from loadgen.expectations import Expectation, find_codes, is_code
+from loadgen.judge.findings import WrongFinding
 from loadgen.judge.reply.known_answers import answer_problems, argument_problems
 from loadgen.judge.text.code_forms import states
 from loadgen.records import RequestRecord
-
-
-@dataclass(frozen=True, slots=True)
-class WrongField:
-    """One verifiable field that disagrees with the request's own facts."""
-
-    field: str  # where: "call 0 change_plan.account_id", "calls", "content"
-    fact: str  # the fact it should state
-    expected: str
-    got: str | None  # None: the reply does not state it at all
-    #: The earlier turn's fact the reply gave instead (`stale_answer`), if that is what
-    #: it did.
-    stale_of: str | None = None
 
 
 def _norm(value: Any) -> str:
@@ -75,9 +62,9 @@ def _arguments(call: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
     return str(fn.get("name") or ""), args if isinstance(args, dict) else None
 
 
-def _call_problems(exp: Expectation, record: RequestRecord) -> list[WrongField]:
+def _call_problems(exp: Expectation, record: RequestRecord) -> list[WrongFinding]:
     assert exp.call is not None
-    wrong: list[WrongField] = []
+    wrong: list[WrongFinding] = []
     names: list[str] = []
     for i, call in enumerate(record.tool_calls):
         name, args = _arguments(call)
@@ -86,8 +73,8 @@ def _call_problems(exp: Expectation, record: RequestRecord) -> list[WrongField]:
             # Every argument is known: compared whole, by type (the mapping below is
             # part of it).
             if args is not None:
-                wrong += [WrongField(f"call {i} {name}.{p.path}", p.path,
-                                     p.expected or "(none)", p.got)
+                wrong += [WrongFinding(field=f"call {i} {name}.{p.path}", fact=p.path,
+                                       expected=p.expected or "(none)", got=p.got)
                           for p in argument_problems(exp.call.exact, args)]
             continue
         for key, fact in exp.call.arguments.items():
@@ -96,34 +83,37 @@ def _call_problems(exp: Expectation, record: RequestRecord) -> list[WrongField]:
             expected = exp.facts[fact]
             if _norm(args[key]) != _norm(expected):
                 got = args[key] if isinstance(args[key], str) else orjson.dumps(args[key])
-                wrong.append(WrongField(f"call {i} {name or '?'}.{key}", fact, expected,
-                                        got if isinstance(got, str) else got.decode()))
+                wrong.append(WrongFinding(
+                    field=f"call {i} {name or '?'}.{key}", fact=fact, expected=expected,
+                    got=got if isinstance(got, str) else got.decode()))
     offered = record.params.get("tools")
     considered = [n for n in names if n and (not isinstance(offered, dict) or n in offered)]
     asked, steps = exp.call.name, set(exp.call.steps)
     others = sorted({n for n in considered if n != asked and n not in steps})
     if others:  # instead of the asked call, or beside it: an action nobody asked for
-        wrong.append(WrongField("calls", "function", asked, ", ".join(others)))
+        wrong.append(WrongFinding(field="calls", fact="function", expected=asked,
+                                   got=", ".join(others)))
     elif considered.count(asked) > 1:  # the asked action, done more than once
-        wrong.append(WrongField("calls", "function", f"{asked} once",
-                                f"{asked} x{considered.count(asked)}"))
+        wrong.append(WrongFinding(field="calls", fact="function", expected=f"{asked} once",
+                                   got=f"{asked} x{considered.count(asked)}"))
     return wrong
 
 
-def _answer_problems(exp: Expectation, record: RequestRecord) -> list[WrongField]:
+def _answer_problems(exp: Expectation, record: RequestRecord) -> list[WrongFinding]:
     if record.finish_reason != "stop" or record.tool_calls:
         return []
     content = record.content
-    return [WrongField("content", fact, exp.facts[fact], None)
+    return [WrongFinding(field="content", fact=fact, expected=exp.facts[fact], got=None)
             for fact in exp.answer if not _states(content, exp.facts[fact])]
 
 
-def _known_answers(exp: Expectation, record: RequestRecord) -> list[WrongField]:
+def _known_answers(exp: Expectation, record: RequestRecord) -> list[WrongFinding]:
     """Known answers (`judge.reply.known_answers`) of a reply that finished (`stop`): a cut
     one is `truncated` or stuck, not held to an answer it had not reached."""
     if record.finish_reason != "stop":
         return []
-    return [WrongField("content", p.fact, p.expected, p.got, p.stale_of)
+    return [WrongFinding(field="content", fact=p.fact, expected=p.expected, got=p.got,
+                         stale_of=p.stale_of)
             for p in answer_problems(exp, record.content)]
 
 
@@ -135,7 +125,7 @@ def _mixed(code: str) -> bool:
 
 
 def _strangers(exp: Expectation, record: RequestRecord,
-               found: list[WrongField]) -> list[WrongField]:
+               found: list[WrongFinding]) -> list[WrongFinding]:
     """Codes of a tool turn's own code length that no fact of its request explains, in
     the reasoning, the content or a call: an account nobody gave this request. A tool
     turn's conversation carries its own codes only, so a code of another request of
@@ -158,17 +148,17 @@ def _strangers(exp: Expectation, record: RequestRecord,
         places.append((f"call {i} {name or '?'}",
                        str(fields.section(call, "function").get("arguments") or "")))
     fact, expected = own[0]
-    wrong: list[WrongField] = []
+    wrong: list[WrongFinding] = []
     for where, text in places:
         stray = sorted(code for code in find_codes(text)
                        if code not in known and len(code) in lengths
                        and _mixed(code))
         if stray:
-            wrong.append(WrongField(where, fact, expected, stray[0]))
+            wrong.append(WrongFinding(field=where, fact=fact, expected=expected, got=stray[0]))
     return wrong
 
 
-def find_wrong(record: RequestRecord) -> list[WrongField]:
+def find_wrong(record: RequestRecord) -> list[WrongFinding]:
     """The verifiable fields of a completed reply that disagree with its own facts."""
     exp = Expectation.from_dict(record.expected)
     if exp is None:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from loadgen.expectations import Expectation, is_code
+from loadgen.judge.findings import CrossTalkFinding, CrossTalkSource, Findings, WrongFinding
 from loadgen.judge.run_level import Revision, completed
 from loadgen.judge.run_level.tool_ids import ToolCallIds
 from loadgen.judge.run_level.value_index import ValueIndex, normal
@@ -60,7 +61,7 @@ class _Suspect:
     start: float
     end: float
     forms: dict[str, tuple[str, list[str]]]  # folded form -> (as written, where)
-    wrong: list[dict[str, Any]]  # its wrong_answer findings
+    wrong: list[WrongFinding]  # its wrong_answer findings
     #: Other requests' non-code values it writes: normal form -> (as written, where).
     values: dict[str, tuple[str, list[str]]]
 
@@ -160,10 +161,8 @@ class CrossTalk:
             found = reply_forms(record, given)
         values = self._foreign_values(record, exp)
         if found or values:
-            findings = record.get("findings") or {}
-            wrong = findings.get("wrong_answer") if isinstance(findings, dict) else None
-            self._suspects.append(_Suspect(seq, item, start, end, found,
-                                           wrong if isinstance(wrong, list) else [], values))
+            wrong = Findings.read(record.get("findings")).wrong_answer
+            self._suspects.append(_Suspect(seq, item, start, end, found, wrong, values))
 
     def _foreign_values(self, record: dict[str, Any], exp: Expectation | None
                         ) -> dict[str, tuple[str, list[str]]]:
@@ -203,50 +202,50 @@ class CrossTalk:
                     owners = self._owners[code] - {suspect.item_id}
                     if owners and len(folded) > len(best.get(code, ("",))[0]):
                         best[code] = (folded, written, where)
-            sources = []
+            sources: list[CrossTalkSource] = []
             for code, (folded, written, where) in sorted(best.items()):
                 owner = sorted(self._owners[code] - {suspect.item_id})[0]
                 seq, together = self._source(suspect, owner)
-                sources.append({"code": code, "written": written,
-                                "part": folded != fold_code(code),
-                                "where": sorted(set(where)),
-                                "source_item": owner, "source_seq": seq,
-                                "in_flight_together": together})
+                sources.append(CrossTalkSource(
+                    code=code, written=written, part=folded != fold_code(code),
+                    where=sorted(set(where)), source_item=owner, source_seq=seq,
+                    in_flight_together=together))
             for key, (written, where) in sorted(suspect.values.items()):
                 owners = self._value_owners.get(key, set()) - {suspect.item_id}
                 if not owners:
                     continue
                 owner = sorted(owners)[0]
                 seq, together = self._source(suspect, owner)
-                sources.append({"code": written, "written": written, "part": False,
-                                "where": sorted(set(where)), "source_item": owner,
-                                "source_seq": seq, "in_flight_together": together})
+                sources.append(CrossTalkSource(
+                    code=written, written=written, part=False, where=sorted(set(where)),
+                    source_item=owner, source_seq=seq, in_flight_together=together))
             if not sources:
                 continue
+            finding = CrossTalkFinding(sources=sources)
             revision = Revision(add={Verdict.CROSS_TALK},
-                                findings={"cross_talk": {"sources": sources}})
+                                findings={"cross_talk": finding.model_dump(mode="json")})
             if suspect.wrong and self._explains(suspect.wrong, sources):
                 revision.remove.add(Verdict.WRONG_ANSWER)
             out.setdefault(suspect.seq, Revision()).merge(revision)
         return out
 
-    def _explains(self, wrong: list[dict[str, Any]], sources: list[dict[str, Any]]) -> bool:
+    def _explains(self, wrong: list[WrongFinding], sources: list[CrossTalkSource]) -> bool:
         """Every wrong field is the source's: it states a fact of a request whose code the
         reply carries, or it is missing where the reply states that request's own value
         of the same fact instead (a summary of another document)."""
-        facts = [self._facts.get(s["source_item"]) or {} for s in sources]
+        facts = [self._facts.get(s.source_item or "") or {} for s in sources]
         values = {fold_code(str(v).strip()) for f in facts for v in f.values()}
         values |= {normal(str(v)) for f in facts for v in f.values()}
-        carried = {s["code"] for s in sources} | {normal(s["code"]) for s in sources}
+        carried = {s.code for s in sources} | {normal(s.code) for s in sources}
 
-        def explained(w: dict[str, Any]) -> bool:
-            if w.get("got") is not None:
-                got = str(w["got"]).strip()
+        def explained(w: WrongFinding) -> bool:
+            if w.got is not None:
+                got = w.got.strip()
                 return fold_code(got) in values or normal(got) in values
-            return any(f.get(str(w.get("fact"))) in carried
-                       or normal(str(f.get(str(w.get("fact"))))) in carried for f in facts)
+            return any(f.get(w.fact) in carried or normal(str(f.get(w.fact))) in carried
+                       for f in facts)
 
-        return all(explained(w) for w in wrong if isinstance(w, dict))
+        return all(explained(w) for w in wrong)
 
     def summary(self) -> None:
         return None

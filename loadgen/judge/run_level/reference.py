@@ -47,6 +47,7 @@ import regex
 from rapidfuzz.distance import Indel, Prefix
 
 from loadgen.expectations import Expectation, is_code
+from loadgen.judge.findings import ReferenceMismatch
 from loadgen.judge.run_level import Revision, completed
 from loadgen.judge.text.code_forms import fold_code, forms
 from loadgen.scenario import ReferenceConfig
@@ -271,17 +272,23 @@ class ReferenceAgreement:
             for reply in self._loaded.get(body, []):
                 differs = self._difference(reply, solo)
                 if differs is not None:
+                    # Only the fields this difference has: a text mismatch has no
+                    # `loaded` or `reference`, and its record has no such keys.
                     out[reply.seq] = Revision(add={Verdict.REFERENCE_MISMATCH}, findings={
-                        "reference_mismatch": {"reference_seq": solo.seq, **differs}})
+                        "reference_mismatch": differs.model_dump(mode="json",
+                                                                 exclude_unset=True)})
         return out
 
-    def _difference(self, reply: _Reply, solo: _Reply) -> dict[str, Any] | None:
+    def _difference(self, reply: _Reply, solo: _Reply) -> ReferenceMismatch | None:
         if difference(reply.verifiable, solo.verifiable, reply.steps | solo.steps):
-            return {"field": "verifiable", "loaded": _shown(reply.verifiable),
-                    "reference": _shown(solo.verifiable)}
+            return ReferenceMismatch(reference_seq=solo.seq, field="verifiable",
+                                     loaded=_shown(reply.verifiable),
+                                     reference=_shown(solo.verifiable))
         if self.cfg.batch_invariant and reply.key != solo.key:
-            return {"field": "text", "detail": "the server is declared batch-invariant: the "
-                    "whole reply must match its solo reply word for word"}
+            return ReferenceMismatch(
+                reference_seq=solo.seq, field="text",
+                detail="the server is declared batch-invariant: the whole reply must "
+                "match its solo reply word for word")
         return None
 
     def _oracles(self) -> list[tuple[str, _Reply]]:

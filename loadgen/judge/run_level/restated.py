@@ -13,7 +13,6 @@ verbatim rule spares it.
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Any
 
 from loadgen.judge.reply.asked import loop_was_asked
@@ -41,7 +40,7 @@ class Restated:
         if loop is None or loop_was_asked(loop, reply.params.get("asked_repetition")):
             return
         self._found[reply.seq] = Revision(add={Verdict.REASONING_LOOP},
-                                          findings={"loop": asdict(loop)})
+                                          findings={"loop": loop.model_dump(mode="json")})
 
     def revisions(self) -> dict[int, Revision]:
         return dict(self._found)

@@ -65,13 +65,13 @@ garbage too short to be any of the above (a tool argument of a dozen characters)
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import orjson
 
 from loadgen import fields
+from loadgen.judge.findings import GarbleFinding
 from loadgen.judge.reply.garbled.english_screen import could_fire
 from loadgen.judge.reply.garbled.evidence import adds_up
 from loadgen.judge.reply.garbled.fragments import ASCII_LETTER, CASED, glued, runs, spaced_letters
@@ -101,16 +101,6 @@ def _shortest_ascii(cfg: VerdictConfig) -> int:
     glued letters, a window of words of two letters one space apart, a noise window."""
     return min(2 * cfg.garbled_spaced_letters - 1, cfg.garbled_glued_run_letters,
                3 * cfg.garbled_shuffle_window_words - 1, cfg.garbled_noise_window_chars)
-
-
-@dataclass(frozen=True, slots=True)
-class Garble:
-    """Where salad was found and what was measured, for the report's forensics."""
-
-    field: str  # "reasoning", "content", or "call 0 change_plan.reason"
-    kind: str  # the detector: markers, scripts, glued_fragments, spaced_letters, ...
-    detail: str  # what it measured against its threshold
-    excerpt: str  # the offending window, at most EXCERPT_CHARS characters
 
 
 # What an ASCII text must contain before each detector can fire (screens of a few C-speed
@@ -351,7 +341,7 @@ def _texts(record: RequestRecord) -> Iterator[tuple[str, str]]:
         yield from _string_values(args, f"call {i} {name}")
 
 
-def find_garble(record: RequestRecord, cfg: VerdictConfig) -> Garble | None:
+def find_garble(record: RequestRecord, cfg: VerdictConfig) -> GarbleFinding | None:
     """The first salad in a reply's reasoning, content or tool-call argument values."""
     if not cfg.garbled:
         return None
@@ -365,5 +355,6 @@ def find_garble(record: RequestRecord, cfg: VerdictConfig) -> Garble | None:
         found = garble_in_text(text, explained, cfg, languages,
                                bool(record.params.get("dialect")))
         if found:
-            return Garble(field, *found)
+            kind, detail, excerpt = found
+            return GarbleFinding(field=field, kind=kind, detail=detail, excerpt=excerpt)
     return None

@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from loadgen.engine.requests import RequestMaker
-from loadgen.judge.reply.garbled import EXCERPT_CHARS, Garble, find_garble, garble_in_text
+from loadgen.judge.findings import GarbleFinding
+from loadgen.judge.reply.garbled import EXCERPT_CHARS, find_garble, garble_in_text
 from loadgen.judge.text.scripts import request_scripts, text_scripts
 from loadgen.judge.verdicts import classify
 from loadgen.records import RequestRecord
@@ -434,7 +435,7 @@ def test_classify_gives_garbled_with_its_finding() -> None:
     assert set(finding) == {"field", "kind", "detail", "excerpt"}
     assert finding["field"] == "content" and finding["kind"] == "scripts"
     assert 0 < len(finding["excerpt"]) <= EXCERPT_CHARS
-    assert Garble(**finding) == find_garble(record, VerdictConfig())
+    assert GarbleFinding.model_validate(finding) == find_garble(record, VerdictConfig())
 
 
 def test_the_request_scripts_on_the_record_explain_the_reply() -> None:

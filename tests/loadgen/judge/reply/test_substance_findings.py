@@ -11,8 +11,8 @@ from __future__ import annotations
 import orjson
 
 from loadgen.expectations import Expectation, ExpectedCall
-from loadgen.judge.findings import Findings
-from loadgen.judge.reply.substance import WrongField, find_wrong
+from loadgen.judge.findings import Findings, WrongFinding
+from loadgen.judge.reply.substance import find_wrong
 from loadgen.judge.verdicts import classify
 from loadgen.records import RequestRecord
 from loadgen.report.markdown import findings_lines
@@ -29,15 +29,16 @@ def report_lines(record: RequestRecord) -> list[str]:
 
 def test_an_answer_that_omits_a_fact_names_the_content_the_fact_and_its_value() -> None:
     r = answer("The contract NW481302 grew 4% this year.")
-    assert find_wrong(r) == [WrongField("content", "account_id", "K7Q2ZD", None)]
+    assert find_wrong(r) == [WrongFinding(field="content", fact="account_id",
+                                           expected="K7Q2ZD", got=None)]
     assert report_lines(r) == [
         "wrong answer: content states nothing, the request's account_id is 'K7Q2ZD'"]
 
 
 def test_a_wrong_argument_names_the_call_the_fact_and_both_values() -> None:
     r = turn(call("change_plan", account_id="K7Q2ZD", plan="business"))
-    assert find_wrong(r) == [WrongField("call 0 change_plan.plan", "plan", "enterprise",
-                                        "business")]
+    assert find_wrong(r) == [WrongFinding(field="call 0 change_plan.plan", fact="plan",
+                                          expected="enterprise", got="business")]
     assert report_lines(r) == [
         "wrong answer: call 0 change_plan.plan states 'business', the request's plan is "
         "'enterprise'"]
@@ -48,8 +49,8 @@ def test_a_call_without_a_name_is_named_by_a_question_mark() -> None:
     # it): the finding still says which call, and "?" for the name it lacks.
     r = turn({"id": "c", "type": "function",
               "function": {"name": "", "arguments": '{"account_id": "B4D2XQ"}'}})
-    assert find_wrong(r) == [WrongField("call 0 ?.account_id", "account_id", "K7Q2ZD",
-                                        "B4D2XQ")]
+    assert find_wrong(r) == [WrongFinding(field="call 0 ?.account_id", fact="account_id",
+                                          expected="K7Q2ZD", got="B4D2XQ")]
 
 
 def test_a_call_without_a_name_is_not_a_function_of_its_own() -> None:
@@ -66,8 +67,8 @@ def test_acting_with_other_functions_names_each_of_them() -> None:
     r = turn(call("suspend_account", account_id="K7Q2ZD"),
              call("cancel_subscription", account_id="K7Q2ZD", effective="immediately"))
     r.params = {**r.params, "tools": offered}
-    assert find_wrong(r) == [WrongField("calls", "function", "change_plan",
-                                        "cancel_subscription, suspend_account")]
+    assert find_wrong(r) == [WrongFinding(field="calls", fact="function", expected="change_plan",
+                                          got="cancel_subscription, suspend_account")]
     assert report_lines(r) == [
         "wrong answer: calls states 'cancel_subscription, suspend_account', the request's "
         "function is 'change_plan'"]
