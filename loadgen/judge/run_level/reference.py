@@ -12,7 +12,11 @@ sampled body is compared with it:
   answer states (in any case or look-alike letters) and
   the numbers it states, each under its label (the words beside it: "12 seats", "total
   is 1,234.50"; a number under a label only one of the two replies uses is not
-  compared; numbers only where decoding is greedy). A difference is
+  compared) and the figures it states under any wording, keyed by what they count (a
+  currency however written, a percent, the counted word, a date in any format:
+  "you owe €1,243.50" contradicts "the total is 1,234.50 EUR";
+  `judge.text.quantities`); numbers and figures only where decoding is greedy. A
+  difference is
   `reference_mismatch`, gated by default: greedy decoding of
   one body may word things differently under load, but it does not act on another
   account, call another function or state another figure. What must agree is compared,
@@ -50,6 +54,7 @@ from loadgen.expectations import Expectation, is_code
 from loadgen.judge.findings import ReferenceMismatch
 from loadgen.judge.run_level import Revision, completed
 from loadgen.judge.text.code_forms import fold_code, forms
+from loadgen.judge.text.quantities import Figure, contradictions, figures
 from loadgen.scenario import ReferenceConfig
 from loadgen.taxonomy import DEFAULT_FAIL_ON, Verdict
 
@@ -106,33 +111,9 @@ def _code_of(value: str) -> str | None:
     return folded if is_code(folded) else None
 
 
-#: A number as prose writes it (thousands separators, decimals, a date), not inside a
-#: code; the words around it are its label.
-_NUMBER = regex.compile(r"(?<![\p{L}\p{N}_])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\p{L}\p{N}_])"
-                        r"|(?<![\p{L}\p{N}_])\d+(?:[.\-/:]\d+)*(?![\p{L}\p{N}_])")
-_WORD = regex.compile(r"\p{L}+")
-_CLAUSE_END = regex.compile(r"[.!?;:\n](?:\s|$)|\n")
-
-
-def labelled_numbers(text: str) -> tuple[tuple[str, str], ...]:
-    """(label, value) of every number a prose answer states: the label is the word before
-    it and the word after it in the same clause, lower-cased; the value without thousands
-    separators or trailing zeros of a decimal."""
-    found = set()
-    for m in _NUMBER.finditer(text):
-        value = m.group().replace(",", "")
-        if "." in value and value.replace(".", "").isdigit() and value.count(".") == 1:
-            value = value.rstrip("0").rstrip(".")
-        before = _WORD.findall(_CLAUSE_END.split(text[max(0, m.start() - 80):m.start()])[-1])
-        after = _WORD.findall(_CLAUSE_END.split(text[m.end():m.end() + 80])[0])
-        label = f"{before[-1].lower() if before else ''} _ {after[0].lower() if after else ''}"
-        found.add((label, value))
-    return tuple(sorted(found))
-
-
 def verifiable(record: dict[str, Any]) -> tuple[Any, ...]:
     """What a loaded reply must share with its solo reply: the calls and their short
-    scalar arguments, or an answer's codes and labelled numbers."""
+    scalar arguments, or an answer's codes and figures."""
     calls = []
     for call in record.get("tool_calls") or []:
         fn = call.get("function") if isinstance(call, dict) else None
@@ -153,8 +134,8 @@ def verifiable(record: dict[str, Any]) -> tuple[Any, ...]:
              and content[form.start:form.end].isalnum()}
     # Numbers only where decoding was greedy: sampling may honestly word a figure that
     # is no fact of the request ("in 2 steps", "in 3 steps"); codes are facts either way.
-    numbers = labelled_numbers(content) if record.get("greedy") else ()
-    return ("answer", tuple(sorted(codes)), numbers)
+    stated = tuple(figures(content)) if record.get("greedy") else ()
+    return ("answer", tuple(sorted(codes)), stated)
 
 
 def _accounts(calls: tuple[Any, ...]) -> set[str]:
@@ -171,21 +152,13 @@ def difference(loaded: tuple[Any, ...], solo: tuple[Any, ...],
     if loaded[0] == "answer":
         if loaded[1] != solo[1]:
             return True
-        mine, theirs = dict_of(loaded[2]), dict_of(solo[2])
-        return any(mine[label] != theirs[label] for label in mine.keys() & theirs.keys())
+        return bool(contradictions(loaded[2], solo[2]))
     if not steps:
         return loaded != solo
     acts = [tuple(c for c in side[1] if c[0] not in steps) for side in (loaded, solo)]
     if acts[0] and acts[1] and acts[0] != acts[1]:
         return True
     return _accounts(loaded[1]) != _accounts(solo[1])
-
-
-def dict_of(pairs: tuple[tuple[str, str], ...]) -> dict[str, set[str]]:
-    out: dict[str, set[str]] = {}
-    for label, value in pairs:
-        out.setdefault(label, set()).add(value)
-    return out
 
 
 def answer_text(record: dict[str, Any]) -> str:
@@ -281,9 +254,14 @@ class ReferenceAgreement:
 
     def _difference(self, reply: _Reply, solo: _Reply) -> ReferenceMismatch | None:
         if difference(reply.verifiable, solo.verifiable, reply.steps | solo.steps):
+            replaced = (contradictions(reply.verifiable[2], solo.verifiable[2])
+                        if reply.verifiable[0] == solo.verifiable[0] == "answer" else [])
+            detail = {}  # set only where a figure was replaced
+            for unit, mine, theirs in replaced[:1]:
+                detail["detail"] = f"{mine!r} where the solo reply states {theirs!r} ({unit})"
             return ReferenceMismatch(reference_seq=solo.seq, field="verifiable",
                                      loaded=_shown(reply.verifiable),
-                                     reference=_shown(solo.verifiable))
+                                     reference=_shown(solo.verifiable), **detail)
         if self.cfg.batch_invariant and reply.key != solo.key:
             return ReferenceMismatch(
                 reference_seq=solo.seq, field="text",
@@ -356,7 +334,15 @@ class ReferenceSummary:
 
 
 def _shown(fields: tuple[Any, ...]) -> str:
-    return orjson.dumps(fields).decode()[:300]
+    return orjson.dumps(fields, default=_plain,
+                        option=orjson.OPT_PASSTHROUGH_DATACLASS).decode()[:300]
+
+
+def _plain(value: Any) -> Any:
+    """A figure as the reply wrote it (its readings are how it was compared)."""
+    if isinstance(value, Figure):
+        return [value.unit, value.written]
+    raise TypeError
 
 
 def _quantiles(values: list[float]) -> dict[str, float | None]:

@@ -201,13 +201,16 @@ def _readings(written: str) -> frozenset[Decimal]:
 
 def numbers(text: str) -> list[Number]:
     """Every number a text writes, with its possible readings."""
-    found = []
-    for m in _NUMBER.finditer(nfc(text)):
+    return [number for _, number in placed_numbers(nfc(text))]
+
+
+def placed_numbers(text: str) -> Iterator[tuple[tuple[int, int], Number]]:
+    """Every number `text` (already NFC) writes, with where it stands."""
+    for m in _NUMBER.finditer(text):
         written = m.group(0)
         readings = _readings(written)
         if readings:
-            found.append(Number(written, readings, sum(c.isdigit() for c in written)))
-    return found
+            yield m.span(), Number(written, readings, sum(c.isdigit() for c in written))
 
 
 def number_value(value: str) -> Decimal | None:
@@ -252,8 +255,12 @@ def _parse(text: str, **options: bool) -> dt.date | None:
 
 def dates(text: str) -> list[DateMention]:
     """Every date a text writes, with its possible readings."""
-    found = []
-    for m in _DATE.finditer(nfc(text)):
+    return [date for _, date in placed_dates(nfc(text))]
+
+
+def placed_dates(text: str) -> Iterator[tuple[tuple[int, int], DateMention]]:
+    """Every date `text` (already NFC) writes, with where it stands."""
+    for m in _DATE.finditer(text):
         written = m.group(0)
         readings: set[dt.date | None] = set()
         if m.group("iso"):
@@ -265,8 +272,7 @@ def dates(text: str) -> list[DateMention]:
             readings.add(_parse(written.replace(" of ", " ")))
         kept = frozenset(r for r in readings if r is not None)
         if kept:
-            found.append(DateMention(written, kept))
-    return found
+            yield m.span(), DateMention(written, kept)
 
 
 def date_value(value: str) -> dt.date | None:
