@@ -9,47 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Awaitable, Callable
 
 import httpx
 import pytest
 
 from loadgen.engine.raw_http import RawTransport
-
-Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
-
-
-async def _request_head(reader: asyncio.StreamReader) -> bytes:
-    head = await reader.readuntil(b"\r\n\r\n")
-    length = 0
-    for line in head.split(b"\r\n"):
-        if line.lower().startswith(b"content-length:"):
-            length = int(line.split(b":", 1)[1])
-    if length:
-        await reader.readexactly(length)
-    return head
-
-
-async def _with_server(handler: Handler, body: Callable[[str], Awaitable[None]]) -> list[int]:
-    """Run `body(url)` against a server; the connections it accepted, by number."""
-    accepted: list[int] = []
-
-    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        accepted.append(len(accepted))
-        try:
-            await handler(reader, writer)
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
-
-    server = await asyncio.start_server(serve, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    try:
-        await body(f"http://127.0.0.1:{port}")
-    finally:
-        server.close()
-    return accepted
+from tests.support.loopback import read_request, with_server
 
 
 async def _write_in_cuts(writer: asyncio.StreamWriter, wire: bytes, rng: random.Random,
@@ -78,7 +43,7 @@ def test_chunks_cut_anywhere_come_back_whole() -> None:
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         for pieces in cases:
-            await _request_head(reader)
+            (await read_request(reader))[0]
             await _write_in_cuts(writer, CHUNKED_HEAD + _chunked(pieces), rng, 5000)
 
     async def body(url: str) -> None:
@@ -87,7 +52,7 @@ def test_chunks_cut_anywhere_come_back_whole() -> None:
                 resp = await http.get(url)
                 assert resp.content == b"".join(pieces)
 
-    accepted = asyncio.run(_with_server(handler, body))
+    accepted = asyncio.run(with_server(handler, body))
     assert accepted == [0]  # one kept connection for all 25 responses
 
 
@@ -97,7 +62,7 @@ def test_content_length_and_read_to_close_bodies(framing: str) -> None:
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         while True:
-            await _request_head(reader)
+            (await read_request(reader))[0]
             if framing == "length":
                 writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s"
                              % (len(payload), payload))
@@ -112,13 +77,13 @@ def test_content_length_and_read_to_close_bodies(framing: str) -> None:
             for _ in range(3):
                 assert (await http.get(url)).content == payload
 
-    accepted = asyncio.run(_with_server(handler, body))
+    accepted = asyncio.run(with_server(handler, body))
     assert len(accepted) == (1 if framing == "length" else 3)
 
 
 def test_interim_heads_are_skipped_and_connection_close_is_honoured() -> None:
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await _request_head(reader)
+        (await read_request(reader))[0]
         writer.write(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nlink: x\r\n\r\n"
                      b"HTTP/1.1 201 Created\r\nconnection: close\r\ncontent-length: 2\r\n\r\nok")
         await writer.drain()
@@ -129,12 +94,12 @@ def test_interim_heads_are_skipped_and_connection_close_is_honoured() -> None:
                 resp = await http.post(url, content=b"{}")
                 assert (resp.status_code, resp.content) == (201, b"ok")
 
-    assert len(asyncio.run(_with_server(handler, body))) == 2  # closed: a new one each time
+    assert len(asyncio.run(with_server(handler, body))) == 2  # closed: a new one each time
 
 
 def test_a_kept_connection_the_server_closed_is_not_reused() -> None:
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await _request_head(reader)
+        (await read_request(reader))[0]
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
         await writer.drain()
         # Keep-alive by the headers, then the server's idle timeout closes it.
@@ -145,7 +110,7 @@ def test_a_kept_connection_the_server_closed_is_not_reused() -> None:
             await asyncio.sleep(0.05)  # the FIN arrives while the connection is idle
             assert (await http.get(url)).content == b"ok"
 
-    assert len(asyncio.run(_with_server(handler, body))) == 2
+    assert len(asyncio.run(with_server(handler, body))) == 2
 
 
 @pytest.mark.parametrize("wire,error,says", [
@@ -162,7 +127,7 @@ def test_a_kept_connection_the_server_closed_is_not_reused() -> None:
 def test_each_broken_response_is_the_httpx_error_the_engine_classifies(
         wire: bytes, error: type[Exception], says: str) -> None:
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await _request_head(reader)
+        (await read_request(reader))[0]
         writer.write(wire)
         await writer.drain()
 
@@ -171,12 +136,12 @@ def test_each_broken_response_is_the_httpx_error_the_engine_classifies(
             with pytest.raises(error, match=says):
                 await (await http.get(url)).aread()
 
-    asyncio.run(_with_server(handler, body))
+    asyncio.run(with_server(handler, body))
 
 
 def test_a_read_timeout_is_httpx_read_timeout() -> None:
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await _request_head(reader)
+        (await read_request(reader))[0]
         await asyncio.sleep(5)
 
     async def body(url: str) -> None:
@@ -184,7 +149,7 @@ def test_a_read_timeout_is_httpx_read_timeout() -> None:
             with pytest.raises(httpx.ReadTimeout):
                 await http.get(url, timeout=0.2)
 
-    asyncio.run(_with_server(handler, body))
+    asyncio.run(with_server(handler, body))
 
 
 def test_nothing_listening_is_a_connect_error_caused_by_the_refusal() -> None:
@@ -210,7 +175,7 @@ def test_no_more_connections_than_the_limit() -> None:
         peak = max(peak, open_now)
         try:
             while True:
-                await _request_head(reader)
+                (await read_request(reader))[0]
                 await asyncio.sleep(0.01)
                 writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
                 await writer.drain()
@@ -223,7 +188,7 @@ def test_no_more_connections_than_the_limit() -> None:
             replies = await asyncio.gather(*(http.get(url) for _ in range(20)))
         assert [r.content for r in replies] == [b"ok"] * 20
 
-    asyncio.run(_with_server(handler, body))
+    asyncio.run(with_server(handler, body))
     assert peak == 3
 
 
@@ -243,7 +208,7 @@ def test_chat_requests_go_as_bytes_and_keep_their_connection() -> None:
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         while True:
-            heads.append(await _request_head(reader))
+            heads.append((await read_request(reader))[0])
             writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
                          b"transfer-encoding: chunked\r\n\r\n"
                          + _chunked([sse[i:i + 9] for i in range(0, len(sse), 9)]))
@@ -261,7 +226,7 @@ def test_chat_requests_go_as_bytes_and_keep_their_connection() -> None:
                 await client.send(record, b'{"model": "m", "stream": true}', True)
                 records.append(record)
 
-    assert asyncio.run(_with_server(handler, body)) == [0]
+    assert asyncio.run(with_server(handler, body)) == [0]
     assert [(r.status, r.content, r.finish_reason, r.error) for r in records] == \
         [(200, "The plan is changed.", "stop", None)] * 5
     first = heads[0].decode().lower().split("\r\n")
@@ -277,7 +242,7 @@ def test_a_chunk_far_larger_than_a_read_arrives_whole() -> None:
     big = bytes(range(256)) * (3 * 4096)
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await _request_head(reader)
+        (await read_request(reader))[0]
         wire = CHUNKED_HEAD + _chunked([b"head", big, b"tail"])
         for at in range(0, len(wire), 4096):
             writer.write(wire[at:at + 4096])
@@ -290,7 +255,7 @@ def test_a_chunk_far_larger_than_a_read_arrives_whole() -> None:
         assert b"".join(pieces) == b"head" + big + b"tail"
         assert max(map(len, pieces)) < len(big)  # handed on as it came, not held whole
 
-    asyncio.run(_with_server(handler, body))
+    asyncio.run(with_server(handler, body))
 
 
 def _trailered(pieces: list[bytes], rng: random.Random) -> bytes:
@@ -315,7 +280,7 @@ def test_extensions_and_trailers_cut_anywhere_keep_the_connection_in_step() -> N
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         for wire in wires:
-            await _request_head(reader)
+            (await read_request(reader))[0]
             await _write_in_cuts(writer, wire, rng, 40)
 
     async def body(url: str) -> None:
@@ -323,7 +288,7 @@ def test_extensions_and_trailers_cut_anywhere_keep_the_connection_in_step() -> N
             for pieces in cases:
                 assert (await http.get(url)).content == b"".join(pieces)
 
-    assert asyncio.run(_with_server(handler, body)) == [0]
+    assert asyncio.run(with_server(handler, body)) == [0]
 
 
 @pytest.mark.parametrize("wire,says", [
@@ -341,7 +306,7 @@ def test_extensions_and_trailers_cut_anywhere_keep_the_connection_in_step() -> N
 ])
 def test_framing_the_reference_stacks_refuse_is_refused(wire: bytes, says: str) -> None:
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await _request_head(reader)
+        (await read_request(reader))[0]
         writer.write(wire)
         await writer.drain()
 
@@ -350,12 +315,12 @@ def test_framing_the_reference_stacks_refuse_is_refused(wire: bytes, says: str) 
             with pytest.raises(httpx.RemoteProtocolError, match=says):
                 await (await http.get(url)).aread()
 
-    asyncio.run(_with_server(handler, body))
+    asyncio.run(with_server(handler, body))
 
 
 def test_a_repeated_content_length_of_one_value_is_that_value() -> None:
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await _request_head(reader)
+        (await read_request(reader))[0]
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 3, 3\r\ncontent-length: 3\r\n\r\nabc")
         await writer.drain()
 
@@ -363,7 +328,7 @@ def test_a_repeated_content_length_of_one_value_is_that_value() -> None:
         async with httpx.AsyncClient(transport=RawTransport()) as http:
             assert (await http.get(url)).content == b"abc"
 
-    asyncio.run(_with_server(handler, body))
+    asyncio.run(with_server(handler, body))
 
 
 @pytest.mark.parametrize("transport", ["raw", "httpx"])
@@ -383,12 +348,12 @@ def test_a_server_that_stops_reading_is_a_write_timeout(transport: str) -> None:
                                 timeout=httpx.Timeout(5.0, write=0.3))
             assert asyncio.get_running_loop().time() - started < 4.0
 
-    asyncio.run(_with_server(handler, body))
+    asyncio.run(with_server(handler, body))
 
 
 def test_waiting_for_a_busy_pool_is_bounded_by_the_pool_timeout() -> None:
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await _request_head(reader)
+        (await read_request(reader))[0]
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n")  # the body never ends
         await writer.drain()
         await asyncio.sleep(10)
@@ -400,7 +365,7 @@ def test_waiting_for_a_busy_pool_is_bounded_by_the_pool_timeout() -> None:
             with pytest.raises(httpx.PoolTimeout):
                 await http.get(url, timeout=httpx.Timeout(5.0, pool=0.2))
 
-    asyncio.run(_with_server(handler, body))
+    asyncio.run(with_server(handler, body))
 
 
 def test_a_repaired_head_keeps_its_connection_in_step() -> None:
@@ -413,7 +378,7 @@ def test_a_repaired_head_keeps_its_connection_in_step() -> None:
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         for wire in (repaired, plain, repaired):
-            await _request_head(reader)
+            (await read_request(reader))[0]
             writer.write(wire)
             await writer.drain()
 
@@ -425,14 +390,14 @@ def test_a_repaired_head_keeps_its_connection_in_step() -> None:
             assert (await http.get(url)).content == b"ok"
             assert (await http.get(url)).content == b"abc"
 
-    assert asyncio.run(_with_server(handler, body)) == [0]
+    assert asyncio.run(with_server(handler, body)) == [0]
 
 
 def test_bytes_after_a_reply_and_a_reply_to_head_are_not_kept() -> None:
     """Bytes after a complete reply answer nothing (a server out of step); a reply to
     HEAD names a body that never comes. Neither connection is asked again."""
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = await _request_head(reader)
+        head = (await read_request(reader))[0]
         if head.startswith(b"HEAD"):
             writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n")
         else:
@@ -447,7 +412,7 @@ def test_bytes_after_a_reply_and_a_reply_to_head_are_not_kept() -> None:
             assert (resp.status_code, resp.content) == (200, b"")
             assert (await http.get(url)).content == b"ok"
 
-    assert len(asyncio.run(_with_server(handler, body))) == 3
+    assert len(asyncio.run(with_server(handler, body))) == 3
 
 
 def test_a_write_with_no_timeout_given_is_still_bounded(
@@ -466,4 +431,4 @@ def test_a_write_with_no_timeout_given_is_still_bounded(
                 await http.post(url, content=b"x" * (64 << 20),
                                 timeout=httpx.Timeout(5.0, write=None))
 
-    asyncio.run(_with_server(handler, body))
+    asyncio.run(with_server(handler, body))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import orjson
@@ -27,6 +27,7 @@ from loadgen.workload.tools import BILLING_TOOLS
 from tests.loadgen.conftest import REPO, run_cli
 from tests.support import wire
 from tests.support.chat_reads import read_in_turn, reply_of
+from tests.support.loopback import read_request, with_server
 from tests.support.openai_fake import MODEL, FakeOpenAI
 
 TRANSPORTS = ["raw", "aiohttp", "httpx"]
@@ -59,32 +60,20 @@ def _plain(seed: int, payloads: list[bytes]) -> wire.Variant:
 
 
 async def _serve_variants(variants: list[wire.Variant],
-                          body: Callable[[str], object]) -> None:
+                          body: Callable[[str], Awaitable[None]]) -> None:
     """A server that answers request k (the body's `wire`) with variants[k]'s bytes."""
 
-    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                              if line.lower().startswith(b"content-length:"))
-                variant = variants[orjson.loads(await reader.readexactly(length))["wire"]]
-                for piece in variant.writes:
-                    writer.write(piece)
-                    await writer.drain()
-                if variant.closes:
-                    return
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            _, request = await read_request(reader)
+            variant = variants[orjson.loads(request)["wire"]]
+            for piece in variant.writes:
+                writer.write(piece)
+                await writer.drain()
+            if variant.closes:
+                return
 
-    server = await asyncio.start_server(serve, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    try:
-        await body(f"http://127.0.0.1:{port}")  # type: ignore[misc]
-    finally:
-        server.close()
+    await with_server(answer, body)
 
 
 def _read_all(transport: str, variants: list[wire.Variant]) -> list[RequestRecord]:
