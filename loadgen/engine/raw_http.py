@@ -30,6 +30,7 @@ written to, and says nothing in its log.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ssl
 from collections.abc import AsyncIterator
 
@@ -69,6 +70,24 @@ class _Repairable(Exception):
     def __init__(self, refusal: httpx.RemoteProtocolError) -> None:
         super().__init__(str(refusal))
         self.refusal = refusal
+
+
+@contextlib.asynccontextmanager
+async def _bounded(seconds: float | None, late: type[httpx.TimeoutException], what: str,
+                   failed: type[httpx.TransportError] | None = None
+                   ) -> AsyncIterator[None]:
+    """A step of a request (connect, write, wait for the pool) bounded in time, its
+    failures as the httpx errors the engine classifies: `late` after `seconds`, and
+    `failed` for the socket's own errors where the step has one."""
+    try:
+        async with asyncio.timeout(seconds):
+            yield
+    except TimeoutError as exc:
+        raise late(f"{what} within {seconds:g} s") from exc
+    except (OSError, ssl.SSLError) as exc:
+        if failed is None:
+            raise
+        raise failed(f"{type(exc).__name__}: {exc}") from exc
 
 
 class _Connection:
@@ -402,12 +421,9 @@ class RawTransport(httpx.AsyncBaseTransport):
             if not self._close_one_idle():  # all busy: wait for one to come back
                 self._freed = self._freed or asyncio.Event()
                 self._freed.clear()
-                try:
-                    async with asyncio.timeout(pool_timeout):
-                        await self._freed.wait()
-                except TimeoutError as exc:
-                    raise httpx.PoolTimeout(f"no connection came back within "
-                                            f"{pool_timeout:g} s") from exc
+                async with _bounded(pool_timeout, httpx.PoolTimeout,
+                                    "no connection came back"):
+                    await self._freed.wait()
         self._open += 1
         try:
             return await self._connect(key, connect_timeout)
@@ -425,16 +441,11 @@ class RawTransport(httpx.AsyncBaseTransport):
 
     async def _connect(self, key: tuple[str, str, int], timeout: float | None) -> _Connection:
         scheme, host, port = key
-        try:
-            async with asyncio.timeout(timeout):
-                reader, writer = await asyncio.open_connection(
-                    host, port, ssl=self._ssl if scheme == "https" else None,
-                    limit=READ_SIZE * 4)
-        except TimeoutError as exc:
-            raise httpx.ConnectTimeout(f"no connection to {host}:{port} within "
-                                       f"{timeout:g} s") from exc
-        except (OSError, ssl.SSLError) as exc:
-            raise httpx.ConnectError(f"{type(exc).__name__}: {exc}") from exc
+        async with _bounded(timeout, httpx.ConnectTimeout, f"no connection to {host}:{port}",
+                            httpx.ConnectError):
+            reader, writer = await asyncio.open_connection(
+                host, port, ssl=self._ssl if scheme == "https" else None,
+                limit=READ_SIZE * 4)
         return _Connection(reader, writer)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -472,14 +483,9 @@ class RawTransport(httpx.AsyncBaseTransport):
         try:
             conn.writer.write(wire)
             bound = MAX_WRITE_S if write_timeout is None else write_timeout
-            try:
-                async with asyncio.timeout(bound):
-                    await conn.writer.drain()
-            except TimeoutError as exc:
-                raise httpx.WriteTimeout(f"the request was not written within "
-                                         f"{bound:g} s") from exc
-            except (OSError, ssl.SSLError) as exc:
-                raise httpx.WriteError(f"{type(exc).__name__}: {exc}") from exc
+            async with _bounded(bound, httpx.WriteTimeout, "the request was not written",
+                                httpx.WriteError):
+                await conn.writer.drain()
             await _read_head(conn, read_timeout)
         except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
             conn.close()
