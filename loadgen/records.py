@@ -48,7 +48,8 @@ class Timings:
     first_reasoning: float | None = None
     first_content: float | None = None
     end: float | None = None
-    chunks: int = 0
+    chunks: int = 0  # deltas that carried a token (text, reasoning or a call)
+    reasoning_chunks: int = 0  # of them, those that carried reasoning
     gap_mean: float | None = None
     gap_p50: float | None = None
     gap_max: float | None = None

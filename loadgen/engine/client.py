@@ -564,6 +564,7 @@ class _StreamState:
             if not isinstance(reasoning, str):
                 return self._malformed(f"reasoning is not text: {data[:120]!r}")
             self._reasoning.append(reasoning)
+            rec.timings.reasoning_chunks += 1
             if self._answered:
                 self._late += 1
             if rec.timings.first_reasoning is None:

@@ -47,10 +47,14 @@ class Chunks:
         #: Deltas built so far that carry text, reasoning or a call: each is at least one
         #: token, so an honest usage counts at least these (`usage`).
         self.tokens = 0
+        #: Of them, those that carry reasoning: each is at least one reasoning token.
+        self.thought = 0
 
     def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> bytes:
         if delta.get("content") or delta.get("reasoning") or delta.get("tool_calls"):
             self.tokens += 1
+        if delta.get("reasoning"):
+            self.thought += 1
         choice: dict[str, Any] = {"index": 0, "delta": delta, "logprobs": None,
                                   "finish_reason": finish}
         if finish:
@@ -86,9 +90,10 @@ class Chunks:
 
     def usage(self, prompt: int, completion: int, reasoning: int) -> bytes:
         """The usage chunk; an honest count: at least the token-bearing deltas built so
-        far (a mode's own figure where it is larger), reasoning a part of it."""
+        far (a mode's own figure where it is larger), reasoning a part of it and at
+        least its reasoning deltas (0 stays 0: a server that does not count them)."""
         completion = max(completion, self.tokens)
-        reasoning = min(reasoning, completion)
+        reasoning = min(max(reasoning, self.thought) if reasoning else 0, completion)
         return self.usage_as_said(prompt, completion, reasoning)
 
     def usage_as_said(self, prompt: int, completion: int, reasoning: int) -> bytes:

@@ -12,7 +12,14 @@ the model and the tokenizer:
 - the request's `max_tokens` (or `max_completion_tokens`) for each of the choices it
   asked for (`n`; the count covers them all): a server that says it generated more
   than it was allowed either ignored the limit or miscounts;
-- `reasoning_tokens` is a part of the completion, never more than all of it.
+- `reasoning_tokens` is a part of the completion, never more than all of it, and, like
+  the whole count, at least the deltas that carried reasoning, give or take
+  `REASONING_SLACK` (a reasoning parser may release text it held back, the start of a
+  marker that was none, in the delta that ends the reasoning, whose own token is the
+  marker). A stream that carries more reasoning deltas than the server says it
+  generated reasoning tokens carries someone else's: another request's deltas spliced
+  in (its own tokens are what the server counts for a request). A count of 0 says
+  nothing: vLLM's reasoning parsers that keep no count report 0.
 
 A count outside these is impossible for an honest server: its accounting is broken (a
 counter stuck at zero, another request's count, a stale one), a failure of the server
@@ -24,6 +31,9 @@ here.
 from __future__ import annotations
 
 from loadgen.records import RequestRecord
+
+#: Reasoning deltas a stream may carry beyond its reasoning tokens (see the module doc).
+REASONING_SLACK = 1
 
 
 def _count(value: object) -> int | None:
@@ -52,4 +62,8 @@ def usage_problem(record: RequestRecord) -> str | None:
     if reasoning is not None and reasoning > completion:
         return (f"usage says {reasoning} reasoning tokens, more than its {completion} "
                 "completion tokens")
+    thought = record.timings.reasoning_chunks if streamed else 0
+    if reasoning and thought > reasoning + REASONING_SLACK:
+        return (f"usage says {reasoning} reasoning tokens, fewer than the {thought} "
+                "reasoning deltas streamed (each carries at least one)")
     return None

@@ -38,6 +38,7 @@ from tests.support.legit_corpus import grown_corpus
 from tests.support.openai_fake import HEALTHY_REASONING, asked
 from tests.support.scenario_files import write_scenario
 from tests.support.token_streams import deltas as cut
+from tests.support.token_streams import tokens
 
 VARIANTS = 200
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "vllm"
@@ -307,19 +308,30 @@ def test_a_reused_tool_call_id_fails_the_run(fake_server, tmp_path: Path, how: s
         summary["phases"]["measurement"]["verdicts"]
 
 
-def test_interleaved_deltas_of_another_reply_fail_the_run(fake_server, tmp_path: Path
-                                                          ) -> None:
-    """Deltas of the reply to the request that came before (in flight at concurrency 4)
-    spliced into this reply's reasoning, a few at a time, all of them: the other
-    request's facts in this reply (`cross_talk`). Deltas of another reply that carry none
-    of its facts are not told apart from this reply's own (docs/testing.md)."""
+@pytest.mark.parametrize("counter", ["its own tokens", "every token it sent"])
+def test_interleaved_deltas_of_another_reply_fail_the_run(fake_server, tmp_path: Path,
+                                                          counter: str) -> None:
+    """Deltas of another request's reply (the one that came before, in flight at
+    concurrency 4) spliced into this reply's reasoning, a few at a time, all of them.
+
+    A server that splices streams still counts each request's own tokens in its usage
+    (what its engine generated for that request): this reply then streams more
+    token-bearing deltas than the tokens its server says it generated
+    (`usage_mismatch`, `judge.reply.usage`), or carries the other request's facts
+    (`cross_talk`): every reply is caught. A server whose counter also counts what it
+    spliced in is caught only through the other request's facts, where a code survives
+    the splice whole (about half the replies; the run fails): spliced deltas that carry
+    no fact of the other request read as this reply's own (docs/testing.md)."""
     rng = random.Random(9)
+    spliced: list[str] = []
 
     def script(body: dict[str, Any], fake: Any) -> dict[str, Any]:
         ask = asked(body)
         other = next((a for a in reversed(fake.seen) if a.account != ask.account), None)
-        mine = cut(_reasoning(rng, ask.account, ask.plan), rng, rng.randint(1, 3))
-        if other is not None:
+        own_text = _reasoning(rng, ask.account, ask.plan)
+        mine = cut(own_text, rng, rng.randint(1, 3))
+        if other is not None:  # the first request has none before it: its reply is whole
+            spliced.append(ask.account)
             theirs = cut(_reasoning(rng, other.account, other.plan), rng, rng.randint(1, 3))
             mine_step, their_step = rng.randint(1, 6), rng.randint(1, 4)
             mixed: list[str] = []
@@ -328,16 +340,23 @@ def test_interleaved_deltas_of_another_reply_fail_the_run(fake_server, tmp_path:
                 mixed += theirs[n * their_step:(n + 1) * their_step]
             mine = mixed
         call = _call("change_plan", account_id=ask.account, plan=ask.plan)
+        fn = call["function"]
+        call_tokens = len(tokens(fn["name"] + fn["arguments"]))
+        reasoning = len(tokens(own_text)) if counter == "its own tokens" else len(mine)
         return {"deltas": [("reasoning", t) for t in mine], "tool_calls": [call],
-                "finish_reason": "tool_calls"}
+                "finish_reason": "tool_calls", "usage": (reasoning + call_tokens, reasoning)}
 
     code, summary = _serve(fake_server, tmp_path, script,
                            {"variant": "per-request", "accounts": 24})
     verdicts = summary["phases"]["measurement"]["verdicts"]
     assert code == 1, (verdicts, summary["gate"]["reasons"])
-    # Measured: about half the replies are caught (those whose spliced deltas carry
-    # a code the run's index owns); docs/testing.md states it, item left open.
     assert verdicts.get("cross_talk", 0) >= MEASURED // 3, verdicts
+    assert len(spliced) >= MEASURED - 1
+    if counter == "its own tokens":  # every spliced reply caught
+        assert verdicts.get("ok", 0) == MEASURED - len(spliced), verdicts
+        assert verdicts.get("usage_mismatch", 0) >= MEASURED * 3 // 4, verdicts
+    else:
+        assert "usage_mismatch" not in verdicts, verdicts
 
 
 def test_the_thresholds_of_the_echo() -> None:

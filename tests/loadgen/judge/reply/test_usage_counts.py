@@ -2,8 +2,10 @@
 
 Generated families, served end to end: replies whose text is right but whose usage is
 impossible (a counter stuck at zero, fewer tokens than deltas streamed, more than
-max_tokens, more reasoning than completion) fail the gate; honest counts (several
-tokens packed into a delta, exactly max_tokens) pass.
+max_tokens, more reasoning than completion, fewer reasoning tokens than reasoning
+deltas: another stream's deltas in this one) fail the gate; honest counts (several
+tokens packed into a delta, exactly max_tokens, reasoning not counted, one reasoning
+delta more than its tokens where a parser released held text) pass.
 """
 
 from __future__ import annotations
@@ -24,17 +26,24 @@ from tests.support.scenario_files import write_scenario
 
 MAX_TOKENS = 400
 #: Each family: the usage (completion, reasoning) a reply says, from the token-bearing
-#: deltas it streamed and a random draw.
+#: deltas it streamed, those of them that carried reasoning, and a random draw.
 LIES = {
-    "stuck at zero": lambda deltas, rng: (0, 0),
-    "fewer than streamed": lambda deltas, rng: (deltas - rng.randint(1, deltas - 1), 0),
-    "more than max_tokens": lambda deltas, rng: (MAX_TOKENS + rng.randint(1, 500), 3),
-    "more reasoning than completion": lambda deltas, rng: (deltas + 2, deltas + 9),
+    "stuck at zero": lambda deltas, thought, rng: (0, 0),
+    "fewer than streamed": lambda deltas, thought, rng: (
+        deltas - rng.randint(1, deltas - 1), 0),
+    "more than max_tokens": lambda deltas, thought, rng: (
+        MAX_TOKENS + rng.randint(1, 500), thought),
+    "more reasoning than completion": lambda deltas, thought, rng: (deltas + 2, deltas + 9),
+    "fewer reasoning than its deltas": lambda deltas, thought, rng: (
+        deltas * 2, thought - rng.randint(2, thought - 1)),
 }
 HONEST = {
-    "several tokens a delta": lambda deltas, rng: (deltas * rng.randint(2, 7), deltas),
-    "one token a delta": lambda deltas, rng: (deltas, 1),
-    "exactly max_tokens": lambda deltas, rng: (MAX_TOKENS, 2),
+    "several tokens a delta": lambda deltas, thought, rng: (
+        deltas * rng.randint(2, 7), thought * rng.randint(1, 3)),
+    "one token a delta": lambda deltas, thought, rng: (deltas, thought),
+    "exactly max_tokens": lambda deltas, thought, rng: (MAX_TOKENS, thought),
+    "reasoning not counted": lambda deltas, thought, rng: (deltas, 0),
+    "a held marker released": lambda deltas, thought, rng: (deltas, thought - 1),
 }
 
 
@@ -48,9 +57,10 @@ def _script(family: Any, seed: int) -> Any:
         call = _call("change_plan", account_id=ask.codes[0], plan=ask.plan)
         # Deltas the fake streams: 40 characters of reasoning each, the call's head and
         # its arguments 12 characters at a time.
-        deltas = -(-len(reasoning) // 40) + 1 + -(-len(call["function"]["arguments"]) // 12)
+        thought = -(-len(reasoning) // 40)
+        deltas = thought + 1 + -(-len(call["function"]["arguments"]) // 12)
         return {"reasoning": reasoning, "content": "", "tool_calls": [call],
-                "finish_reason": "tool_calls", "usage": family(deltas, rng)}
+                "finish_reason": "tool_calls", "usage": family(deltas, thought, rng)}
 
     return script
 
@@ -83,12 +93,14 @@ def test_honest_counts_pass(fake_server, tmp_path: Path, family: str) -> None:
 
 
 def _record(completion: int | None, chunks: int, *, reasoning: int | None = None,
-            stream: bool = True, error: str | None = None) -> RequestRecord:
+            stream: bool = True, error: str | None = None, thought: int = 0
+            ) -> RequestRecord:
     return RequestRecord(run_id="r", scenario="s", phase="measurement", seq=0,
                          endpoint="http://x", item_id="i", status=200, finish_reason="stop",
                          params={"max_tokens": 100, "stream": stream}, content="Done.",
                          usage=Usage(completion_tokens=completion, reasoning_tokens=reasoning),
-                         timings=Timings(chunks=chunks), error=error)
+                         timings=Timings(chunks=chunks, reasoning_chunks=thought),
+                         error=error)
 
 
 def test_what_is_not_judged() -> None:
@@ -99,3 +111,14 @@ def test_what_is_not_judged() -> None:
     assert "fewer than the 9" in (usage_problem(_record(3, 9)) or "")
     assert "more than the request's max_tokens 100" in (usage_problem(_record(101, 9)) or "")
     assert "reasoning" in (usage_problem(_record(9, 9, reasoning=10)) or "")
+
+
+def test_reasoning_deltas_against_reasoning_tokens() -> None:
+    """Each reasoning delta carries a reasoning token, one more allowed (held text a
+    parser releases with the marker that ends the reasoning); 0 is no count at all."""
+    assert usage_problem(_record(50, 20, reasoning=10, thought=11)) is None
+    assert "fewer than the 12 reasoning deltas" in (
+        usage_problem(_record(50, 20, reasoning=10, thought=12)) or "")
+    assert usage_problem(_record(50, 20, reasoning=0, thought=12)) is None
+    assert usage_problem(_record(50, 20, reasoning=None, thought=12)) is None
+    assert usage_problem(_record(50, 20, reasoning=10, thought=40, stream=False)) is None
