@@ -72,6 +72,11 @@ _HASHES = tuple((a, b) for a, b in zip(
     (0x5BD1E995, 0x27D4EB2F, 0x165667B1, 0x85EBCA77, 0xC2B2AE3D, 0x9E3779B1),
     (0x68E31DA4, 0x1B873593, 0xCC9E2D51, 0xE6546B64, 0x52DCE729, 0x38495AB5), strict=True))
 _PRIME = (1 << 61) - 1
+# The word ids up to which no hash value wraps round `_PRIME` (about 7e8; see `_read`).
+_LINEAR_IDS = min((_PRIME - 1 - b) // a for a, b in _HASHES)
+# The most words `_read` reads with bit masks (ids below `_LINEAR_IDS`, masks of at most
+# 8 KB): more than the 48,000 characters of the default `restate_tail_chars` hold.
+_WORD_IDS = 1 << 16
 
 _SENTENCE_END = regex.compile(r"(?<=[.!?。！？])\s+|\n+|(?<=[。！？；])")
 # The same where the text holds none of "。！？；" (the last alternative never matches, nor
@@ -233,7 +238,77 @@ def _read(segs: list[_Segment], echo_from: float, request_values: frozenset[str]
           ) -> list[_Read]:
     """Each segment's likest earlier segment and its new words, in one pass: candidates
     are the `_RECENT` segments before and those sharing a MinHash value (a dictionary
-    lookup each), so the cost is linear in the number of segments."""
+    lookup each), so the cost is linear in the number of segments.
+
+    What `_read_hashed` computes, in fewer steps, for a text of at most `_WORD_IDS` words
+    (every text the rule reads at the default `restate_tail_chars`; a longer one is read
+    by `_read_hashed`). Word ids count from 0 in the order words are first written, and
+    for an id x up to `_LINEAR_IDS` each hash function's value (a * x + b) % `_PRIME` is
+    a * x + b: no reduction, strictly increasing in x. So a segment's six MinHash values
+    are those of its least word id, two segments share the k-th value exactly when they
+    share that id, and the six tables hold the same buckets: kept here once, keyed by the
+    id. A segment's word set is kept as a bit mask of its word ids (one bit per word,
+    ids and words one to one), so the words two segments share are the bits their masks
+    share, and its new words are the ids it gave out (the text's words before it are the
+    ids given out before it). Same candidates in the same order, the same counts, the
+    same reads."""
+    if sum(len(seg.words) for seg in segs) > _WORD_IDS:
+        return _read_hashed(segs, echo_from, request_values)
+    ids: dict[str, int] = {}
+    index: dict[int, list[int]] = {}  # least word id -> the latest `_BUCKET` segments
+    masks: list[int] = []
+    sizes: list[int] = []
+    reads: list[_Read] = []
+    seen_numbers: set[str] = set()
+    recent_numbers: list[int] = []
+    for i, seg in enumerate(segs):
+        before = len(ids)
+        # Ids in the order the words are written: the same in every process (a set's
+        # order of strings is not).
+        word_ids = {ids.setdefault(w, len(ids)) for w in seg.words}
+        least = min(word_ids)
+        mask = sum(map((1).__lshift__, word_ids))
+        size = len(word_ids)
+        # The candidates in increasing order, as `sorted` of their set: the bucket's
+        # (kept in order) before the recent ones, then the recent ones.
+        lo = max(0, i - _RECENT)
+        bucket = index.get(least)
+        candidates: Iterable[int] = range(lo, i) if bucket is None else \
+            [j for j in bucket if j < lo] + list(range(lo, i))
+        best, match = 0.0, -1
+        for j in candidates:
+            shared = (mask & masks[j]).bit_count()
+            union = size + sizes[j] - shared
+            score = shared / union if union else 0.0
+            if score > best:
+                best, match = score, j
+        # The words the text had not shown before, the number placeholder left out.
+        new = len(ids) - before - (ids.get(_NUMBER, -1) >= before)
+        for value in seg.numbers:
+            if value not in seen_numbers and (value in request_values
+                                              or not _stepped(value, recent_numbers)):
+                new += 1
+            seen_numbers.add(value)
+            with contextlib.suppress(ValueError):
+                recent_numbers.append(int(value.replace(",", "")))
+        del recent_numbers[:-_STEP_LOOKBACK]
+        masks.append(mask)
+        sizes.append(size)
+        meaning = reads[match].meaning if best >= echo_from else i
+        reads.append(_Read(best, new, len(seg.words), meaning, match))
+        if bucket is None:
+            index[least] = [i]
+        else:
+            bucket.append(i)
+            del bucket[:-_BUCKET]
+    return reads
+
+
+def _read_hashed(segs: list[_Segment], echo_from: float,
+                 request_values: frozenset[str]) -> list[_Read]:
+    """`_read` as first written: each hash value computed, word sets compared as sets.
+    For a text of more than `_WORD_IDS` words, where `_read`'s bit masks would grow
+    large (a text of n characters holds at most n words)."""
     ids: dict[str, int] = {}
     # Each hash function's value of each word id, computed once per word.
     values: list[list[int]] = [[] for _ in _HASHES]

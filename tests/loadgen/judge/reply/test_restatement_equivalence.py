@@ -13,6 +13,8 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
+import pytest
+
 from loadgen.bench.prose import LONG_ANSWER, LONG_REASONING, prose_words
 from loadgen.judge.reply import restatement as new
 from loadgen.scenario import VerdictConfig
@@ -211,6 +213,27 @@ def test_the_rule_gives_what_it_gave_before() -> None:
     # Not a vacuous corpus: many inputs, loops found in many of them.
     assert inputs >= 700 and compared >= 5_000 and found >= 300, (inputs, compared, found)
     print(f"\n{inputs} texts, {compared} results compared, {found} loops found")
+
+
+def test_a_text_of_more_words_than_the_masks_take_is_read_as_before(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Past `_WORD_IDS` words the reads come from `_read_hashed`, the rule as first
+    # written; made small here, so the corpus goes through it.
+    monkeypatch.setattr(new, "_WORD_IDS", 0)
+    for _, text in list(texts())[::4]:
+        segs = old.segments(old.sentences(text))
+        if segs:
+            assert _reads(new._read(new.segments(text), 0.4, frozenset())) == \
+                _reads(old._read(segs, 0.4, frozenset()))
+
+
+def test_no_hash_value_wraps_round_below_the_linear_ids() -> None:
+    # `_read` reads a segment's MinHash values as those of its least word id: true while
+    # every id it gives out is at most `_LINEAR_IDS`.
+    assert new._WORD_IDS <= new._LINEAR_IDS
+    x = new._LINEAR_IDS
+    assert all(a * x + b < new._PRIME for a, b in new._HASHES)
+    assert any(a * (x + 1) + b >= new._PRIME for a, b in new._HASHES)
 
 
 def test_the_kinds_are_both_found() -> None:
