@@ -19,8 +19,10 @@ on both sides (`total is _`): wording may add or drop such numbers freely.
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import re
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -96,18 +98,24 @@ def figures(text: str) -> list[Figure]:
     placed = list(placed_dates(text))
     found = [Figure("date", _label(text, *span), date.written, date.readings)
              for span, date in placed]
-    taken = [span for span, _ in placed]
+    taken = [span for span, _ in placed]  # in order: finditer's
     for m in _TIME.finditer(text):
-        if not any(a <= m.start() < b for a, b in taken):
+        if not _inside(taken, m.start()):
             hours, minutes = m.group(0).split(":")
             found.append(Figure("time", _label(text, *m.span()), m.group(0),
                                 frozenset({f"{int(hours)}:{minutes}"})))
-            taken.append(m.span())
+            bisect.insort(taken, m.span())
     for (start, end), number in placed_numbers(text):
-        if not any(a <= start < b for a, b in taken):
+        if not _inside(taken, start):
             found.append(Figure(_unit(text, start, end), _label(text, start, end),
                                 number.written, number.readings))
     return found
+
+
+def _inside(spans: list[tuple[int, int]], at: int) -> bool:
+    """Whether `at` falls in one of the (sorted, disjoint) spans."""
+    i = bisect.bisect_right(spans, (at, sys.maxsize)) - 1
+    return i >= 0 and spans[i][0] <= at < spans[i][1]
 
 
 def _grouped(found: Iterable[Figure], key: Callable[[Figure], str | None]

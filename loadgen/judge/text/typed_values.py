@@ -20,6 +20,7 @@ second value of the same type that no part of the request explains.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 import unicodedata
 from collections.abc import Iterator
@@ -246,7 +247,9 @@ class DateMention:
     readings: frozenset[dt.date]
 
 
+@functools.lru_cache(maxsize=4096)
 def _parse(text: str, **options: bool) -> dt.date | None:
+    """The day a written date is (dateutil; the same few dates recur in a run's replies)."""
     try:
         return date_parser.parse(text, **options).date()
     except (ValueError, OverflowError):
