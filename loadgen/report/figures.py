@@ -1,5 +1,9 @@
 """What both HTML pages share: matplotlib without a display, figures as PNG data URIs (one
-self-contained file), and their templates compiled once."""
+self-contained file), and their templates compiled once.
+
+Figures are matplotlib's `Figure`s drawn by the Agg canvas directly, never through
+pyplot: pyplot's import (its backend machinery, its registry of open figures) is a
+cost every report paid and none needs, and a figure no registry holds needs no closing."""
 
 from __future__ import annotations
 
@@ -13,14 +17,15 @@ if TYPE_CHECKING:
     from jinja2 import Template
 
 
-def pyplot() -> Any:
-    """pyplot on the Agg backend: reports are written on headless CI machines."""
-    import matplotlib
+def subplots(nrows: int = 1, ncols: int = 1, **kwargs: Any) -> tuple[Any, Any]:
+    """(figure, axes) as `pyplot.subplots` makes them (`figsize` and `gridspec_kw` as it
+    takes them), on an Agg canvas: reports are written on headless CI machines."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    fig = Figure(figsize=kwargs.pop("figsize", None))
+    FigureCanvasAgg(fig)
+    return fig, fig.subplots(nrows, ncols, **kwargs)
 
 
 #: Room around the axes, in inches, for tick labels and axis labels: a report's figures
@@ -45,14 +50,12 @@ def png_data_uri(fig: Any, dpi: int = 90) -> str:
                         bottom=MARGINS_IN["bottom"] / height, top=1 - MARGINS_IN["top"] / height)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi)
-    pyplot().close(fig)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
 def png_bytes(fig: Any, dpi: int = 100) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
-    pyplot().close(fig)
     return buf.getvalue()
 
 
