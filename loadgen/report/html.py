@@ -12,7 +12,7 @@ from loadgen.judge.gate.aggregate import failure_rate_by_in_flight, failure_rate
 from loadgen.judge.gate.run_report import RunReport
 from loadgen.judge.gate.session_view import MAX_DETAILS
 from loadgen.report.facts_text import server_words
-from loadgen.report.figures import histogram, page_template, png_data_uri, pyplot
+from loadgen.report.figures import histogram, page_template, png_data_uri, subplots
 from loadgen.report.markdown import findings_lines
 from loadgen.report.run_text import (
     client_saturation,
@@ -135,12 +135,11 @@ Plot = tuple[str, str | None, str]  # (title, PNG data URI, or the sentence inst
 
 
 def _plots(report: RunReport) -> list[Plot]:
-    plt = pyplot()
     plots: list[Plot] = []
     phases = report.stats.phases
     timeline = report.stats.timeline()
     if timeline:
-        fig, ax = plt.subplots(figsize=(9, 3))
+        fig, ax = subplots(figsize=(9, 3))
         bucket, xs, ys = failure_rate_by_order(timeline)
         ax.step(xs, ys, where="post", label=f"failure rate per {bucket} requests")
         bad = [p.seq for p in timeline if p.failed]
@@ -157,7 +156,7 @@ def _plots(report: RunReport) -> list[Plot]:
 
         title = "Failure rate against the number in flight"
         if bad:
-            fig, ax = plt.subplots(figsize=(9, 3))
+            fig, ax = subplots(figsize=(9, 3))
             ax.bar(*failure_rate_by_in_flight(timeline))
             ax.set_ylim(0, 100)
             ax.set_xlabel("requests in flight when sent")
@@ -172,7 +171,7 @@ def _plots(report: RunReport) -> list[Plot]:
 
     ttft, gaps, tokens = _all("ttft"), _all("gap_mean"), _all("completion_tokens")
     if ttft or gaps:
-        fig, axes = plt.subplots(1, 2, figsize=(9, 3))
+        fig, axes = subplots(1, 2, figsize=(9, 3))
         if ttft:
             histogram(axes[0], ttft, bins=40)
         axes[0].set_xlabel("TTFT (s)")
@@ -182,7 +181,7 @@ def _plots(report: RunReport) -> list[Plot]:
         plots.append(("TTFT and inter-token distributions", png_data_uri(fig), ""))
     if tokens:
         max_tokens = report.scenario.request.max_tokens
-        fig, ax = plt.subplots(figsize=(9, 3))
+        fig, ax = subplots(figsize=(9, 3))
         histogram(ax, tokens, bins=50)
         ax.axvline(max_tokens, color="#b3261e", ls="--", label="max_tokens")
         ax.legend(fontsize=8)

@@ -13,7 +13,7 @@ from typing import Any
 from loadgen.judge.gate.aggregate import failure_rate_by_in_flight, failure_rate_by_order
 from loadgen.judge.gate.qualification import Qualification
 from loadgen.judge.gate.run_report import RunReport
-from loadgen.report.figures import histogram, page_template, png_data_uri, pyplot
+from loadgen.report.figures import histogram, page_template, png_data_uri, subplots
 from loadgen.report.qualify_doc import QualifyDocument, comparison_rows, verdict_rows
 
 COLORS = {"control": "#b3261e", "candidate": "#146c2e"}
@@ -55,9 +55,9 @@ def _legend(ax: Any) -> None:
         ax.legend(fontsize=8)
 
 
-def _failure_rate(plt: Any, xlabel: str, draw: Callable[[Any], None]) -> str:
+def _failure_rate(xlabel: str, draw: Callable[[Any], None]) -> str:
     """One "% failed" figure of both sides: `draw` puts each side on the axes."""
-    fig, ax = plt.subplots(figsize=(9, 3))
+    fig, ax = subplots(figsize=(9, 3))
     draw(ax)
     ax.set_ylim(0, 100)
     ax.set_xlabel(xlabel)
@@ -67,7 +67,6 @@ def _failure_rate(plt: Any, xlabel: str, draw: Callable[[Any], None]) -> str:
 
 
 def _plots(sides: dict[str, RunReport]) -> list[tuple[str, str]]:
-    plt = pyplot()
     timelines = {name: report.stats.timeline() for name, report in sides.items()}
 
     def by_order(ax: Any) -> None:
@@ -84,12 +83,12 @@ def _plots(sides: dict[str, RunReport]) -> list[tuple[str, str]]:
 
     plots = [
         ("Failure rate against request order, both sides",
-         _failure_rate(plt, "request order (seq; priming first)", by_order)),
+         _failure_rate("request order (seq; priming first)", by_order)),
         ("Failure rate against the number in flight, both sides",
-         _failure_rate(plt, "requests in flight when sent", by_in_flight)),
+         _failure_rate("requests in flight when sent", by_in_flight)),
     ]
 
-    fig, ax = plt.subplots(figsize=(9, 3))
+    fig, ax = subplots(figsize=(9, 3))
     max_tokens = None
     for name, report in sides.items():
         tokens = [v for st in report.stats.phases.values() for v in st.completion_tokens]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loadgen.report.figures import png_data_uri, pyplot
+from loadgen.report.figures import png_data_uri, subplots
 from loadgen.targets.telemetry_summary import MIN_SAMPLES, by_server, gauge_series, intervals
 
 
@@ -25,7 +25,6 @@ def telemetry_plots(samples: list[dict[str, Any]]) -> list[tuple[str, str | None
     if not series:
         return [("Server telemetry over time", None,
                  "The run was too short to sample /metrics under load.")] if every else []
-    plt = pyplot()
     many = len(series) > 1
     plots: list[tuple[str, str | None, str]] = []
 
@@ -37,11 +36,9 @@ def telemetry_plots(samples: list[dict[str, Any]]) -> list[tuple[str, str | None
             ax.set_ylim(bottom=0, top=max(ax.get_ylim()[1], 1.0))
             ax.legend(fontsize=8)
             plots.append((title, png_data_uri(fig), ""))
-        else:
-            plt.close(fig)
 
     def gauge_plot(title: str, keys: tuple[str, ...], ylabel: str, scale: float = 1.0) -> None:
-        fig, ax = plt.subplots(figsize=(9, 2.8))
+        fig, ax = subplots(figsize=(9, 2.8))
         drawn = False
         for url, points in series.items():
             for key in keys:
@@ -59,7 +56,7 @@ def telemetry_plots(samples: list[dict[str, Any]]) -> list[tuple[str, str | None
 
     def rate_plot(title: str, attrs: tuple[tuple[str, str], ...], ylabel: str,
                   scale: float = 1.0) -> None:
-        fig, ax = plt.subplots(figsize=(9, 2.8))
+        fig, ax = subplots(figsize=(9, 2.8))
         drawn = False
         for url, ivs in rates.items():
             for attr, name in attrs:

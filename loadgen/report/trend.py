@@ -34,7 +34,7 @@ from loadgen.history.pooling import (
     round_outcome,
 )
 from loadgen.history.rows import RoundRow
-from loadgen.report.figures import png_bytes, pyplot
+from loadgen.report.figures import png_bytes, subplots
 
 _HEX64 = re.compile(r"\b([0-9a-f]{12})[0-9a-f]{52}\b")
 
@@ -221,12 +221,12 @@ def trend_figure(rows: list[RoundRow], change_points: list[RoundChange] | None =
     """Failure rate and its 95% bound per round (colour: its group of `keys`, the vLLM
     version by default), invalid and partial rounds marked (not pooled), change points
     as dashed lines, soaks apart; and the valid rounds pooled per group."""
-    plt = pyplot()
+    import matplotlib  # where a figure is drawn: `subplots` imported it
+
     keys = list(keys) or ["vllm"]
     groups = [g for g in per_group(rows, keys) if g.measured]
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 3.6),
-                                 gridspec_kw={"width_ratios": [3, 1]})
-    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    fig, (ax, bx) = subplots(1, 2, figsize=(12, 3.6), gridspec_kw={"width_ratios": [3, 1]})
+    palette = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
     labels = [_group_label(g.group, keys) for g in groups]
     colour = {label: palette[i % len(palette)] for i, label in enumerate(labels)}
     for label in colour:

@@ -16,8 +16,12 @@ lookup a word); only the others cost an identification.
 from __future__ import annotations
 
 import math
+import os
+import sys
 from collections.abc import Container, Iterable
 from functools import cache, lru_cache
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import regex
@@ -35,11 +39,35 @@ KNOWN_ZIPF = 1.0
 SAMPLE_CHARS = 2000
 
 
+def _caller_dir() -> Path:
+    """What `locate.this_dir()` answers (the directory of the module that calls it, the
+    working directory where that has no file), read from the calling frame alone."""
+    caller = sys._getframe(1).f_globals.get("__file__")
+    return Path(os.path.abspath(caller)).parent if caller else Path(os.path.abspath(os.getcwd()))
+
+
+@cache
+def import_wordfreq() -> ModuleType:
+    """wordfreq, imported once, where a rule first needs it (never at import).
+
+    Its import asks `locate.this_dir()` for its data directory, which builds
+    `inspect.stack()` to read one frame: the source of every frame on the stack read
+    and its module looked up, 50-80 ms of a run's start. While wordfreq imports,
+    `this_dir` reads that one frame instead: the same directory."""
+    import locate
+
+    this_dir = locate.this_dir
+    locate.this_dir = _caller_dir
+    try:
+        import wordfreq
+    finally:
+        locate.this_dir = this_dir
+    return wordfreq
+
+
 @cache
 def _wordfreq_languages() -> frozenset[str]:
-    import wordfreq
-
-    return frozenset(wordfreq.available_languages())
+    return frozenset(import_wordfreq().available_languages())
 
 
 @cache
@@ -53,7 +81,7 @@ def detector() -> Any:
 @cache
 def lexicon(lang: str) -> dict[str, float]:
     """word -> frequency in `lang` (empty where wordfreq has no list)."""
-    import wordfreq
+    wordfreq = import_wordfreq()
 
     if lang not in _wordfreq_languages():
         return {}
@@ -70,7 +98,7 @@ def has_lexicon(lang: str) -> bool:
 def expected_function_share(lang: str) -> float:
     """The share of running text the language's function words take, by its statistics
     (0 where wordfreq has no list)."""
-    import wordfreq
+    wordfreq = import_wordfreq()
 
     return sum(wordfreq.word_frequency(w, lang) for w in function_words(lang))
 
@@ -78,7 +106,7 @@ def expected_function_share(lang: str) -> float:
 @cache
 def function_words(lang: str, n: int = 50) -> frozenset[str]:
     """The `n` most frequent words of a language: its function words."""
-    import wordfreq
+    wordfreq = import_wordfreq()
 
     lang = _WORDFREQ_NAMES.get(lang, lang)
     if not has_lexicon(lang):
@@ -93,7 +121,7 @@ _WORDFREQ_NAMES = {"tl": "fil"}
 
 @cache
 def english_common() -> frozenset[str]:
-    import wordfreq
+    wordfreq = import_wordfreq()
 
     return frozenset(wordfreq.top_n_list("en", _ENGLISH_WORDS))
 
@@ -168,7 +196,7 @@ def languages_of_request(texts: Iterable[str]) -> list[str]:
 @cache
 def common_words(lang: str, n: int = 30_000) -> frozenset[str]:
     """A language's `n` most frequent words (English's is `english_common`)."""
-    import wordfreq
+    wordfreq = import_wordfreq()
 
     if lang == "en" and n == _ENGLISH_WORDS:
         return english_common()

@@ -22,18 +22,31 @@ that is an everyday English word and no language name ("check", which begins lik
 Spanish's "checo") names nothing, nor does a whole word that is another language's name
 ("galego", Galician, is no inflection of Spanish's "galés" for Welsh).
 
-The name table is built once per process, on the first request read (about 0.4 s: the
-library's 64,000 names, of which those of languages the judge knows are kept); nothing
-is built at import.
+The name table is built on the first request read (about 0.3 s: the library's 64,000
+names, of which those of languages the judge knows are kept, and CLDR's display names);
+nothing is built at import. It is kept in the project's cache (`DSV4_QUAL_CACHE`, else
+~/.cache/dsv4-qual) under a key of everything it is built from: this module's source,
+the versions of the libraries it reads and Python's (whose Unicode tables fold the
+names' case). A later process reads it back (about 20 ms); one whose key differs, or
+that cannot read or write the cache, builds the table as before.
 """
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import hashlib
+import json
+import os
 import re
+import sys
 from functools import cache, lru_cache
+from pathlib import Path
 from typing import Any
 
 import regex
+
+from loadgen.files import write_atomic
 
 #: Letters an inflected name may carry past its stem ("русск|ом", "Englis|chen").
 _TAIL = 4
@@ -180,14 +193,91 @@ def _all_names() -> Any:
     return load_trie(data_filename("trie/und/name_to_language.marisa"))
 
 
+Table = tuple[Any, dict[str, tuple[frozenset[str], bool, bool, bool]], frozenset[str]]
+
+
 @cache
-def _table() -> tuple[Any, dict[str, tuple[frozenset[str], bool, bool, bool]],
-                      frozenset[str]]:
+def _table() -> Table:
     """(trie of keys, key -> (languages, a cased stem, romanized, a dialect's name),
-    full names): every
-    name of a language the judge knows, from the language library's name trie, CLDR's
-    display names and `EXTRA_NAMES`. Built once per process, on the first request that
-    names a language; only names of the languages the judge knows are kept."""
+    full names): every name of a language the judge knows (`_build_table`), read from
+    the cache where an earlier process kept it, else built and kept there."""
+    path = _cache_file()
+    kept = _read_table(path) if path is not None else None
+    if kept is not None:
+        return kept
+    built = _build_table()
+    if path is not None:
+        _write_table(path, built)
+    return built
+
+
+#: Bumped when what the cache file holds changes shape.
+_CACHE_FORMAT = 1
+#: The distributions the table is built from: the names (language_data), the tags'
+#: replacements, macrolanguages and distances (langcodes), the languages the identifier
+#: knows (lingua), the cased-letter class (regex) and the trie the file holds (marisa).
+_BUILT_FROM = ("language_data", "langcodes", "lingua-language-detector", "regex",
+               "marisa-trie")
+
+
+def _cache_file() -> Path | None:
+    """Where the table built by this source, these libraries and this Python is kept
+    (None where that cannot be said: no home directory, a library's version unknown)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        root = Path(os.environ.get("DSV4_QUAL_CACHE") or Path.home() / ".cache" / "dsv4-qual")
+        key = hashlib.sha256(Path(__file__).read_bytes())
+        for part in (str(_CACHE_FORMAT), sys.version,
+                     *(f"{dist} {version(dist)}" for dist in _BUILT_FROM)):
+            key.update(b"\0" + part.encode())
+    except (OSError, RuntimeError, KeyError, PackageNotFoundError):
+        return None
+    return root / "language-names" / f"{key.hexdigest()[:40]}.json"
+
+
+def _read_table(path: Path) -> Table | None:
+    """The table kept at `path`; None where there is none or it does not read whole."""
+    import marisa_trie
+
+    try:
+        doc = json.loads(path.read_bytes())
+        if doc.get("format") != _CACHE_FORMAT:
+            return None
+        sets = [frozenset(codes) for codes in doc["sets"]]
+        keys, entries = doc["keys"], doc["entries"]
+        if len(keys) != len(entries):
+            return None
+        table = {key: (sets[i], bool(cased), bool(romanized), bool(spoken))
+                 for key, (i, cased, romanized, spoken) in zip(keys, entries, strict=True)}
+        trie = marisa_trie.Trie().frombytes(base64.b64decode(doc["trie"]))
+        if len(trie) != len(table):
+            return None
+        return trie, table, frozenset(doc["full"])
+    except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError):
+        return None
+
+
+def _write_table(path: Path, built: Table) -> None:
+    """Keep the table at `path`, replaced whole (a process reading it meanwhile sees the
+    old file or none); a cache that cannot be written is left alone."""
+    trie, table, full = built
+    sets: dict[frozenset[str], int] = {}
+    entries = [[sets.setdefault(codes, len(sets)), cased, romanized, spoken]
+               for codes, cased, romanized, spoken in table.values()]
+    doc = {"format": _CACHE_FORMAT, "sets": [sorted(codes) for codes in sets],
+           "keys": list(table), "entries": entries, "full": sorted(full),
+           "trie": base64.b64encode(trie.tobytes()).decode("ascii")}
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, json.dumps(doc, ensure_ascii=False,
+                                      separators=(",", ":")).encode("utf-8"))
+
+
+def _build_table() -> Table:
+    """The table from the libraries: every name of a language the judge knows, from the
+    language library's name trie, CLDR's display names and `EXTRA_NAMES` (about 0.3 s);
+    only names of the languages the judge knows are kept."""
     import marisa_trie
     from language_data.names import code_to_names, normalize_name
 

@@ -43,7 +43,6 @@ from functools import cache, cached_property, lru_cache
 
 import numpy as np
 import regex
-import wordfreq
 
 from loadgen.judge.text import language
 from loadgen.judge.text.scripts import (
@@ -139,7 +138,7 @@ def _languages_of_script() -> dict[str, tuple[str, ...]]:
     sample = {name: chr(int(np.flatnonzero(table == SCRIPT_ID[name])[0]))
               for name in SCRIPTS if name != "Other" and (table == SCRIPT_ID[name]).any()}
     out: dict[str, list[str]] = {}
-    for lang in sorted(wordfreq.available_languages()):
+    for lang in sorted(language.import_wordfreq().available_languages()):
         if lang in ("ja", "zh", "ko"):
             continue  # their lists need a segmenter; their words are not spaced anyway
         code = langcodes.Language.get(lang).maximize().script
