@@ -53,15 +53,22 @@ def import_wordfreq() -> ModuleType:
     Its import asks `locate.this_dir()` for its data directory, which builds
     `inspect.stack()` to read one frame: the source of every frame on the stack read
     and its module looked up, 50-80 ms of a run's start. While wordfreq imports,
-    `this_dir` reads that one frame instead: the same directory."""
-    import locate
+    `this_dir` reads that one frame instead: the same directory. A wordfreq that no
+    longer asks `locate` (or a `locate` without `this_dir`) is imported as it is."""
+    try:
+        import locate as finder
+    except ImportError:
+        finder = None  # type: ignore[assignment]
+    this_dir = getattr(finder, "this_dir", None)
+    if finder is None or this_dir is None or "wordfreq" in sys.modules:
+        import wordfreq
 
-    this_dir = locate.this_dir
-    locate.this_dir = _caller_dir
+        return wordfreq
+    finder.this_dir = _caller_dir
     try:
         import wordfreq
     finally:
-        locate.this_dir = this_dir
+        finder.this_dir = this_dir
     return wordfreq
 
 
