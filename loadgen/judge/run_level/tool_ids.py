@@ -15,10 +15,9 @@ random_part`). Within one reply, two calls of one such id are `bad_tool_call`
 
 from __future__ import annotations
 
-from typing import Any
-
 from loadgen.judge.reply.tool_calls import random_part
 from loadgen.judge.run_level import Revision, completed
+from loadgen.records import RequestRecord
 from loadgen.taxonomy import Verdict
 
 
@@ -30,11 +29,11 @@ class ToolCallIds:
     def __init__(self) -> None:
         self._seen: dict[str, list[int]] = {}  # id -> the seqs whose replies carry it
 
-    def observe(self, record: dict[str, Any], own: list[str]) -> None:
+    def observe(self, record: RequestRecord, own: list[str]) -> None:
         if not completed(own):
             return
-        seq = int(record.get("seq", -1))
-        for call in record.get("tool_calls") or []:
+        seq = int(record.seq)
+        for call in record.tool_calls or []:  # the wire shape: each call an object
             if not isinstance(call, dict):
                 continue
             call_id = call.get("id")
