@@ -118,16 +118,14 @@ class RequestRecord:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RequestRecord:
-        data = dict(data)
-        timings = {k: v for k, v in (data.pop("timings", None) or {}).items()
-                   if k in Timings.__slots__}
-        usage = {k: v for k, v in (data.pop("usage", None) or {}).items()
-                 if k in Usage.__slots__}
-        known = {k: v for k, v in data.items() if k in cls.__slots__}
-        kind = known.pop("error_kind", None)
-        return cls(timings=Timings(**timings), usage=Usage(**usage),
-                   error_kind=ErrorKind(kind) if kind in ErrorKind._value2member_map_ else None,
-                   **known)
+        """The record a dict holds: keys of no field are left out (`data` is not changed).
+        Every line of a run is read so after the run (`read`), more than once."""
+        timings = data.get("timings") or {}
+        usage = data.get("usage") or {}
+        return cls(timings=Timings(**{k: v for k, v in timings.items() if k in _TIMINGS}),
+                   usage=Usage(**{k: v for k, v in usage.items() if k in _USAGE}),
+                   error_kind=_kind(data.get("error_kind")),
+                   **{k: v for k, v in data.items() if k in _PLAIN})
 
     @classmethod
     def read(cls, data: dict[str, Any]) -> RequestRecord:
@@ -143,6 +141,12 @@ class RequestRecord:
         if self.error is None or not first_only:
             self.error = message
             self.error_kind = kind
+
+
+_TIMINGS = frozenset(Timings.__slots__)
+_USAGE = frozenset(Usage.__slots__)
+#: The fields `from_dict` takes as they are (the others are typed there).
+_PLAIN = frozenset(RequestRecord.__slots__) - {"timings", "usage", "error_kind"}
 
 
 def _kind(value: Any) -> ErrorKind | None:

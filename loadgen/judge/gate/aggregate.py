@@ -2,9 +2,10 @@
 
 The records stay on disk; this keeps only numbers (latencies, counts), each record's
 verdicts, and the first few failures' text, so a 20,000-request soak reports in
-constant-ish memory. The run-level rules (`judge.run_level`) observe every record in
-the same pass; what they revise is then counted in place of the per-reply verdicts,
-and the few revised records whose text the forensics need are read again.
+constant-ish memory. Each line is read into a `RequestRecord` once per pass, and the
+run-level rules (`judge.run_level`) observe that same record in the same pass; what
+they revise is then counted in place of the per-reply verdicts, and the few revised
+records whose text the forensics need are read again.
 """
 
 from __future__ import annotations
@@ -282,17 +283,18 @@ def aggregate(out_dir: Path, fail_on: list[str], rules: list[Rule] | None = None
     preparing = [rule for rule in rules if hasattr(rule, "prepare")]
     if preparing:
         for d in iter_record_dicts(path):
+            rec = RequestRecord.read(d)
             for rule in preparing:
-                rule.prepare(d)
+                rule.prepare(rec)
     for d in iter_record_dicts(path):
         total += 1
         rec = RequestRecord.read(d)
         phase = str(rec.phase or "measurement")
-        own = own_verdicts(d)
+        own = own_verdicts(rec)
         phases.setdefault(phase, PhaseStats()).add(rec, own, bool(fail.intersection(own)))
         seen[int(rec.seq)] = (phase, str(rec.item_id or ""), own)
         for rule in rules:
-            rule.observe(d, own)
+            rule.observe(rec, own)
     changed = _apply(combine(rules), seen, phases, fail)
     if changed:
         _tails_of_revised(path, changed, phases)

@@ -3,7 +3,8 @@
 A session's turns are separate records; a person reading a failed session needs them
 in order, with the verdict of each, so a face that starts at one turn (the first cache
 hit over a long prefix, a new user turn) shows as such. Read from records.jsonl after
-the counting pass (a bounded number of sessions: memory stays small for long soaks).
+the counting pass, each line as the counting pass reads it (`RequestRecord.read`), a
+bounded number of sessions: memory stays small for long soaks.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from loadgen.expectations import Expectation
 from loadgen.judge.run_level import own_verdicts
-from loadgen.records import iter_record_dicts
+from loadgen.records import RequestRecord, iter_record_dicts
 from loadgen.results import RECORDS_FILE
 from loadgen.results.run_level import RunLevelLine
 
@@ -67,14 +68,14 @@ def expected_text(data: object) -> str:
     return ", ".join(named) or "-"
 
 
-def got_text(record: dict[str, object]) -> str:
-    calls = record.get("tool_calls")
+def got_text(record: RequestRecord) -> str:
+    calls = record.tool_calls
     parts = []
     for call in calls if isinstance(calls, list) else []:
         fn = call.get("function") if isinstance(call, dict) else None
         if isinstance(fn, dict):
             parts.append(f"{fn.get('name')}({fn.get('arguments')})")
-    content = record.get("content")
+    content = record.content
     if isinstance(content, str) and content.strip():
         parts.append(content)
     return _clip(" ".join(parts)) or "(nothing)"
@@ -89,23 +90,25 @@ def session_views(out_dir: Path, changed: list[RunLevelLine], phase: str = "meas
     final = {c.seq: c.verdicts for c in changed}
     sessions: dict[str, SessionView] = {}
     for d in iter_record_dicts(path):
-        params = d.get("params")
-        turn = params.get("turn") if isinstance(params, dict) else None
-        if d.get("phase") != phase or not isinstance(turn, dict):
+        if not isinstance(d.get("params"), dict) or "turn" not in d["params"]:
+            continue  # no session's turn (most runs have none): not worth reading whole
+        rec = RequestRecord.read(d)
+        params = rec.params
+        turn = params.get("turn")
+        if rec.phase != phase or not isinstance(turn, dict):
             continue
-        assert isinstance(params, dict)
         found = params.get("tags")
         tags: dict[str, object] = found if isinstance(found, dict) else {}
         name = str(turn.get("session"))
         view = sessions.get(name)
         if view is None:
             view = sessions[name] = SessionView(name, str(tags.get("prefix_tokens", "-")))
-        seq = int(str(d.get("seq", -1)))
+        seq = int(str(rec.seq))
         view.turns.append(TurnView(
             seq=seq, index=int(str(turn.get("index", 0))), regime=str(tags.get("turn", "-")),
-            verdicts=final.get(seq) or own_verdicts(d),
+            verdicts=final.get(seq) or own_verdicts(rec),
             asked=_clip(str(params.get("ask") or "")),
-            expected=_clip(expected_text(d.get("expected"))), got=got_text(d)))
+            expected=_clip(expected_text(rec.expected)), got=got_text(rec)))
     views = list(sessions.values())
     for view in views:
         view.turns.sort(key=lambda t: t.index)

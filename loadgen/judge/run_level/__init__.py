@@ -4,9 +4,10 @@ Some verdicts cannot be given when a reply completes, because they depend on the
 of the run: `divergent` (identical greedy bodies that disagree), `cross_talk` (a reply
 that carries another request's facts), `reference_mismatch` (a loaded reply that
 disagrees with the same body's solo reply). Each is a `Rule`: it *observes* every
-record once, in the counting pass over records.jsonl (`judge.gate.aggregate`), and then
-says which records it revises and why (`Revision`: verdicts added, per-reply verdicts
-it explains away, findings).
+record once, in the counting pass over records.jsonl (`judge.gate.aggregate`), typed as
+that pass reads it (`RequestRecord.read`: each line parsed once, a key the line lacks at
+its default), and then says which records it revises and why (`Revision`: verdicts
+added, per-reply verdicts it explains away, findings).
 
 Storage. records.jsonl is a public contract and append-only: each line keeps the
 verdicts its reply got when it completed, and is never rewritten. What the run-level
@@ -28,6 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from loadgen.records import RequestRecord
 from loadgen.taxonomy import INFRA_VERDICTS, RUN_LEVEL, Verdict, by_severity
 
 _RUN_LEVEL_NAMES = frozenset(v.value for v in RUN_LEVEL)
@@ -59,13 +61,14 @@ class Revision:
 
 
 class Rule(Protocol):
-    """One run-level verdict's rule. A rule may also have `prepare(record)`: then the
-    counting pass first shows it every record (`judge.gate.aggregate`), before any observe."""
+    """One run-level verdict's rule. A rule may also have `prepare(record:
+    RequestRecord)`: then the counting pass first shows it every record
+    (`judge.gate.aggregate`), before any observe."""
 
     name: str
 
-    def observe(self, record: dict[str, Any], own: list[str]) -> None:
-        """See one record (as read from records.jsonl) with its own verdicts."""
+    def observe(self, record: RequestRecord, own: list[str]) -> None:
+        """See one record (`RequestRecord.read` of its line) with its own verdicts."""
         ...
 
     def revisions(self) -> dict[int, Revision]:
@@ -83,10 +86,10 @@ class RuleSummary(Protocol):
     def to_dict(self) -> dict[str, Any]: ...
 
 
-def own_verdicts(record: dict[str, Any]) -> list[str]:
+def own_verdicts(record: RequestRecord) -> list[str]:
     """A record's per-reply verdicts. Records written before run-level verdicts were
     stored apart may carry `divergent` in their own list: it is judged anew here."""
-    verdicts = [str(v) for v in (record.get("verdicts") or ["ok"])]
+    verdicts = [str(v) for v in (record.verdicts or ["ok"])]
     kept = [v for v in verdicts if v not in _RUN_LEVEL_NAMES]
     return kept or [Verdict.OK.value]
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from loadgen.expectations import Expectation, is_code
 from loadgen.judge.findings import CrossTalkFinding, CrossTalkSource, Findings, WrongFinding
@@ -42,6 +41,7 @@ from loadgen.judge.text.code_forms import (
     fragments,
     index_of,
 )
+from loadgen.records import RequestRecord
 from loadgen.taxonomy import Verdict
 
 
@@ -66,25 +66,25 @@ class _Suspect:
     values: dict[str, tuple[str, list[str]]]
 
 
-def _window(record: dict[str, Any]) -> tuple[float, float]:
-    t = record.get("timings") or {}
-    sent, end = t.get("sent"), t.get("end")
+def _window(record: RequestRecord) -> tuple[float, float]:
+    """When the request was in flight: a send time or duration that is no number (a
+    line that lacks them, or another writer's) reads as 0."""
+    sent, end = record.timings.sent, record.timings.end
     start = float(sent) if isinstance(sent, int | float) else 0.0
     return start, start + (float(end) if isinstance(end, int | float) else 0.0)
 
 
-def _fields(record: dict[str, Any]) -> list[tuple[str, str]]:
+def _fields(record: RequestRecord) -> list[tuple[str, str]]:
     """Every text of a reply, named as a finding names it."""
-    fields = [("reasoning", record.get("reasoning") or ""),
-              ("content", record.get("content") or "")]
-    for i, call in enumerate(record.get("tool_calls") or []):
+    fields = [("reasoning", record.reasoning or ""), ("content", record.content or "")]
+    for i, call in enumerate(record.tool_calls or []):
         fn = call.get("function") if isinstance(call, dict) else None
         if isinstance(fn, dict):
             fields.append((f"call {i} {fn.get('name') or '?'}", str(fn.get("arguments") or "")))
     return fields
 
 
-def reply_forms(record: dict[str, Any], own: set[str],
+def reply_forms(record: RequestRecord, own: set[str],
                 finder: Callable[[str], Iterable[Form]] | None = None
                 ) -> dict[str, tuple[str, list[str]]]:
     """The forms in a reply that may write a code (`finder`: by default every code-like
@@ -118,7 +118,7 @@ class CrossTalk:
         self._suspects: list[_Suspect] = []
         self._ids = ToolCallIds()
 
-    def prepare(self, record: dict[str, Any]) -> None:
+    def prepare(self, record: RequestRecord) -> None:
         """A first look at every record before any is observed: who owns which code. A
         rule prepared so reads each reply for the run's codes alone (`CodeIndex.scan`),
         at the cost of a lookup a group; unprepared, it keeps each reply's code-like
@@ -127,9 +127,9 @@ class CrossTalk:
         self._prepared = True
         self._index = None  # built once every owner is known
 
-    def _own(self, record: dict[str, Any]) -> Expectation | None:
-        item = str(record.get("item_id") or "")
-        exp = Expectation.from_dict(record.get("expected"))
+    def _own(self, record: RequestRecord) -> Expectation | None:
+        item = str(record.item_id or "")
+        exp = Expectation.from_dict(record.expected)
         if exp is not None and item not in self._facts:
             self._facts[item] = dict(exp.facts)
             for value in exp.distinctive_values():
@@ -142,9 +142,9 @@ class CrossTalk:
                     self._value_owners.setdefault(key, set()).add(item)
         return exp
 
-    def observe(self, record: dict[str, Any], own: list[str]) -> None:
-        item = str(record.get("item_id") or "")
-        seq = int(record.get("seq", -1))
+    def observe(self, record: RequestRecord, own: list[str]) -> None:
+        item = str(record.item_id or "")
+        seq = int(record.seq)
         start, end = _window(record)
         exp = self._own(record)
         self._sent.setdefault(item, []).append(_Sent(seq, start, end))
@@ -161,10 +161,10 @@ class CrossTalk:
             found = reply_forms(record, given)
         values = self._foreign_values(record, exp)
         if found or values:
-            wrong = Findings.read(record.get("findings")).wrong_answer
+            wrong = Findings.read(record.findings).wrong_answer
             self._suspects.append(_Suspect(seq, item, start, end, found, wrong, values))
 
-    def _foreign_values(self, record: dict[str, Any], exp: Expectation | None
+    def _foreign_values(self, record: RequestRecord, exp: Expectation | None
                         ) -> dict[str, tuple[str, list[str]]]:
         """The non-code distinctive values of the run a reply writes that are not its
         own (read for every owner known so far: `prepare` makes that all of them)."""

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from loadgen.judge.run_level import Revision, completed
+from loadgen.records import RequestRecord
 from loadgen.taxonomy import Verdict
 
 
@@ -24,20 +25,20 @@ def _called(call: dict[str, Any]) -> tuple[Any, Any]:
     return (fn.get("name"), fn.get("arguments")) if isinstance(fn, dict) else (None, None)
 
 
-def answer_key(record: dict[str, Any]) -> bytes:
+def answer_key(record: RequestRecord) -> bytes:
     """What two greedy replies to the same body must agree on: the visible answer."""
-    calls = [_called(c) for c in record.get("tool_calls") or [] if isinstance(c, dict)]
-    digest = hashlib.blake2b(orjson.dumps([record.get("finish_reason"),
-                                           record.get("content") or "", calls]),
+    calls = [_called(c) for c in record.tool_calls or [] if isinstance(c, dict)]
+    digest = hashlib.blake2b(orjson.dumps([record.finish_reason, record.content or "",
+                                           calls]),
                              digest_size=16)
     return digest.digest()
 
 
-def greedy_entry(record: dict[str, Any], own: list[str]) -> tuple[str, int, bytes] | None:
+def greedy_entry(record: RequestRecord, own: list[str]) -> tuple[str, int, bytes] | None:
     """(body hash, seq, answer key) of a completed greedy request, else None."""
-    if not (record.get("greedy") and record.get("body_hash")) or not completed(own):
+    if not (record.greedy and record.body_hash) or not completed(own):
         return None
-    return str(record["body_hash"]), int(record.get("seq", -1)), answer_key(record)
+    return str(record.body_hash), int(record.seq), answer_key(record)
 
 
 def divergent_seqs(entries: Iterable[tuple[str, int, bytes]]) -> set[int]:
@@ -64,8 +65,9 @@ class Divergent:
     def __init__(self) -> None:
         self._entries: list[tuple[str, int, bytes]] = []
 
-    def observe(self, record: dict[str, Any], own: list[str]) -> None:
-        if record.get("phase", "measurement") not in self.PHASES:
+    def observe(self, record: RequestRecord, own: list[str]) -> None:
+        # A line without a phase is read as a measured one (`RequestRecord.read`).
+        if record.phase not in self.PHASES:
             return
         entry = greedy_entry(record, own)
         if entry is not None:

@@ -55,6 +55,7 @@ from loadgen.judge.findings import ReferenceMismatch
 from loadgen.judge.run_level import Revision, completed
 from loadgen.judge.text.code_forms import fold_code, forms
 from loadgen.judge.text.quantities import Figure, contradictions, figures
+from loadgen.records import RequestRecord
 from loadgen.scenario import ReferenceConfig
 from loadgen.taxonomy import DEFAULT_FAIL_ON, Verdict
 
@@ -111,11 +112,11 @@ def _code_of(value: str) -> str | None:
     return folded if is_code(folded) else None
 
 
-def verifiable(record: dict[str, Any]) -> tuple[Any, ...]:
+def verifiable(record: RequestRecord) -> tuple[Any, ...]:
     """What a loaded reply must share with its solo reply: the calls and their short
     scalar arguments, or an answer's codes and figures."""
     calls = []
-    for call in record.get("tool_calls") or []:
+    for call in record.tool_calls or []:
         fn = call.get("function") if isinstance(call, dict) else None
         if not isinstance(fn, dict):
             continue
@@ -129,12 +130,12 @@ def verifiable(record: dict[str, Any]) -> tuple[Any, ...]:
     if calls:
         # Parallel calls are a multiset: the same calls in another order agree.
         return ("tool_calls", tuple(sorted(calls, key=repr)))
-    content = record.get("content") or ""
+    content = record.content or ""
     codes = {code for form in forms(content) if (code := _code_of(form.folded))
              and content[form.start:form.end].isalnum()}
     # Numbers only where decoding was greedy: sampling may honestly word a figure that
     # is no fact of the request ("in 2 steps", "in 3 steps"); codes are facts either way.
-    stated = tuple(figures(content)) if record.get("greedy") else ()
+    stated = tuple(figures(content)) if record.greedy else ()
     return ("answer", tuple(sorted(codes)), stated)
 
 
@@ -161,19 +162,19 @@ def difference(loaded: tuple[Any, ...], solo: tuple[Any, ...],
     return _accounts(loaded[1]) != _accounts(solo[1])
 
 
-def answer_text(record: dict[str, Any]) -> str:
+def answer_text(record: RequestRecord) -> str:
     """The visible answer: the content, then each call as `name(arguments)`."""
     calls = []
-    for call in record.get("tool_calls") or []:
+    for call in record.tool_calls or []:
         fn = call.get("function") if isinstance(call, dict) else None
         if not isinstance(fn, dict):
             fn = {}
         calls.append(f"{fn.get('name')}({fn.get('arguments')})")
-    return "\n".join([record.get("content") or "", *calls])
+    return "\n".join([record.content or "", *calls])
 
 
-def _text_key(record: dict[str, Any]) -> bytes:
-    return hashlib.blake2b(orjson.dumps([record.get("reasoning") or "", answer_text(record)]),
+def _text_key(record: RequestRecord) -> bytes:
+    return hashlib.blake2b(orjson.dumps([record.reasoning or "", answer_text(record)]),
                            digest_size=16).digest()
 
 
@@ -188,17 +189,17 @@ class _Reply:
     steps: frozenset[str]  # lookups a correct reply may make first (the expectation's)
 
 
-def _steps(record: dict[str, Any]) -> frozenset[str]:
-    exp = Expectation.from_dict(record.get("expected"))
+def _steps(record: RequestRecord) -> frozenset[str]:
+    exp = Expectation.from_dict(record.expected)
     return frozenset(exp.call.steps) if exp is not None and exp.call is not None \
         else frozenset()
 
 
-def _reply(record: dict[str, Any], keep_text: bool) -> _Reply:
-    return _Reply(int(record.get("seq", -1)), str(record.get("item_id") or ""),
+def _reply(record: RequestRecord, keep_text: bool) -> _Reply:
+    return _Reply(int(record.seq), str(record.item_id or ""),
                   verifiable(record), _text_key(record),
                   answer_text(record) if keep_text else None,
-                  (record.get("reasoning") or "") if keep_text else None, _steps(record))
+                  (record.reasoning or "") if keep_text else None, _steps(record))
 
 
 def agreement(loaded: str, solo: str) -> dict[str, Any]:
@@ -221,11 +222,11 @@ class ReferenceAgreement:
         self._loaded: dict[str, list[_Reply]] = {}  # body hash -> its measured replies
         self._texts: dict[str, int] = {}
 
-    def observe(self, record: dict[str, Any], own: list[str]) -> None:
-        body = str(record.get("body_hash") or "")
+    def observe(self, record: RequestRecord, own: list[str]) -> None:
+        body = str(record.body_hash or "")
         if not body:
             return
-        phase = record.get("phase")
+        phase = record.phase  # a line without one is a measured one (`RequestRecord.read`)
         if phase == "reference":
             broken = sorted(_BROKEN.intersection(own))
             if not completed(own):

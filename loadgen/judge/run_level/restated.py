@@ -13,8 +13,6 @@ verbatim rule spares it.
 
 from __future__ import annotations
 
-from typing import Any
-
 from loadgen.judge.reply.asked import loop_was_asked
 from loadgen.judge.reply.loops import find_meaning_loop
 from loadgen.judge.run_level import Revision, completed
@@ -32,15 +30,14 @@ class Restated:
         self._cfg = cfg
         self._found: dict[int, Revision] = {}
 
-    def observe(self, record: dict[str, Any], own: list[str]) -> None:
+    def observe(self, record: RequestRecord, own: list[str]) -> None:
         if not completed(own) or Verdict.REASONING_LOOP.value in own:
             return  # no reply to judge, or its loop is already said
-        reply = RequestRecord.read(record)
-        loop = find_meaning_loop(reply, self._cfg)
-        if loop is None or loop_was_asked(loop, reply.params.get("asked_repetition")):
+        loop = find_meaning_loop(record, self._cfg)
+        if loop is None or loop_was_asked(loop, record.params.get("asked_repetition")):
             return
-        self._found[reply.seq] = Revision(add={Verdict.REASONING_LOOP},
-                                          findings={"loop": loop.model_dump(mode="json")})
+        self._found[record.seq] = Revision(add={Verdict.REASONING_LOOP},
+                                           findings={"loop": loop.model_dump(mode="json")})
 
     def revisions(self) -> dict[int, Revision]:
         return dict(self._found)

@@ -15,11 +15,26 @@ random_part`). Within one reply, two calls of one such id are `bad_tool_call`
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 from loadgen.judge.reply.tool_calls import random_part
 from loadgen.judge.run_level import Revision, completed
+from loadgen.records import RequestRecord
 from loadgen.taxonomy import Verdict
+
+
+@dataclass(frozen=True, slots=True)
+class SharedId:
+    """A random tool-call id a reply shares with the replies to `others`. The finding is
+    its sentence: findings' `tool_call_ids` is a list of these sentences
+    (`judge.findings.Findings.tool_call_ids`), one per id, as report.md prints them."""
+
+    call_id: str
+    others: tuple[int, ...]  # the seqs of the other replies that carry it
+
+    def sentence(self) -> str:
+        seqs = ", ".join(str(s) for s in self.others)
+        return f"tool-call id {self.call_id!r} is also in the reply to seq {seqs}"
 
 
 class ToolCallIds:
@@ -30,11 +45,11 @@ class ToolCallIds:
     def __init__(self) -> None:
         self._seen: dict[str, list[int]] = {}  # id -> the seqs whose replies carry it
 
-    def observe(self, record: dict[str, Any], own: list[str]) -> None:
+    def observe(self, record: RequestRecord, own: list[str]) -> None:
         if not completed(own):
             return
-        seq = int(record.get("seq", -1))
-        for call in record.get("tool_calls") or []:
+        seq = int(record.seq)
+        for call in record.tool_calls or []:  # the wire shape: each call an object
             if not isinstance(call, dict):
                 continue
             call_id = call.get("id")
@@ -51,11 +66,10 @@ class ToolCallIds:
             if len(seqs) < 2:
                 continue
             for seq in seqs:
-                others = ", ".join(str(s) for s in seqs if s != seq)
+                shared = SharedId(call_id, tuple(s for s in seqs if s != seq))
                 revision = out.setdefault(seq, Revision(add={Verdict.CROSS_TALK},
                                                         findings={"tool_call_ids": []}))
-                revision.findings["tool_call_ids"].append(
-                    f"tool-call id {call_id!r} is also in the reply to seq {others}")
+                revision.findings["tool_call_ids"].append(shared.sentence())
         return out
 
     def summary(self) -> None:

@@ -144,7 +144,8 @@ def test_another_requests_code_is_found_however_it_is_written(form: str) -> None
         records.append(_reply(0, codes[0], f"Account {other} first, then {codes[0]}.", 3600.0))
         rule = CrossTalk()
         for d in records:
-            rule.observe(d, own_verdicts(d))
+            r = RequestRecord.read(d)
+            rule.observe(r, own_verdicts(r))
         caught += 0 in rule.revisions()
     assert caught == 40
 
@@ -165,7 +166,8 @@ def test_honest_numbers_dates_and_the_own_code_written_otherwise_are_no_cross_ta
         records.append(_reply(0, own, text, 0.0))
         rule = CrossTalk()
         for d in records:
-            rule.observe(d, own_verdicts(d))
+            r = RequestRecord.read(d)
+            rule.observe(r, own_verdicts(r))
         assert rule.revisions() == {}, text
 
 

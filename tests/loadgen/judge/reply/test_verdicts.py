@@ -202,8 +202,9 @@ def test_reasoning_differences_alone_are_not_divergence() -> None:
 
 
 def entry(r: RequestRecord) -> tuple[str, int, bytes] | None:
-    """The divergent rule's view of a record as records.jsonl holds it."""
-    return greedy_entry(orjson.loads(r.to_json()), r.verdicts or ["ok"])
+    """The divergent rule's view of a record as records.jsonl holds it, read as the counting
+    pass reads it."""
+    return greedy_entry(RequestRecord.read(orjson.loads(r.to_json())), r.verdicts or ["ok"])
 
 
 # ------------------------------------------------------------------------- tool turns

@@ -7,6 +7,7 @@ from typing import Any
 from loadgen.expectations import Expectation, ExpectedCall
 from loadgen.judge.run_level import Revision, combine, own_verdicts
 from loadgen.judge.run_level.cross_talk import CrossTalk, reply_forms
+from loadgen.records import RequestRecord
 from loadgen.taxonomy import Verdict
 
 
@@ -36,9 +37,11 @@ def record(seq: int, account: str, *, said: str, sent: float, end: float = 1.0,
 
 
 def judge(records: list[dict[str, Any]]) -> dict[int, Revision]:
+    """The rule over records as the counting pass reads their lines."""
     rule = CrossTalk()
     for d in records:
-        rule.observe(d, own_verdicts(d))
+        r = RequestRecord.read(d)
+        rule.observe(r, own_verdicts(r))
     return combine([rule])
 
 
@@ -111,6 +114,7 @@ def test_codes_are_found_in_every_part_of_a_reply() -> None:
     d = {"reasoning": "about QQQQ11", "content": "done for RRRR22",
          "tool_calls": [{"function": {"name": "get_account",
                                       "arguments": '{"account_id": "SSSS33"}'}}]}
-    found = {form: where for form, (_, where) in reply_forms(d, set()).items()}
+    found = {form: where for form, (_, where)
+             in reply_forms(RequestRecord.read(d), set()).items()}
     assert (found["qqqq11"], found["rrrr22"], found["ssss33"]) == (
         ["reasoning"], ["content"], ["call 0 get_account"])

@@ -7,7 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from loadgen.judge.findings import Findings
 from loadgen.judge.run_level.cross_talk import reply_forms
+from loadgen.records import RequestRecord
 from loadgen.taxonomy import Verdict
 from tests.loadgen.judge.run_level.test_cross_talk import judge, record
 from tests.support.raw_records import counted
@@ -23,7 +25,7 @@ def sources(revisions: dict, seq: int) -> list[dict[str, Any]]:
 def test_a_call_without_a_name_is_named_by_a_question_mark() -> None:
     d = {"tool_calls": [{"function": {"arguments": '{"account_id": "SSSS33"}'}},
                         "not a call", {"function": "not an object"}]}
-    assert reply_forms(d, set()) == {"ssss33": ("SSSS33", ["call 0 ?"])}
+    assert reply_forms(RequestRecord.read(d), set()) == {"ssss33": ("SSSS33", ["call 0 ?"])}
 
 
 def test_one_code_in_several_places_is_listed_once_per_place() -> None:
@@ -168,3 +170,26 @@ def test_a_source_without_a_send_time_is_taken_as_sent_at_the_epoch() -> None:
     revisions = judge([record(0, "AAAA11", said="BBBB22", sent=0.5, end=1.0), source])
     assert sources(revisions, 0)[0]["in_flight_together"] is False
 
+
+
+def test_a_random_call_id_in_several_replies_is_written_as_one_sentence_each(
+        tmp_path: Path) -> None:
+    # run_level.jsonl's `tool_call_ids`: a list of sentences (`Findings.tool_call_ids`,
+    # report.md's "cross-talk: ..." lines). An id a parser writes from the function's
+    # name and position is in every such reply, and names no other request.
+    shared = "chatcmpl-tool-7c1e2b9d04f35a68e1c0b7d2946f3a5b"
+
+    def line(seq: int, call_id: str) -> dict[str, Any]:
+        return {"seq": seq, "phase": "measurement", "item_id": f"i{seq}", "verdicts": ["ok"],
+                "tool_calls": [{"id": call_id, "type": "function",
+                                "function": {"name": "get_time", "arguments": "{}"}}]}
+
+    stats = counted(tmp_path, [line(0, shared), line(1, "functions.get_time:0"),
+                               line(2, shared), line(3, "functions.get_time:0"),
+                               line(4, shared)])
+    said = f"tool-call id {shared!r} is also in the reply to seq"
+    assert {c.seq: (c.verdicts, c.findings) for c in stats.changed} == {
+        0: (["cross_talk"], {"tool_call_ids": [f"{said} 2, 4"]}),
+        2: (["cross_talk"], {"tool_call_ids": [f"{said} 0, 4"]}),
+        4: (["cross_talk"], {"tool_call_ids": [f"{said} 0, 2"]})}
+    assert Findings.read(stats.changed[0].findings).tool_call_ids == [f"{said} 2, 4"]

@@ -96,7 +96,8 @@ def test_a_cross_talk_finding_reads_back_whole(form: str) -> None:
     records.append(_reply(0, codes[0], f"Account {other} first, then {codes[0]}.", 10.0))
     rule = CrossTalk()
     for d in records:
-        rule.observe(d, own_verdicts(d))
+        r = RequestRecord.read(d)
+        rule.observe(r, own_verdicts(r))
     (revision,) = rule.revisions().values()
     assert _check(_as_written(revision.findings)) == {"cross_talk"}
 
@@ -110,7 +111,8 @@ def test_a_reference_mismatch_reads_back_whole() -> None:
 
     rule = ReferenceAgreement(ReferenceConfig(requests=1))
     for d in (rec(2, "reference", "pro"), rec(1, "measurement", "business")):
-        rule.observe(d, own_verdicts(d))
+        r = RequestRecord.read(d)
+        rule.observe(r, own_verdicts(r))
     (revision,) = rule.revisions().values()
     assert _check(_as_written(revision.findings)) == {"reference_mismatch"}
 

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from loadgen.judge.run_level import own_verdicts
 from loadgen.judge.run_level.reference import ReferenceAgreement
+from loadgen.records import RequestRecord
 from loadgen.scenario import ReferenceConfig
 from loadgen.taxonomy import Verdict
 
@@ -40,7 +41,8 @@ def rec(seq: int, phase: str, calls: list[dict[str, Any]]) -> dict[str, Any]:
 def mismatch(loaded: list[dict[str, Any]], solo: list[dict[str, Any]]) -> bool:
     rule = ReferenceAgreement(ReferenceConfig(requests=1))
     for d in (rec(0, "measurement", loaded), rec(1, "reference", solo)):
-        rule.observe(d, own_verdicts(d))
+        r = RequestRecord.read(d)
+        rule.observe(r, own_verdicts(r))
     revisions = rule.revisions()
     return bool(revisions) and revisions[0].add == {Verdict.REFERENCE_MISMATCH}
 

@@ -16,6 +16,7 @@ from loadgen.judge.run_level.reference import (
     answer_text,
     verifiable,
 )
+from loadgen.records import RequestRecord
 from loadgen.scenario import ReferenceConfig, Scenario
 from loadgen.taxonomy import Verdict
 from tests.support.raw_records import counted
@@ -45,8 +46,19 @@ def rec(seq: int, phase: str = "measurement", *, body: str = "b1", reasoning: st
 def judge(records: list[dict[str, Any]], **cfg: Any) -> ReferenceAgreement:
     rule = ReferenceAgreement(ReferenceConfig(requests=1, **cfg))
     for d in records:
-        rule.observe(d, own_verdicts(d))
+        r = RequestRecord.read(d)
+        rule.observe(r, own_verdicts(r))
     return rule
+
+
+def verifiable_of(d: dict[str, Any]) -> tuple[Any, ...]:
+    """The verifiable fields of a line as the counting pass reads it."""
+    return verifiable(RequestRecord.read(d))
+
+
+def answer_text_of(d: dict[str, Any]) -> str:
+    """The visible answer of a line as the counting pass reads it."""
+    return answer_text(RequestRecord.read(d))
 
 
 def mismatch(records: list[dict[str, Any]], **cfg: Any) -> dict[int, dict[str, Any]]:
@@ -109,10 +121,10 @@ def test_a_value_of_64_characters_without_spaces_is_verifiable_and_65_is_not() -
 
 
 def test_a_call_without_arguments_has_no_fields_and_junk_arguments_say_so() -> None:
-    assert verifiable(rec(0, calls=[call("get_time", None)])) == \
+    assert verifiable_of(rec(0, calls=[call("get_time", None)])) == \
         ("tool_calls", (("get_time", ()),))
     for junk in ("[1, 2]", "not json", '"a string"'):
-        assert verifiable(rec(0, calls=[call("lookup", junk)])) == \
+        assert verifiable_of(rec(0, calls=[call("lookup", junk)])) == \
             ("tool_calls", (("lookup", ("<not a JSON object>",)),))
     # ...and the finding shows those words, where a side's arguments were no object.
     (found,) = mismatch([rec(0, calls=[call("lookup", "{oops")]),
@@ -123,9 +135,9 @@ def test_a_call_without_arguments_has_no_fields_and_junk_arguments_say_so() -> N
 
 def test_entries_that_are_no_call_are_skipped_not_the_end_of_the_calls() -> None:
     calls = ["junk", call()]
-    assert verifiable(rec(0, calls=calls)) == verifiable(rec(0))
-    assert verifiable(rec(0, calls=[{"function": "junk"}, *calls])) == verifiable(rec(0))
-    assert answer_text(rec(0, calls=["junk"])) == "\nNone(None)"
+    assert verifiable_of(rec(0, calls=calls)) == verifiable_of(rec(0))
+    assert verifiable_of(rec(0, calls=[{"function": "junk"}, *calls])) == verifiable_of(rec(0))
+    assert answer_text_of(rec(0, calls=["junk"])) == "\nNone(None)"
     # A record with such entries is still judged, and agrees with a solo reply that made
     # the same call.
     assert mismatch([rec(0, calls=calls), rec(1, "reference")]) == {}
@@ -139,9 +151,9 @@ def test_a_call_without_a_name_is_shown_with_an_empty_name() -> None:
 
 
 def test_a_prose_answer_is_held_to_the_codes_it_states() -> None:
-    assert verifiable({"content": "Q1RST1 moved; AB12CD too."}) == \
+    assert verifiable_of({"content": "Q1RST1 moved; AB12CD too."}) == \
         ("answer", ("AB12CD", "Q1RST1"), ())
-    assert verifiable({}) == ("answer", (), ())
+    assert verifiable_of({}) == ("answer", (), ())
     found = mismatch([rec(0, calls=[], content="Done for Q1RST1."),
                       rec(1, calls=[], content="Done for Q9RST9."),
                       rec(2, "reference", calls=[], content="Q1RST1 is done.")])
@@ -160,6 +172,20 @@ def test_only_completed_measured_replies_are_held_to_the_solo_reply() -> None:
     assert set(rule.revisions()) == {2}
     summary = rule.summary()
     assert (summary.compared, summary.verifiable_mismatches) == (2, 1)
+
+
+def test_a_line_without_a_phase_is_held_to_the_solo_reply_as_a_measured_one(
+        tmp_path: Path) -> None:
+    # The counting pass counts such a line as measured (`RequestRecord.read`), and the
+    # rule sees the record it counted.
+    free = [call(arguments='{"account_id": "Q1RST1", "plan": "free"}')]
+    nameless = rec(0, calls=free)
+    del nameless["phase"]
+    scenario = Scenario.model_validate({"name": "s", "reference": {"requests": 1}})
+    stats = counted(tmp_path, [nameless, rec(1, "reference")], scenario=scenario)
+    assert stats.phases["measurement"].requests == 1
+    assert stats.seqs_with(Verdict.REFERENCE_MISMATCH) == [0]
+    assert stats.reference is not None and stats.reference.compared == 1
 
 
 def test_records_without_a_body_hash_are_not_compared() -> None:
@@ -239,7 +265,7 @@ def test_without_texts_the_distribution_is_empty_not_zero() -> None:
 def test_where_the_answers_part_counts_content_then_each_call() -> None:
     loaded = rec(0, content="Done.", calls=[call(arguments='{"note": "as you asked"}')])
     solo = rec(1, "reference", content="Done.", calls=[call(arguments='{"note": "as asked"}')])
-    assert answer_text(loaded) == 'Done.\nchange_plan({"note": "as you asked"})'
+    assert answer_text_of(loaded) == 'Done.\nchange_plan({"note": "as you asked"})'
     (row,) = judge([loaded, solo]).summary().per_request
     assert row["first_divergence"] == len('Done.\nchange_plan({"note": "as ')
     assert row["verifiable_equal"] is True and row["similarity"] < 1.0
@@ -346,7 +372,7 @@ def test_a_call_whose_function_is_no_object_does_not_stop_the_report(tmp_path: P
     # object is no call to compare, as `verifiable` already treats it, not a crash of
     # `dsv4-qual report DIR`.
     junk = [{"type": "function", "function": "change_plan"}]
-    assert answer_text(rec(0, content="Done.", calls=junk)) == "Done.\nNone(None)"
+    assert answer_text_of(rec(0, content="Done.", calls=junk)) == "Done.\nNone(None)"
     scenario = Scenario.model_validate({"name": "s", "reference": {"requests": 1}})
     stats = counted(tmp_path, [rec(0, calls=junk, greedy=True), rec(1, calls=junk, greedy=True),
                                rec(2, "reference", calls=junk)], scenario=scenario)

@@ -26,6 +26,7 @@ import pytest
 from loadgen.judge.run_level import own_verdicts
 from loadgen.judge.run_level.reference import ReferenceAgreement
 from loadgen.judge.text.quantities import contradictions, figures
+from loadgen.records import RequestRecord
 from loadgen.scenario import ReferenceConfig
 from loadgen.taxonomy import Verdict
 from tests.loadgen.conftest import run_cli
@@ -136,7 +137,8 @@ def _mismatch(loaded: str, solo: str) -> bool:
               {"seq": 1, "phase": "reference", "content": solo}):
         d.update(item_id="i", body_hash="b", reasoning="", verdicts=["ok"], tool_calls=[],
                  greedy=True)
-        rule.observe(d, own_verdicts(d))
+        r = RequestRecord.read(d)
+        rule.observe(r, own_verdicts(r))
     revisions = rule.revisions()
     return bool(revisions) and revisions[0].add == {Verdict.REFERENCE_MISMATCH}
 
@@ -161,7 +163,8 @@ def test_the_finding_names_the_replaced_figure() -> None:
               {"seq": 1, "phase": "reference", "content": solo}):
         d.update(item_id="i", body_hash="b", reasoning="", verdicts=["ok"], tool_calls=[],
                  greedy=True)
-        rule.observe(d, own_verdicts(d))
+        r = RequestRecord.read(d)
+        rule.observe(r, own_verdicts(r))
     finding = rule.revisions()[0].findings["reference_mismatch"]
     assert finding["detail"] == "'1.243,50' where the solo reply states '1,234.50' (EUR)"
 

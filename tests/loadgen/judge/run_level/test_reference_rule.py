@@ -6,6 +6,7 @@ from typing import Any
 
 from loadgen.judge.run_level import own_verdicts
 from loadgen.judge.run_level.reference import ReferenceAgreement, agreement, verifiable
+from loadgen.records import RequestRecord
 from loadgen.scenario import ReferenceConfig
 from loadgen.taxonomy import Verdict
 
@@ -22,15 +23,21 @@ def rec(seq: int, phase: str, *, plan: str = "pro", reasoning: str = "Move it.",
 def judge(records: list[dict[str, Any]], **cfg: Any) -> ReferenceAgreement:
     rule = ReferenceAgreement(ReferenceConfig(requests=1, **cfg))
     for d in records:
-        rule.observe(d, own_verdicts(d))
+        r = RequestRecord.read(d)
+        rule.observe(r, own_verdicts(r))
     return rule
 
 
+def verifiable_of(d: dict[str, Any]) -> tuple[Any, ...]:
+    """The verifiable fields of a line as the counting pass reads it."""
+    return verifiable(RequestRecord.read(d))
+
+
 def test_short_scalars_are_verifiable_and_free_text_is_not() -> None:
-    fields = verifiable(rec(0, "measurement"))
+    fields = verifiable_of(rec(0, "measurement"))
     assert fields == ("tool_calls", (("change_plan", (("account_id", "q1rst1"),
                                                       ("plan", "pro"))),))
-    assert verifiable({"content": "Account Q1RST1 is on pro."}) == ("answer", ("Q1RST1",), ())
+    assert verifiable_of({"content": "Account Q1RST1 is on pro."}) == ("answer", ("Q1RST1",), ())
 
 
 def test_a_loaded_reply_is_held_to_its_solo_reply() -> None:

@@ -43,7 +43,7 @@ def judged(reply: Reply) -> RequestRecord:
     # loops by meaning are found: `run_level.restated`).
     own = classify(record, CFG)
     rule = Restated(CFG)
-    rule.observe({**orjson.loads(record.to_json()), "verdicts": own}, own)
+    rule.observe(RequestRecord.read({**orjson.loads(record.to_json()), "verdicts": own}), own)
     record.verdicts = rule.revisions().get(0, Revision()).apply(own)
     return record
 

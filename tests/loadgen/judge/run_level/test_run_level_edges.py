@@ -13,6 +13,7 @@ import pytest
 
 from loadgen.judge.gate.run_report import rules_for
 from loadgen.judge.run_level.divergent import answer_key
+from loadgen.records import RequestRecord
 from loadgen.results.run_level import RUN_LEVEL_FILE, read_run_level, write_run_level
 from loadgen.scenario import Scenario
 from loadgen.taxonomy import Verdict
@@ -33,6 +34,11 @@ def greedy(seq: int, *, body: str = "h1", content: str = "", phase: str = "measu
          "timings": {"sent": 1_700_000_000.0 + seq, "end": 0.5}}
     d.update(extra)
     return d
+
+
+def answer_key_of(d: dict[str, Any]) -> bytes:
+    """The answer key of a line as the counting pass reads it."""
+    return answer_key(RequestRecord.read(d))
 
 
 def final(stats: Any) -> dict[int, list[str]]:
@@ -137,21 +143,21 @@ def test_only_the_loaded_phases_are_compared(tmp_path: Path) -> None:
 
 def test_what_twins_must_agree_on_is_the_visible_answer() -> None:
     base = greedy(0, content="done")
-    assert answer_key(base) == answer_key({**base, "reasoning": "other thoughts"})
+    assert answer_key_of(base) == answer_key_of({**base, "reasoning": "other thoughts"})
     for change in ({"finish_reason": "length"}, {"content": "done!"},
                    {"tool_calls": []},
                    {"tool_calls": [{"function": {**CALL[0]["function"], "name": "cancel"}}]},
                    {"tool_calls": [{"function": {**CALL[0]["function"], "arguments": "{}"}}]}):
-        assert answer_key({**base, **change}) != answer_key(base), change
+        assert answer_key_of({**base, **change}) != answer_key_of(base), change
     # Entries that are no call are left out; a `function` that is no object is a call
     # with neither name nor arguments; a missing content is an empty one.
-    assert answer_key({**base, "tool_calls": ["junk", *CALL]}) == answer_key(base)
-    assert answer_key({**base, "tool_calls": [{"function": "x"}]}) == \
-        answer_key({**base, "tool_calls": [{}]}) != answer_key({**base, "tool_calls": []})
-    assert answer_key({**base, "content": None}) == answer_key({**base, "content": ""})
+    assert answer_key_of({**base, "tool_calls": ["junk", *CALL]}) == answer_key_of(base)
+    assert answer_key_of({**base, "tool_calls": [{"function": "x"}]}) == \
+        answer_key_of({**base, "tool_calls": [{}]}) != answer_key_of({**base, "tool_calls": []})
+    assert answer_key_of({**base, "content": None}) == answer_key_of({**base, "content": ""})
     for text in ("XXXX", " ", "0"):  # any text at all is not an empty answer
-        assert answer_key({**base, "content": text}) != answer_key({**base, "content": None})
-    assert answer_key({"finish_reason": "stop"}) == answer_key(
+        assert answer_key_of({**base, "content": text}) != answer_key_of({**base, "content": None})
+    assert answer_key_of({"finish_reason": "stop"}) == answer_key_of(
         {"finish_reason": "stop", "content": "", "tool_calls": []})
 
 
