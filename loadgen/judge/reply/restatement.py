@@ -284,14 +284,7 @@ def _read(segs: list[_Segment], echo_from: float, request_values: frozenset[str]
                 best, match = score, j
         # The words the text had not shown before, the number placeholder left out.
         new = len(ids) - before - (ids.get(_NUMBER, -1) >= before)
-        for value in seg.numbers:
-            if value not in seen_numbers and (value in request_values
-                                              or not _stepped(value, recent_numbers)):
-                new += 1
-            seen_numbers.add(value)
-            with contextlib.suppress(ValueError):
-                recent_numbers.append(int(value.replace(",", "")))
-        del recent_numbers[:-_STEP_LOOKBACK]
+        new += _new_numbers(seg.numbers, seen_numbers, recent_numbers, request_values)
         masks.append(mask)
         sizes.append(size)
         meaning = reads[match].meaning if best >= echo_from else i
@@ -302,6 +295,21 @@ def _read(segs: list[_Segment], echo_from: float, request_values: frozenset[str]
             bucket.append(i)
             del bucket[:-_BUCKET]
     return reads
+
+
+def _new_numbers(numbers: list[str], seen: set[str], recent: list[int],
+                 request_values: frozenset[str]) -> int:
+    """How many of a segment's numbers are new (see the module doc); `seen` and `recent`
+    are brought up to date."""
+    new = 0
+    for value in numbers:
+        if value not in seen and (value in request_values or not _stepped(value, recent)):
+            new += 1
+        seen.add(value)
+        with contextlib.suppress(ValueError):
+            recent.append(int(value.replace(",", "")))
+    del recent[:-_STEP_LOOKBACK]
+    return new
 
 
 def _read_hashed(segs: list[_Segment], echo_from: float,
@@ -342,14 +350,7 @@ def _read_hashed(segs: list[_Segment], echo_from: float,
                 best, match = score, j
         fresh = keys - seen_words
         new = len(fresh) - (_NUMBER in fresh)
-        for value in seg.numbers:
-            if value not in seen_numbers and (value in request_values
-                                              or not _stepped(value, recent_numbers)):
-                new += 1
-            seen_numbers.add(value)
-            with contextlib.suppress(ValueError):
-                recent_numbers.append(int(value.replace(",", "")))
-        del recent_numbers[:-_STEP_LOOKBACK]
+        new += _new_numbers(seg.numbers, seen_numbers, recent_numbers, request_values)
         seen_words.update(keys)
         sets.append(keys)
         meaning = reads[match].meaning if best >= echo_from else i
