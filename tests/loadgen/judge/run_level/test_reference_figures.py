@@ -131,7 +131,8 @@ def _case(seed: int, broken: bool, variant: int = 0, account: str = "Q1RST1"
     return solo, _answer(rng, loaded, extra=rng.random() < 0.5, account=account)
 
 
-def _mismatch(loaded: str, solo: str) -> bool:
+def _judged(loaded: str, solo: str) -> ReferenceAgreement:
+    """The reference rule after a greedy loaded answer and its solo answer."""
     rule = ReferenceAgreement(ReferenceConfig(requests=1))
     for d in ({"seq": 0, "phase": "measurement", "content": loaded},
               {"seq": 1, "phase": "reference", "content": solo}):
@@ -139,7 +140,11 @@ def _mismatch(loaded: str, solo: str) -> bool:
                  greedy=True)
         r = RequestRecord.read(d)
         rule.observe(r, own_verdicts(r))
-    revisions = rule.revisions()
+    return rule
+
+
+def _mismatch(loaded: str, solo: str) -> bool:
+    revisions = _judged(loaded, solo).revisions()
     return bool(revisions) and revisions[0].add == {Verdict.REFERENCE_MISMATCH}
 
 
@@ -158,14 +163,7 @@ def test_the_finding_names_the_replaced_figure() -> None:
     loaded = "You owe €1.243,50; the plan has 12 seats."
     assert contradictions(figures(loaded), figures(solo)) == [("EUR", "1.243,50",
                                                                "1,234.50")]
-    rule = ReferenceAgreement(ReferenceConfig(requests=1))
-    for d in ({"seq": 0, "phase": "measurement", "content": loaded},
-              {"seq": 1, "phase": "reference", "content": solo}):
-        d.update(item_id="i", body_hash="b", reasoning="", verdicts=["ok"], tool_calls=[],
-                 greedy=True)
-        r = RequestRecord.read(d)
-        rule.observe(r, own_verdicts(r))
-    finding = rule.revisions()[0].findings["reference_mismatch"]
+    finding = _judged(loaded, solo).revisions()[0].findings["reference_mismatch"]
     assert finding["detail"] == "'1.243,50' where the solo reply states '1,234.50' (EUR)"
 
 
