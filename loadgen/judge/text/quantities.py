@@ -7,7 +7,8 @@ thing. A figure is keyed by its unit, not by the words around it: a currency (it
 before the number, its code or its name after it: `$`, `USD`, `dollars` are one unit),
 a percent, or the word that follows the number (`seats` and `seat` are one; a function
 word such as `of` or `and` is no unit). Dates are keyed as dates whatever their format
-(`typed_values.dates`), times of day as times (`09:30` is `9:30`). A number's value is
+(`typed_values.dates`; text written as a date that is no day is a date of no
+reading, unlike any), times of day as times (`09:30` is `9:30`). A number's value is
 read as `typed_values.numbers` reads it, every reading of an ambiguous grouping kept.
 
 Two answers *contradict* each other on a unit when each states a value of it the other
@@ -95,7 +96,9 @@ def figures(text: str) -> list[Figure]:
     """Every figure a text states: dates, and numbers (with their unit where they have
     one) that stand in no date, time or code."""
     text = nfc(text)
-    placed = list(placed_dates(text))
+    # A date that is no day reads as none: it differs from every date (a digit of a
+    # date changed past the calendar is a replaced date, not a dropped one).
+    placed = list(placed_dates(text, impossible=True))
     found = [Figure("date", _label(text, *span), date.written, date.readings)
              for span, date in placed]
     taken = [span for span, _ in placed]  # in order: finditer's

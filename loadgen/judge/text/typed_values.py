@@ -261,8 +261,11 @@ def dates(text: str) -> list[DateMention]:
     return [date for _, date in placed_dates(nfc(text))]
 
 
-def placed_dates(text: str) -> Iterator[tuple[tuple[int, int], DateMention]]:
-    """Every date `text` (already NFC) writes, with where it stands."""
+def placed_dates(text: str, impossible: bool = False
+                 ) -> Iterator[tuple[tuple[int, int], DateMention]]:
+    """Every date `text` (already NFC) writes, with where it stands; with `impossible`,
+    also text written as a date that is no day (`2027-11-97`, `62th of November`), with
+    no reading."""
     for m in _DATE.finditer(text):
         written = m.group(0)
         readings: set[dt.date | None] = set()
@@ -274,7 +277,7 @@ def placed_dates(text: str) -> Iterator[tuple[tuple[int, int], DateMention]]:
         else:
             readings.add(_parse(written.replace(" of ", " ")))
         kept = frozenset(r for r in readings if r is not None)
-        if kept:
+        if kept or impossible:
             yield m.span(), DateMention(written, kept)
 
 

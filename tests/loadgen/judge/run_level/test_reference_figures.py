@@ -225,3 +225,19 @@ def test_served_a_replaced_figure_fails_whatever_its_wording(fake_server, tmp_pa
     assert code == 1, summary["gate"]["reasons"]
     verdicts = summary["phases"]["measurement"]["verdicts"]
     assert verdicts.get("reference_mismatch") == SERVED, verdicts
+
+
+def test_one_digit_of_a_figure_changed_is_a_mismatch() -> None:
+    """No shape at all: one digit of a solo answer's figures changed, nothing else. A
+    date whose digit leaves the calendar (`2027-11-97`, `62th of November`) is a date
+    unlike any, not a date dropped."""
+    rng = random.Random(5)
+    missed = []
+    for seed in range(VARIANTS):
+        solo, _ = _case(seed, broken=False)
+        body = solo.index("\n")  # past "Account Q1RST1:"
+        at = rng.choice([i for i, c in enumerate(solo) if c.isdigit() and i > body])
+        loaded = solo[:at] + str((int(solo[at]) + rng.randint(1, 9)) % 10) + solo[at + 1:]
+        if not _mismatch(loaded, solo):
+            missed.append((solo, loaded))
+    assert not missed, f"{len(missed)}/{VARIANTS} missed, first: {missed[0]}"
