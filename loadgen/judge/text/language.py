@@ -186,15 +186,27 @@ def language_of(text: str, words: list[str] | None = None) -> str | None:
     return identify(text[:SAMPLE_CHARS])[0]
 
 
+#: A token of letters and digits both (`0UNJNX`, `AC-8812`'s `8812` aside, `v2`): an
+#: identifier, written in no language.
+_LETTERS_AND_DIGITS = regex.compile(r"\b(?=[\p{L}\p{M}]*\p{N})(?=\p{N}*[\p{L}\p{M}])"
+                                    r"[\p{L}\p{M}\p{N}]+\b")
+
+
 def languages_of_request(texts: Iterable[str]) -> list[str]:
     """The languages a request's texts are written in (sorted ISO codes): a reply may
     answer in any of them. Each text of some length is identified on its own (a system
-    prompt in English, the user's question in Russian)."""
+    prompt in English, the user's question in Russian). Identifiers of letters and
+    digits are no words of any language: a tool call's arguments
+    (`{"account_id":"0UNJNX"}`) are read by their keys, and a text of codes alone says
+    nothing (lingua, asked, names some language at no confidence, and its first answer
+    costs a process a third of a second of loading every language's model)."""
     found = set()
     for text in texts:
-        letters = sum(len(w) for w in WORD.findall(text[:SAMPLE_CHARS]))
+        text = text[-SAMPLE_CHARS:] if len(text) > SAMPLE_CHARS else text
+        text = _LETTERS_AND_DIGITS.sub(" ", text)
+        letters = sum(len(w) for w in WORD.findall(text))
         if letters >= 3:
-            lang = language_of(text[-SAMPLE_CHARS:] if len(text) > SAMPLE_CHARS else text)
+            lang = language_of(text)
             if lang:
                 found.add(lang)
     return sorted(found)
