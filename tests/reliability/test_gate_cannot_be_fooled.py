@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.loadgen.conftest import run_cli
+from tests.support.family_sizes import SIZES
 from tests.support.legit_corpus import grown_corpus, sample_by_family, write_replay
 from tests.support.openai_fake import MODE_VERDICTS
 from tests.support.receipts import parallel
@@ -46,10 +47,14 @@ def test_every_broken_tool_turn_fails_the_gate(fake_server, tmp_path: Path, mode
     assert summary["gate"]["failures"] == 8
 
 
-def test_the_grown_legitimate_corpus_passes_the_gate(fake_server, tmp_path: Path) -> None:
+@pytest.mark.parametrize("step", SIZES)
+def test_the_grown_legitimate_corpus_passes_the_gate(fake_server, tmp_path: Path,
+                                                     step: int) -> None:
     # Replayed bodies: each names the reply the fake streams (layout kept) and offers what
     # it needs; a sample of every family, with the default gate (every gated verdict).
-    replies = sample_by_family(grown_corpus(members=20), per_family=6)
+    # The fast tier serves two members a family, the long tier six.
+    per_family = 6 if step == 1 else 2
+    replies = sample_by_family(grown_corpus(members=20), per_family=per_family)
     write_replay(tmp_path / "corpus.jsonl", replies, "corpus")
     _, srv = fake_server()
     scenario = {"load": {"measurement": len(replies)}, "request": {"max_tokens": 4096},
@@ -58,7 +63,7 @@ def test_the_grown_legitimate_corpus_passes_the_gate(fake_server, tmp_path: Path
     code, summary, output = run(tmp_path, srv.url, scenario=scenario)
     assert code == 0, (output, summary["phases"]["measurement"]["verdicts"])
     assert summary["phases"]["measurement"]["verdicts"] == {"ok": len(replies)}
-    assert len(replies) > 150
+    assert len(replies) > 25 * per_family
 
 
 # --------------------------------------------------------------------------- receipts

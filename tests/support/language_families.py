@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from functools import cache
 
 import langcodes
 import regex
@@ -115,14 +116,16 @@ def _plain_run(line: str) -> int:
     return best
 
 
-def _long_passages(lang: str) -> list[str]:
+@cache
+def _long_passages(lang: str) -> tuple[str, ...]:
     """The fixture passages long enough to be judged: a line of `PLAIN_RUN` plain words
     in a row (a caption of eight words, or a message broken by paths and options, is
-    not), or of sixty characters in a script written without spaces."""
+    not), or of sixty characters in a script written without spaces. Read once a
+    language: a family draws thousands of answers from them."""
     unspaced = lang in UNSPACED
-    return [p for p in honest_passages()[lang]
-            if any(len(line) >= 60 if unspaced else _plain_run(line) >= PLAIN_RUN
-                   for line in p.splitlines())]
+    return tuple(p for p in honest_passages()[lang]
+                 if any(len(line) >= 60 if unspaced else _plain_run(line) >= PLAIN_RUN
+                        for line in p.splitlines()))
 
 
 #: Names and aliases a request may use -> the language an honest answer is written in.

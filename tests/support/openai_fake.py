@@ -923,14 +923,37 @@ class FakeOpenAI:
 
 
 class QuickStopServer(uvicorn.Server):
-    """uvicorn looks at `should_exit` every 0.1 s; the suite stops a few hundred servers,
-    so this one looks every 10 ms (what it serves is unchanged)."""
+    """uvicorn looks at `should_exit` every 0.1 s, and at its open connections every
+    0.1 s while it stops; the suite stops a few hundred servers, so this one looks every
+    10 ms (what it serves, and what it waits for, are unchanged)."""
 
     async def main_loop(self) -> None:
         counter = 0
         while not await self.on_tick(counter):
             counter = (counter + 1) % 864000
             await asyncio.sleep(0.01)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        """Stop as uvicorn stops (listen no more, ask each connection to close, wait for
+        them up to `timeout_graceful_shutdown`, then cancel what is left), looking every
+        10 ms where uvicorn first sleeps a tenth of a second: a few hundred stops a run
+        of the suite."""
+        for server in self.servers:
+            server.close()
+        for sock in sockets or []:
+            sock.close()
+        for connection in list(self.server_state.connections):
+            connection.shutdown()
+        deadline = time.monotonic() + (self.config.timeout_graceful_shutdown or 0.3)
+        while (self.server_state.connections or self.server_state.tasks) \
+                and not self.force_exit and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        for task in self.server_state.tasks:
+            task.cancel()
+        for server in self.servers:
+            await server.wait_closed()
+        if not self.force_exit:
+            await self.lifespan.shutdown()
 
 
 class ServerThread:
