@@ -278,14 +278,6 @@ def aggregate(out_dir: Path, fail_on: list[str], rules: list[Rule] | None = None
     if not path.exists():
         return RunStats({}, 0, None)
     rules = rules or []
-    # Rules that must know the whole run before they read a reply (who owns which code)
-    # get a first look at every record.
-    preparing = [rule for rule in rules if hasattr(rule, "prepare")]
-    if preparing:
-        for d in iter_record_dicts(path):
-            rec = RequestRecord.read(d)
-            for rule in preparing:
-                rule.prepare(rec)
     for d in iter_record_dicts(path):
         total += 1
         rec = RequestRecord.read(d)
