@@ -2,11 +2,14 @@
 
 The records stay on disk; this keeps only numbers (latencies, counts), each record's
 verdicts, and the first few failures' text, so a 20,000-request soak reports in
-constant-ish memory. records.jsonl is read once: each line into a `RequestRecord`,
-and the run-level rules (`judge.run_level`) observe that same record in the same pass;
-what they revise is then counted in place of the per-reply verdicts. Where each line
-lies is kept (seq -> byte offset and length), so the few revised records whose text the
-forensics need are parsed again from their own lines, not from a second read.
+constant-ish memory (but for the cross-talk rule, which holds the texts of the completed
+replies until every owner of a code is known: `run_level.cross_talk`).
+
+records.jsonl is read once: each line into a `RequestRecord`, and the run-level rules
+(`judge.run_level`) observe that same record in the same pass; what they revise is then
+counted in place of the per-reply verdicts. Where each line lies is kept (seq -> byte
+offset and length), so the few revised records whose text the forensics need are parsed
+again from their own lines, not from a second read.
 """
 
 from __future__ import annotations
