@@ -213,13 +213,31 @@ class RecordWriter:
 def iter_record_dicts(path: Path) -> Iterator[dict[str, Any]]:
     """Yield each complete record; a torn or garbled line (a killed writer) is skipped."""
     with open(path, "rb") as fh:
-        for line in fh:
-            if not line.strip():
-                continue
-            try:
-                obj = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                continue
-            if isinstance(obj, dict):
-                yield obj
+        for _, _, obj in iter_record_lines(fh):
+            yield obj
 
+
+def iter_record_lines(fh: IO[bytes]) -> Iterator[tuple[int, int, dict[str, Any]]]:
+    """Each complete record of an open records file, with where its line lies (byte
+    offset, length): a reader that needs a few lines whole again later reads just those
+    (`record_at`), not the file. Lines are skipped as `iter_record_dicts` skips them."""
+    at = fh.tell()
+    for line in fh:
+        start, at = at, at + len(line)
+        if not line.strip():
+            continue
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(obj, dict):
+            yield start, len(line), obj
+
+
+def record_at(fh: IO[bytes], offset: int, length: int) -> dict[str, Any]:
+    """The record on the line `iter_record_lines` placed at (offset, length)."""
+    fh.seek(offset)
+    obj = orjson.loads(fh.read(length))
+    if not isinstance(obj, dict):
+        raise ValueError(f"no record at byte {offset}")
+    return obj

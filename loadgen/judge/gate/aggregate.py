@@ -2,10 +2,14 @@
 
 The records stay on disk; this keeps only numbers (latencies, counts), each record's
 verdicts, and the first few failures' text, so a 20,000-request soak reports in
-constant-ish memory. Each line is read into a `RequestRecord` once per pass, and the
-run-level rules (`judge.run_level`) observe that same record in the same pass; what
-they revise is then counted in place of the per-reply verdicts, and the few revised
-records whose text the forensics need are read again.
+constant-ish memory (but for the cross-talk rule, which holds the texts of the completed
+replies until every owner of a code is known: `run_level.cross_talk`).
+
+records.jsonl is read once: each line into a `RequestRecord`, and the run-level rules
+(`judge.run_level`) observe that same record in the same pass; what they revise is then
+counted in place of the per-reply verdicts. Where each line lies is kept (seq -> byte
+offset and length), so the few revised records whose text the forensics need are parsed
+again from their own lines, not from a second read.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import IO, Any, NamedTuple
 
 from loadgen.judge.findings import Findings
 from loadgen.judge.gate.answer_stats import ANSWER_VERDICTS, AnswerStats, CheckedAnswers
@@ -26,7 +30,7 @@ from loadgen.judge.run_level import (
     own_verdicts,
 )
 from loadgen.judge.run_level.reference import ReferenceSummary
-from loadgen.records import RequestRecord, iter_record_dicts
+from loadgen.records import RequestRecord, iter_record_lines, record_at
 from loadgen.results import RECORDS_FILE
 from loadgen.results.run_level import RunLevelLine
 from loadgen.taxonomy import RUN_LEVEL, Verdict, counts_as_infra_error
@@ -278,26 +282,22 @@ def aggregate(out_dir: Path, fail_on: list[str], rules: list[Rule] | None = None
     if not path.exists():
         return RunStats({}, 0, None)
     rules = rules or []
-    # Rules that must know the whole run before they read a reply (who owns which code)
-    # get a first look at every record.
-    preparing = [rule for rule in rules if hasattr(rule, "prepare")]
-    if preparing:
-        for d in iter_record_dicts(path):
+    lines: dict[int, list[tuple[int, int]]] = {}  # seq -> where its lines lie in the file
+    with open(path, "rb") as fh:
+        for at, size, d in iter_record_lines(fh):
+            total += 1
             rec = RequestRecord.read(d)
-            for rule in preparing:
-                rule.prepare(rec)
-    for d in iter_record_dicts(path):
-        total += 1
-        rec = RequestRecord.read(d)
-        phase = str(rec.phase or "measurement")
-        own = own_verdicts(rec)
-        phases.setdefault(phase, PhaseStats()).add(rec, own, bool(fail.intersection(own)))
-        seen[int(rec.seq)] = (phase, str(rec.item_id or ""), own)
-        for rule in rules:
-            rule.observe(rec, own)
-    changed = _apply(combine(rules), seen, phases, fail)
-    if changed:
-        _tails_of_revised(path, changed, phases)
+            seq = int(rec.seq)
+            phase = str(rec.phase or "measurement")
+            own = own_verdicts(rec)
+            phases.setdefault(phase, PhaseStats()).add(rec, own, bool(fail.intersection(own)))
+            seen[seq] = (phase, str(rec.item_id or ""), own)
+            lines.setdefault(seq, []).append((at, size))
+            for rule in rules:
+                rule.observe(rec, own)
+        changed = _apply(combine(rules), seen, phases, fail)
+        if changed:
+            _tails_of_revised(fh, lines, changed, phases)
     run_start = min((st.first_sent for st in phases.values() if st.first_sent is not None),
                     default=None)
     if run_start is not None:
@@ -328,10 +328,11 @@ def _apply(revisions: dict[int, Revision], seen: dict[int, tuple[str, str, list[
     return changed
 
 
-def _tails_of_revised(path: Path, changed: list[RunLevelLine],
-                      phases: dict[str, PhaseStats]) -> None:
+def _tails_of_revised(fh: IO[bytes], lines: dict[int, list[tuple[int, int]]],
+                      changed: list[RunLevelLine], phases: dict[str, PhaseStats]) -> None:
     """Forensic tails for revised records: one example of each run-level verdict that
-    none of a phase's tails shows yet (the record's text is read again, only for these)."""
+    none of a phase's tails shows yet (the record's own lines are parsed again, only
+    for these: `lines` says where they lie in the open records file)."""
     wanted: dict[int, RunLevelLine] = {}
     for phase, st in phases.items():
         shown = {v for tail in st.failures for v in tail.verdicts}
@@ -346,10 +347,10 @@ def _tails_of_revised(path: Path, changed: list[RunLevelLine],
                 room -= 1
     if not wanted:
         return
-    for d in iter_record_dicts(path):
-        found = wanted.get(int(d.get("seq", -1)))
-        if found is not None:
+    for seq, found in wanted.items():
+        for at, size in lines.get(seq, ()):
             phases[found.phase].failures.append(
-                failure_tail(RequestRecord.read(d), found.verdicts, found.findings))
+                failure_tail(RequestRecord.read(record_at(fh, at, size)), found.verdicts,
+                             found.findings))
     for st in phases.values():
         st.failures.sort(key=lambda tail: tail.seq)

@@ -61,9 +61,10 @@ class Revision:
 
 
 class Rule(Protocol):
-    """One run-level verdict's rule. A rule may also have `prepare(record:
-    RequestRecord)`: then the counting pass first shows it every record
-    (`judge.gate.aggregate`), before any observe."""
+    """One run-level verdict's rule. It sees each record once, in file order, and only
+    in `revisions` the whole run: a rule that must know every record before it judges
+    one (who owns which code) keeps, as it observes, what its judging needs, and
+    judges there."""
 
     name: str
 

@@ -66,6 +66,20 @@ class _Suspect:
     values: dict[str, tuple[str, list[str]]]
 
 
+@dataclass(frozen=True, slots=True)
+class _Reply:
+    """A completed reply as the scan reads it once every owner is known: its texts, not
+    the record."""
+
+    seq: int
+    item_id: str
+    start: float
+    end: float
+    fields: tuple[tuple[str, str], ...]  # its non-empty texts (`_fields`)
+    facts: tuple[str, ...]  # the values of its own facts (its expectation's)
+    wrong: list[WrongFinding]  # its wrong_answer findings
+
+
 def _window(record: RequestRecord) -> tuple[float, float]:
     """When the request was in flight: a send time or duration that is no number (a
     line that lacks them, or another writer's) reads as 0."""
@@ -90,9 +104,14 @@ def reply_forms(record: RequestRecord, own: set[str],
     """The forms in a reply that may write a code (`finder`: by default every code-like
     form long enough to name one; a run's `CodeIndex.scan`: only its codes' forms), not
     the reply's own codes or parts of them (folded form -> as written, where)."""
-    find = finder or (lambda text: forms(text, shortest=MIN_FRAGMENT))
+    return _forms_in(_fields(record), own,
+                     finder or (lambda text: forms(text, shortest=MIN_FRAGMENT)))
+
+
+def _forms_in(fields: Iterable[tuple[str, str]], own: set[str],
+              find: Callable[[str], Iterable[Form]]) -> dict[str, tuple[str, list[str]]]:
     found: dict[str, tuple[str, list[str]]] = {}
-    for where, text in _fields(record):
+    for where, text in fields:
         for form in find(text):
             if form.folded in own:
                 continue
@@ -108,24 +127,13 @@ class CrossTalk:
     name = "cross_talk"
 
     def __init__(self) -> None:
-        self._prepared = False  # every owner known before the first observe (`prepare`)
-        self._index: CodeIndex | None = None
         self._owners: dict[str, set[str]] = {}  # distinctive code -> item ids
         self._value_owners: dict[str, set[str]] = {}  # other distinctive value -> item ids
         self._values = ValueIndex()
         self._facts: dict[str, dict[str, str]] = {}  # item id -> its facts
         self._sent: dict[str, list[_Sent]] = {}  # item id -> its requests
-        self._suspects: list[_Suspect] = []
+        self._replies: list[_Reply] = []  # completed replies, scanned in `revisions`
         self._ids = ToolCallIds()
-
-    def prepare(self, record: RequestRecord) -> None:
-        """A first look at every record before any is observed: who owns which code. A
-        rule prepared so reads each reply for the run's codes alone (`CodeIndex.scan`),
-        at the cost of a lookup a group; unprepared, it keeps each reply's code-like
-        forms and matches them at the end."""
-        self._own(record)
-        self._prepared = True
-        self._index = None  # built once every owner is known
 
     def _own(self, record: RequestRecord) -> Expectation | None:
         item = str(record.item_id or "")
@@ -143,6 +151,9 @@ class CrossTalk:
         return exp
 
     def observe(self, record: RequestRecord, own: list[str]) -> None:
+        """Note who owns which code, and keep a completed reply's texts: a reply may
+        carry the code of a request the run has not shown yet, so replies are read in
+        `revisions`, once every owner is known (the run's codes indexed once)."""
         item = str(record.item_id or "")
         seq = int(record.seq)
         start, end = _window(record)
@@ -151,28 +162,37 @@ class CrossTalk:
         self._ids.observe(record, own)
         if not completed(own):
             return
-        given = {part for value in (exp.facts.values() if exp is not None else ())
-                 for part in fragments(value)}
-        if self._prepared:
-            if self._index is None:
-                self._index = index_of(self._owners)
-            found = reply_forms(record, given, self._index.scan)
-        else:
-            found = reply_forms(record, given)
-        values = self._foreign_values(record, exp)
-        if found or values:
-            wrong = Findings.read(record.findings).wrong_answer
-            self._suspects.append(_Suspect(seq, item, start, end, found, wrong, values))
+        fields = tuple((where, text) for where, text in _fields(record) if text)
+        if not fields:
+            return  # nothing a scan could find
+        findings = record.findings
+        wrong = (Findings.read(findings).wrong_answer
+                 if isinstance(findings, dict) and "wrong_answer" in findings else [])
+        self._replies.append(_Reply(seq, item, start, end, fields,
+                                    tuple(exp.facts.values()) if exp is not None else (),
+                                    wrong))
 
-    def _foreign_values(self, record: RequestRecord, exp: Expectation | None
-                        ) -> dict[str, tuple[str, list[str]]]:
+    def _suspects(self, index: CodeIndex) -> list[_Suspect]:
+        """The completed replies that write forms of the run's codes or distinctive
+        values their own facts do not explain, in the order they were observed."""
+        suspects = []
+        for reply in self._replies:
+            given = {part for value in reply.facts for part in fragments(value)}
+            found = _forms_in(reply.fields, given, index.scan)
+            values = self._foreign_values(reply)
+            if found or values:
+                suspects.append(_Suspect(reply.seq, reply.item_id, reply.start, reply.end,
+                                         found, reply.wrong, values))
+        return suspects
+
+    def _foreign_values(self, reply: _Reply) -> dict[str, tuple[str, list[str]]]:
         """The non-code distinctive values of the run a reply writes that are not its
-        own (read for every owner known so far: `prepare` makes that all of them)."""
+        own (every owner is known when replies are read)."""
         if not self._values:
             return {}
-        own = {normal(v) for v in (exp.facts.values() if exp is not None else ())}
+        own = {normal(v) for v in reply.facts}
         found: dict[str, tuple[str, list[str]]] = {}
-        for where, text in _fields(record):
+        for where, text in reply.fields:
             for hit in self._values.scan(text):
                 if hit.key in own:
                     continue
@@ -194,7 +214,7 @@ class CrossTalk:
     def revisions(self) -> dict[int, Revision]:
         index = index_of(self._owners)
         out: dict[int, Revision] = self._ids.revisions()
-        for suspect in self._suspects:
+        for suspect in self._suspects(index):
             # The longest written form of each foreign code the reply carries.
             best: dict[str, tuple[str, str, list[str]]] = {}
             for folded, (written, where) in suspect.forms.items():
