@@ -3,7 +3,7 @@
 The records stay on disk; this keeps only numbers (latencies, counts), each record's
 verdicts, and the first few failures' text, so a 20,000-request soak reports in
 constant-ish memory (but for the cross-talk rule, which holds the texts of the completed
-replies until every owner of a code is known: `run_level.cross_talk`).
+replies, compressed, until every owner of a code is known: `run_level.cross_talk`).
 
 records.jsonl is read once: each line into a `RequestRecord`, and the run-level rules
 (`judge.run_level`) observe that same record in the same pass; what they revise is then
