@@ -35,6 +35,20 @@ else:
     # Its example database and failure patches go to a temp dir, never the checkout.
     _hypothesis.set_hypothesis_home_dir(tempfile.mkdtemp(prefix="dsv4q-hypothesis-"))
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """`-n auto`: a worker a core and one more (at most `--maxprocesses`). A quarter of
+    a worker's time is spent waiting (a server to start or stop, a timeout the test is
+    about, a child process), in which the extra worker runs; on a machine another job
+    keeps busy, it is also a larger share of the cores. PYTEST_XDIST_AUTO_NUM_WORKERS,
+    where set, decides as xdist lets it."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+        else os.cpu_count() or 1
+    return cores + 1
+
+
 #: Tiers whose tools want short socket paths under the machine's own temp dir.
 _OWN_TEMP_TIERS = ("docker", "vllm", "slurm")
 
