@@ -67,6 +67,10 @@ class _Suspect:
     values: dict[str, tuple[str, list[str]]]
 
 
+#: Bytes of a reply's texts from which they are held compressed.
+_PACK_FROM = 512
+
+
 @dataclass(frozen=True, slots=True)
 class _Reply:
     """A completed reply as the scan reads it once every owner is known: its texts, not
@@ -81,7 +85,7 @@ class _Reply:
     end: float
     wheres: tuple[str, ...]  # where each of its non-empty texts is (`_fields`)
     lengths: tuple[int, ...]  # each text's length, in characters
-    packed: bytes  # the texts one after the other, UTF-8, compressed
+    packed: bytes  # the texts one after the other, UTF-8, compressed if long enough
     facts: tuple[str, ...]  # the values of its own facts (its expectation's)
     wrong: list[WrongFinding]  # its wrong_answer findings
 
@@ -90,12 +94,14 @@ class _Reply:
         texts = [text for _, text in fields]
         # A lone surrogate (a stream cut inside a pair) is kept as it was written.
         joined = "".join(texts).encode("utf-8", "surrogatepass")
-        return (tuple(where for where, _ in fields), tuple(map(len, texts)),
-                zlib.compress(joined, 1))
+        # Short texts are kept as they are: zlib's set-up costs more than they weigh.
+        packed = b"z" + zlib.compress(joined, 1) if len(joined) >= _PACK_FROM else b"=" + joined
+        return tuple(where for where, _ in fields), tuple(map(len, texts)), packed
 
     @property
     def fields(self) -> list[tuple[str, str]]:
-        joined = zlib.decompress(self.packed).decode("utf-8", "surrogatepass")
+        raw = zlib.decompress(self.packed[1:]) if self.packed[:1] == b"z" else self.packed[1:]
+        joined = raw.decode("utf-8", "surrogatepass")
         out, at = [], 0
         for where, length in zip(self.wheres, self.lengths, strict=True):
             out.append((where, joined[at:at + length]))

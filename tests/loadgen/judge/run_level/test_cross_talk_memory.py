@@ -16,7 +16,7 @@ from tests.support.broken_text import honest_passages
 def test_a_replys_texts_come_back_as_written(seed: int) -> None:
     rng = random.Random(seed)
     alphabet = ["a", "Z", "7", " ", "\n", "\x00", "é", "ж", "中", "🙂", "\ud83d", "\u200b"]
-    fields = [(where, "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 300))))
+    fields = [(where, "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 600))))
               for where in ("reasoning", "content", "call 0 change_plan")]
     fields = [(where, text) for where, text in fields if text]
     reply = _Reply(1, "item", 0.0, 1.0, *_Reply.pack(fields), (), [])
