@@ -3,10 +3,29 @@
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
+
+
+def _keep_bytecode_outside_the_checkout() -> None:
+    """Compiled modules (the project's, and the tests' rewritten for assertions) are kept
+    in the project's cache, never beside the sources, in this process and every process
+    a test starts. A machine that writes no bytecode (PYTHONDONTWRITEBYTECODE, as images
+    often set) otherwise compiles every module again in each test worker and each child
+    process: seconds of every run of the tests. A prefix the caller set is kept."""
+    prefix = os.environ.get("PYTHONPYCACHEPREFIX") or str(
+        Path(os.environ.get("DSV4_QUAL_CACHE") or Path.home() / ".cache" / "dsv4-qual")
+        / "pycache")
+    os.environ["PYTHONPYCACHEPREFIX"] = prefix
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    sys.pycache_prefix = prefix
+    sys.dont_write_bytecode = False
+
+
+_keep_bytecode_outside_the_checkout()
 
 try:  # hypothesis is a dev dependency (GPU hosts may lack it)
     from hypothesis import configuration as _hypothesis
@@ -15,7 +34,6 @@ except ImportError:  # pragma: no cover - a host without the dev extra
 else:
     # Its example database and failure patches go to a temp dir, never the checkout.
     _hypothesis.set_hypothesis_home_dir(tempfile.mkdtemp(prefix="dsv4q-hypothesis-"))
-
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
