@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 from pathlib import Path
 
@@ -16,42 +15,6 @@ except ImportError:  # pragma: no cover - a host without the dev extra
 else:
     # Its example database and failure patches go to a temp dir, never the checkout.
     _hypothesis.set_hypothesis_home_dir(tempfile.mkdtemp(prefix="dsv4q-hypothesis-"))
-
-
-#: Tiers that start interpreters of other environments (vLLM's venv): theirs read the
-#: compiled packages pip put beside their sources, which a cache prefix would hide.
-_FOREIGN_INTERPRETER_TIERS = ("vllm",)
-
-
-def _selects(config: pytest.Config, tier: str) -> bool:
-    """Whether the session's `-m` selects tests of `tier` (pytest's own reading of the
-    expression; where it cannot be read, as if it did)."""
-    try:
-        from _pytest.mark.expression import Expression
-    except ImportError:  # pragma: no cover - a pytest that moved it
-        return True
-    markexpr = config.getoption("markexpr", "") or ""
-    return not markexpr or Expression.compile(markexpr).evaluate(lambda name: name == tier)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_configure(config: pytest.Config) -> None:
-    """Compiled modules (the project's, and the tests' rewritten for assertions) are kept
-    in the project's cache, never beside the sources, in this process and in every
-    process a test starts (workers included: they start after this). A machine that
-    writes no bytecode (PYTHONDONTWRITEBYTECODE, as images often set) otherwise compiles
-    every module again in each worker and each child process: a quarter of the fast
-    tier's CPU. A prefix the caller set is kept; a session that starts vLLM's own
-    interpreter is left as it is."""
-    if any(_selects(config, tier) for tier in _FOREIGN_INTERPRETER_TIERS):
-        return
-    prefix = os.environ.get("PYTHONPYCACHEPREFIX") or str(
-        Path(os.environ.get("DSV4_QUAL_CACHE") or Path.home() / ".cache" / "dsv4-qual")
-        / "pycache")
-    os.environ["PYTHONPYCACHEPREFIX"] = prefix
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    sys.pycache_prefix = prefix
-    sys.dont_write_bytecode = False
 
 
 @pytest.hookimpl(tryfirst=True)
