@@ -27,6 +27,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from loadgen.expectations import Expectation, is_code
 from loadgen.judge.findings import CrossTalkFinding, CrossTalkSource, Findings, WrongFinding
@@ -34,11 +35,9 @@ from loadgen.judge.run_level import Revision, completed
 from loadgen.judge.run_level.tool_ids import ToolCallIds
 from loadgen.judge.run_level.value_index import ValueIndex, normal
 from loadgen.judge.text.code_forms import (
-    MIN_FRAGMENT,
     CodeIndex,
     Form,
     fold_code,
-    forms,
     fragments,
     index_of,
 )
@@ -87,16 +86,19 @@ class _Reply:
     lengths: tuple[int, ...]  # each text's length, in characters
     packed: bytes  # the texts one after the other, UTF-8, compressed if long enough
     facts: tuple[str, ...]  # the values of its own facts (its expectation's)
-    wrong: list[WrongFinding]  # its wrong_answer findings
+    findings: dict[str, Any]  # the record's findings, read only if the reply is a suspect
 
-    @staticmethod
-    def pack(fields: list[tuple[str, str]]) -> tuple[tuple[str, ...], tuple[int, ...], bytes]:
+    @classmethod
+    def of(cls, seq: int, item_id: str, start: float, end: float,
+           fields: list[tuple[str, str]], facts: tuple[str, ...],
+           findings: dict[str, Any]) -> _Reply:
         texts = [text for _, text in fields]
         # A lone surrogate (a stream cut inside a pair) is kept as it was written.
         joined = "".join(texts).encode("utf-8", "surrogatepass")
         # Short texts are kept as they are: zlib's set-up costs more than they weigh.
         packed = b"z" + zlib.compress(joined, 1) if len(joined) >= _PACK_FROM else b"=" + joined
-        return tuple(where for where, _ in fields), tuple(map(len, texts)), packed
+        return cls(seq, item_id, start, end, tuple(where for where, _ in fields),
+                   tuple(map(len, texts)), packed, facts, findings)
 
     @property
     def fields(self) -> list[tuple[str, str]]:
@@ -127,18 +129,11 @@ def _fields(record: RequestRecord) -> list[tuple[str, str]]:
     return fields
 
 
-def reply_forms(record: RequestRecord, own: set[str],
-                finder: Callable[[str], Iterable[Form]] | None = None
-                ) -> dict[str, tuple[str, list[str]]]:
-    """The forms in a reply that may write a code (`finder`: by default every code-like
-    form long enough to name one; a run's `CodeIndex.scan`: only its codes' forms), not
-    the reply's own codes or parts of them (folded form -> as written, where)."""
-    return _forms_in(_fields(record), own,
-                     finder or (lambda text: forms(text, shortest=MIN_FRAGMENT)))
-
-
 def _forms_in(fields: Iterable[tuple[str, str]], own: set[str],
               find: Callable[[str], Iterable[Form]]) -> dict[str, tuple[str, list[str]]]:
+    """The forms `find` sees in a reply's texts (a run's `CodeIndex.scan`: its codes'
+    forms) that are not the reply's own codes or parts of them (folded form -> as
+    written, where)."""
     found: dict[str, tuple[str, list[str]]] = {}
     for where, text in fields:
         for form in find(text):
@@ -194,12 +189,9 @@ class CrossTalk:
         fields = [(where, text) for where, text in _fields(record) if text]
         if not fields:
             return  # nothing a scan could find
-        findings = record.findings
-        wrong = (Findings.read(findings).wrong_answer
-                 if isinstance(findings, dict) and "wrong_answer" in findings else [])
-        self._replies.append(_Reply(seq, item, start, end, *_Reply.pack(fields),
-                                    tuple(exp.facts.values()) if exp is not None else (),
-                                    wrong))
+        self._replies.append(_Reply.of(seq, item, start, end, fields,
+                                       tuple(exp.facts.values()) if exp is not None else (),
+                                       record.findings))
 
     def _suspects(self, index: CodeIndex) -> list[_Suspect]:
         """The completed replies that write forms of the run's codes or distinctive
@@ -211,8 +203,9 @@ class CrossTalk:
             found = _forms_in(fields, given, index.scan)
             values = self._foreign_values(reply, fields)
             if found or values:
+                wrong = Findings.read(reply.findings).wrong_answer
                 suspects.append(_Suspect(reply.seq, reply.item_id, reply.start, reply.end,
-                                         found, reply.wrong, values))
+                                         found, wrong, values))
         return suspects
 
     def _foreign_values(self, reply: _Reply, fields: list[tuple[str, str]]

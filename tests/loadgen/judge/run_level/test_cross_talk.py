@@ -6,7 +6,7 @@ from typing import Any
 
 from loadgen.expectations import Expectation, ExpectedCall
 from loadgen.judge.run_level import Revision, combine, own_verdicts
-from loadgen.judge.run_level.cross_talk import CrossTalk, reply_forms
+from loadgen.judge.run_level.cross_talk import CrossTalk
 from loadgen.records import RequestRecord
 from loadgen.taxonomy import Verdict
 
@@ -111,10 +111,13 @@ def test_a_reply_that_never_came_is_not_judged() -> None:
 
 
 def test_codes_are_found_in_every_part_of_a_reply() -> None:
-    d = {"reasoning": "about QQQQ11", "content": "done for RRRR22",
+    d = {**record(0, "AAAA11", said="AAAA11", sent=1.0),
+         "reasoning": "about QQQQ11", "content": "done for RRRR22",
          "tool_calls": [{"function": {"name": "get_account",
                                       "arguments": '{"account_id": "SSSS33"}'}}]}
-    found = {form: where for form, (_, where)
-             in reply_forms(RequestRecord.read(d), set()).items()}
-    assert (found["qqqq11"], found["rrrr22"], found["ssss33"]) == (
+    owners = [record(i, code, said=code, sent=1.0)
+              for i, code in enumerate(("QQQQ11", "RRRR22", "SSSS33"), 1)]
+    found = {source["code"]: source["where"]
+             for source in judge([d, *owners])[0].findings["cross_talk"]["sources"]}
+    assert (found["QQQQ11"], found["RRRR22"], found["SSSS33"]) == (
         ["reasoning"], ["content"], ["call 0 get_account"])

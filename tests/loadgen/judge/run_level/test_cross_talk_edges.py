@@ -8,8 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.judge.findings import Findings
-from loadgen.judge.run_level.cross_talk import reply_forms
-from loadgen.records import RequestRecord
 from loadgen.taxonomy import Verdict
 from tests.loadgen.judge.run_level.test_cross_talk import judge, record
 from tests.support.raw_records import counted
@@ -23,9 +21,12 @@ def sources(revisions: dict, seq: int) -> list[dict[str, Any]]:
 
 
 def test_a_call_without_a_name_is_named_by_a_question_mark() -> None:
-    d = {"tool_calls": [{"function": {"arguments": '{"account_id": "SSSS33"}'}},
+    d = {**record(0, "AAAA11", said="AAAA11", sent=1.0),
+         "tool_calls": [{"function": {"arguments": '{"account_id": "SSSS33"}'}},
                         "not a call", {"function": "not an object"}]}
-    assert reply_forms(RequestRecord.read(d), set()) == {"ssss33": ("SSSS33", ["call 0 ?"])}
+    (source,) = sources(judge([d, record(1, "SSSS33", said="SSSS33", sent=1.0)]), 0)
+    assert (source["code"], source["written"], source["where"]) == (
+        "SSSS33", "SSSS33", ["call 0 ?"])
 
 
 def test_one_code_in_several_places_is_listed_once_per_place() -> None:

@@ -19,7 +19,7 @@ def test_a_replys_texts_come_back_as_written(seed: int) -> None:
     fields = [(where, "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 600))))
               for where in ("reasoning", "content", "call 0 change_plan")]
     fields = [(where, text) for where, text in fields if text]
-    reply = _Reply(1, "item", 0.0, 1.0, *_Reply.pack(fields), (), [])
+    reply = _Reply.of(1, "item", 0.0, 1.0, fields, (), {})
     assert reply.fields == fields
 
 
@@ -30,7 +30,7 @@ def test_prose_is_held_in_a_fraction_of_its_size() -> None:
     for _ in range(200):
         fields = [("reasoning", " ".join(rng.sample(passages, 4))),
                   ("content", rng.choice(passages))]
-        packed = _Reply.pack(fields)[2]
+        packed = _Reply.of(1, "item", 0.0, 1.0, fields, (), {}).packed
         held += len(packed)
         written += sum(len(text.encode()) for _, text in fields)
     assert held < 0.6 * written, (held, written)  # 0.52 measured
