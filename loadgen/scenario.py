@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from enum import StrEnum
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, Self
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -31,9 +31,9 @@ from pydantic import (
 from loadgen.bounds import required_measured
 from loadgen.durations import parse_duration
 from loadgen.exit_codes import BadInputError
+from loadgen.judge.reply import VerdictConfig
 from loadgen.load_claim import ACCEPT_FLAG, LoadClaim
 from loadgen.taxonomy import DEFAULT_FAIL_ON, FAILURE_VERDICTS, OPT_IN, SEVERITY, Verdict
-from loadgen.tokenizer_files import special_tokens
 
 # Bounds that catch typos (an extra zero, a negative sign) without getting in the way
 # of real soaks.
@@ -453,203 +453,6 @@ class GateConfig(_Strict):
             raise ValueError(f"gate.allowed {self.allowed} failures can never prove a rate "
                              f"below {self.prove_below:g}")
         return max(floor, needed)
-
-
-#: (lower, upper, strictly below) pairs of knobs, one knob group's own.
-Ordered = tuple[tuple[str, str, bool], ...]
-
-
-class _Knobs(_Strict):
-    """Thresholds some of which bound others: each group names its pairs (`ORDERED`), one
-    validator holds them all, so a group cannot forget to check its own."""
-
-    ORDERED: ClassVar[Ordered] = ()
-
-    @model_validator(mode="after")
-    def _in_order(self) -> Self:
-        for group in type(self).__mro__:
-            for lower, upper, strictly in vars(group).get("ORDERED", ()):
-                low, high = getattr(self, lower), getattr(self, upper)
-                if low >= high if strictly else low > high:
-                    raise ValueError(f"{lower} must {'be below' if strictly else 'not exceed'}"
-                                     f" {upper}")
-        return self
-
-
-class _LoopKnobs(_Knobs):
-    """`loop` (loadgen.judge.reply.loops): a tail that repeats a period, or an n-gram that keeps
-    coming back, unless each repeat brings enough new words to be a template."""
-
-    loop_min_period_chars: int = Field(default=8, ge=1, le=100_000)
-    loop_max_period_chars: int = Field(default=2000, ge=1, le=1_000_000)
-    loop_min_repeats: int = Field(default=4, ge=2, le=1_000_000)
-    loop_min_chars: int = Field(
-        default=200, ge=1, description="A loop must cover at least this many tail characters."
-    )
-    ngram_words: int = Field(default=8, ge=2, le=1000)
-    ngram_min_repeats: int = Field(default=6, ge=2, le=1_000_000)
-    ngram_tail_words: int = Field(default=400, ge=10, le=10_000_000)
-    loop_ended_min_repeats: int = Field(
-        default=6, ge=2, le=1_000_000,
-        description="In a reply that finished (stop, tool_calls), prose must repeat this "
-        "many times to be a loop; structured data that ends never is by itself.",
-    )
-    template_min_novelty: float = Field(
-        default=0.05, ge=0, le=1,
-        description="A repetition in the content or a tool-call argument is a template, "
-        "not a loop, when at least this share of each repeat's words is new (values it had not "
-        "shown before; numbering is never new).",
-    )
-    reasoning_template_min_novelty: float = Field(
-        default=0.1, ge=0, le=1,
-        description="The same for the reasoning, which restates where an answer lists.",
-    )
-
-    restate_min_similarity: float = Field(
-        default=0.4, gt=0, le=1,
-        description="Two segments (sentences) say the same when the Jaccard similarity of "
-        "their word sets (case folded, cut to six letters, numbers one placeholder) reaches "
-        "this (loadgen.judge.reply.restatement).")
-    restate_min_segments: int = Field(
-        default=8, ge=2, le=1_000_000,
-        description="In a reply cut by length, this many stale segments in a row (each like "
-        "an earlier one and bringing almost no new words) are a loop by meaning.")
-    restate_ended_min_segments: int = Field(
-        default=16, ge=2, le=1_000_000,
-        description="The same in a reply that finished: a loop that ends in an answer is "
-        "still a loop when it went round this long (prose only).")
-    repeated_answer_min_share: float = Field(
-        default=0.4, gt=0, le=1,
-        description="A finished text whose stale run (three sentences or more) covers this "
-        "share of it is an answer written again.")
-    repeated_answer_min_similarity: float = Field(
-        default=0.6, gt=0, le=1,
-        description="... when each of its segments is this like an earlier one.")
-    repeated_answer_max_novelty: float = Field(
-        default=0.15, ge=0, le=1,
-        description="... and at most this share of the copy's words is new.")
-    restate_tail_chars: int = Field(
-        default=48_000, ge=100, le=10_000_000,
-        description="How many characters at the end of a text the rule by meaning reads.")
-
-    ORDERED: ClassVar[Ordered] = (("loop_min_period_chars", "loop_max_period_chars", False),)
-
-
-class _MarkerKnobs(_Knobs):
-    """`garbled`'s markers and script switches (loadgen.judge.reply.garbled.markers and
-    .script_mix): bursts within a window of characters."""
-
-    garbled_marker_burst: int = Field(
-        default=4, ge=2, le=10_000,
-        description="Markers (special tokens, glued tokenizer markers, U+FFFD, mojibake, "
-        "control characters) that make a burst.")
-    garbled_marker_window_chars: int = Field(default=160, ge=8, le=1_000_000)
-    garbled_script_switches: int = Field(
-        default=4, ge=2, le=10_000,
-        description="Unexplained switches between scripts that make salad.")
-    garbled_script_window_chars: int = Field(default=120, ge=8, le=1_000_000)
-    garbled_evidence_span_chars: int = Field(
-        default=240, ge=0, le=1_000_000,
-        description="Two kinds of half a finding (a detector's rule at half its threshold) "
-        "this close together are one finding (loadgen.judge.reply.garbled.evidence); 0 turns "
-        "adding evidence off.")
-
-
-class _FragmentKnobs(_Knobs):
-    """`garbled`'s fragment soup (loadgen.judge.reply.garbled.fragments): words glued together,
-    or spelled out one letter a token."""
-
-    garbled_glued_run_letters: int = Field(
-        default=32, ge=16, le=100_000,
-        description="The shortest run of letters that counts as words glued together.")
-    garbled_glued_letters: int = Field(default=96, ge=16, le=1_000_000)
-    garbled_glued_share: float = Field(default=0.75, gt=0, le=1)
-    garbled_fragment_window_chars: int = Field(default=400, ge=16, le=1_000_000)
-    garbled_spaced_letters: int = Field(default=24, ge=8, le=100_000)
-
-    ORDERED: ClassVar[Ordered] = (("garbled_glued_run_letters", "garbled_glued_letters", False),)
-
-
-class _StatisticsKnobs(_Knobs):
-    """`garbled`'s statistics (loadgen.judge.reply.garbled.statistics): a handful of words
-    shuffled, and printable noise."""
-
-    garbled_shuffle_window_words: int = Field(default=32, ge=8, le=100_000)
-    garbled_shuffle_min_distinct: int = Field(default=5, ge=2, le=100_000)
-    garbled_shuffle_max_distinct: int = Field(default=12, ge=2, le=100_000)
-    garbled_shuffle_min_bigram_ratio: float = Field(default=0.85, gt=0, le=2)
-
-    garbled_noise_window_chars: int = Field(default=192, ge=32, le=1_000_000)
-    garbled_noise_min_symbol_share: float = Field(default=0.15, ge=0, le=1)
-    garbled_noise_min_bits: float = Field(default=5.8, gt=0, le=20)
-    garbled_noise_min_distinct_pairs: float = Field(default=0.93, gt=0, le=1)
-
-    ORDERED: ClassVar[Ordered] = (
-        ("garbled_shuffle_min_distinct", "garbled_shuffle_max_distinct", False),
-        ("garbled_shuffle_max_distinct", "garbled_shuffle_window_words", True),
-    )
-
-
-class _WordKnobs(_Knobs):
-    """`garbled`'s word detectors (loadgen.judge.reply.garbled.words): running text made of no
-    language's words, of languages in turn, or without a language's function words."""
-
-    garbled_lexicon_window_words: int = Field(default=20, ge=10, le=100_000)
-    garbled_lexicon_unknown_share: float = Field(
-        default=0.4, gt=0, le=1,
-        description="Share of a window's lower-case words that are no word of the text's "
-        "languages (wordfreq) that makes sub-word soup.")
-    garbled_alternation_switches: int = Field(
-        default=9, ge=2, le=15,
-        description="Changes of script between neighbouring common words, within 16 "
-        "words, that make words of several languages in turn.")
-    garbled_order_window_words: int = Field(default=24, ge=8, le=100_000)
-    garbled_order_llr: float = Field(
-        default=12.0, gt=0, le=1000,
-        description="English running text whose word order speaks this many nats (or "
-        "more) against English, over a window, is real words in random order.")
-    garbled_function_window_words: int = Field(default=24, ge=8, le=100_000)
-    garbled_function_share: float = Field(
-        default=0.25, ge=0, le=1,
-        description="A window of running text with fewer function words than this share "
-        "of what its language's statistics predict is words picked from a vocabulary.")
-
-
-class VerdictConfig(_LoopKnobs, _MarkerKnobs, _FragmentKnobs, _StatisticsKnobs, _WordKnobs):
-    """Thresholds of the verdict rules; the defaults do not flag healthy reasoning.
-
-    One flat section of the scenario (`[verdicts]`); its knobs are declared by the rule
-    family that reads them, in the classes above."""
-
-    special_tokens: list[str] = Field(default_factory=list)
-    tokenizer: str | None = Field(
-        default=None,
-        description="The served model's tokenizer files (its directory, tokenizer.json "
-        "or tokenizer_config.json): every special token they declare is a token_leak in "
-        "an answer that is not about markup (outside code), and where it is not talked "
-        "about in one that is. Read when the scenario is loaded.")
-    _served_tokens: tuple[str, ...] = PrivateAttr(default=())
-
-    @model_validator(mode="after")
-    def _read_tokenizer(self) -> VerdictConfig:
-        if self.tokenizer:
-            self._served_tokens = special_tokens(self.tokenizer)
-        return self
-
-    @property
-    def served_tokens(self) -> tuple[str, ...]:
-        """The special tokens `tokenizer` declares, with those the server declared (longest
-        first)."""
-        return self._served_tokens
-
-    def add_served_tokens(self, tokens: tuple[str, ...] | list[str]) -> None:
-        """The server's own declared tokens, read before the first request
-        (targets.tokenizer_info), judged as the files' are."""
-        found = set(self._served_tokens) | {t for t in tokens if t}
-        self._served_tokens = tuple(sorted(found, key=lambda t: (-len(t), t)))
-
-    # `garbled` (loadgen.judge.reply.garbled): token salad, each detector over windows.
-    garbled: bool = Field(default=True, description="false switches the verdict off.")
 
 
 class TelemetryConfig(_Strict):

@@ -149,13 +149,23 @@ def drawn_layers(package: str, doc: str | None = None) -> list[set[str]]:
     return layers
 
 
-def unit(module: str, package: str = "loadgen") -> str:
+def unit(module: str, package: str = "loadgen", nested: frozenset[str] = frozenset()) -> str:
     """`loadgen.judge.gate` -> `judge`; `loadgen.cli` -> `cli`; `loadgen` -> `loadgen`;
     within `loadgen.judge`: `loadgen.judge.text.scripts` -> `text`, `loadgen.judge` ->
-    `judge`."""
+    `judge`. A sub-package the drawing names as a unit of its own (`nested`:
+    `judge/reply`) is one: `loadgen.judge.reply.loops` -> `judge/reply`."""
     depth = package.count(".") + 1
     parts = module.split(".")
+    for name in sorted(nested, key=len, reverse=True):
+        path = name.split("/")
+        if parts[depth:depth + len(path)] == path:
+            return name
     return parts[depth] if len(parts) > depth else parts[-1]
+
+
+def nested_units(layers: list[set[str]]) -> frozenset[str]:
+    """The sub-packages a drawing names as units of their own (`judge/reply`)."""
+    return frozenset(name for layer in layers for name in layer if "/" in name)
 
 
 def imports_against_layers(edges: dict[str, set[str]], layers: list[set[str]],
@@ -163,11 +173,12 @@ def imports_against_layers(edges: dict[str, set[str]], layers: list[set[str]],
     """Every import that points up the layers or sideways into another unit of the same
     layer, and every unit no layer names, as a line a person can act on."""
     rank = {name: i for i, layer in enumerate(layers) for name in layer}
-    problems = sorted(f"{unit(m, package)} has no layer (module {m})"
-                      for m in edges if unit(m, package) not in rank)
+    nested = nested_units(layers)
+    problems = sorted(f"{unit(m, package, nested)} has no layer (module {m})"
+                      for m in edges if unit(m, package, nested) not in rank)
     for source, targets in sorted(edges.items()):
         for target in sorted(targets):
-            a, b = unit(source, package), unit(target, package)
+            a, b = unit(source, package, nested), unit(target, package, nested)
             if a == b or a not in rank or b not in rank:
                 continue
             if rank[b] <= rank[a]:
@@ -203,6 +214,20 @@ def test_the_judge_is_checked_by_its_own_units() -> None:
         "loadgen.judge.text.prose imports loadgen.judge.reply.loops: reply is not below text"]
 
 
+def test_a_sub_package_drawn_as_a_unit_of_its_own_is_checked_as_one() -> None:
+    layers = [{"judge"}, {"scenario"}, {"judge/reply"}]
+    assert unit("loadgen.judge.reply.loops", nested=nested_units(layers)) == "judge/reply"
+    assert unit("loadgen.judge.gate.gate", nested=nested_units(layers)) == "judge"
+    fine = {"loadgen.judge.gate.gate": {"loadgen.scenario", "loadgen.judge.reply.loops"},
+            "loadgen.scenario": {"loadgen.judge.reply"}, "loadgen.judge.reply": set(),
+            "loadgen.judge.reply.loops": set()}
+    assert imports_against_layers(fine, layers) == []
+    up = {**fine, "loadgen.judge.reply.loops": {"loadgen.judge.gate.gate"}}
+    assert imports_against_layers(up, layers) == [
+        "loadgen.judge.reply.loops imports loadgen.judge.gate.gate: judge is not below "
+        "judge/reply"]
+
+
 def test_the_drawing_is_read_from_the_doc() -> None:
     doc = ("<!-- layers: pkg -->\n| layer | pkg |\n|---|---|\n| top | `cli` |\n"
            "| low | `judge/` (`rules`), `records` |\n<!-- /layers -->\n")
@@ -218,7 +243,7 @@ def test_imports_follow_the_layers_drawn(package: str) -> None:
     assert len(edges) > 10  # the walk found the package's modules
     assert imports_against_layers(edges, layers, package) == []
     named = set().union(*layers)
-    assert named == {unit(m, package) for m in edges}, \
+    assert named == {unit(m, package, nested_units(layers)) for m in edges}, \
         "a layer names a unit the code does not have"
 
 

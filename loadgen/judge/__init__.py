@@ -7,8 +7,9 @@ tests/test_architecture.py, which reads this drawing):
 | layer | loadgen.judge |
 |---|---|
 | entry points | `verdicts` (one reply, as it completes), `gate/` (the run, once it ended) |
+| what a record's findings say | `findings` (every family's, read back through its types) |
 | run-level rules | `run_level/` (a reply against the run's others) |
 | per-reply rules | `reply/` (one module per rule family, `garbled/` among them) |
-| text helpers, what a record says | `text/`, `findings`, `judge` (the package face) |
+| text helpers | `text/`, `judge` (the package face) |
 <!-- /layers -->
 """

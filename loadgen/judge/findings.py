@@ -1,11 +1,13 @@
-"""Why a reply was given its verdicts, typed: the `findings` of records.jsonl.
+"""Why a reply was given its verdicts, read back: the `findings` of records.jsonl and
+run_level.jsonl.
 
-The rules build these models and the judge writes them (`model_dump(mode="json")`);
-every reader in this project reads them back through `Findings.read`, by attribute.
-One type on both sides: a finding renamed in a rule is then a type error in the
-renderer, not a line silently missing from a report. Records are a public contract
-(read by other tools, attached to bug reports), so a field here is renamed only with
-the contract.
+Each rule family declares the findings it writes, their types and their report lines
+where it is declared (`judge.reply.family.Family`); the rules build those types and the
+judge writes them (`model_dump(mode="json")`). Every reader in this project reads them
+back here, through the same types, by attribute: one type on both sides, so a finding
+renamed in a rule is a failed read in a test, not a line silently missing from a report.
+Records are a public contract (read by other tools, attached to bug reports), so a field
+is renamed only with the contract.
 
 Reading is tolerant, as every reader of a results directory is: a finding another
 writer (or an older release) shaped differently is left out, and the rest are kept.
@@ -13,112 +15,57 @@ writer (or an older release) shaped differently is left out, and the rest are ke
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from loadgen.judge.reply import FAMILIES as REPLY_FAMILIES
+from loadgen.judge.reply.family import Family, empty
+from loadgen.judge.run_level import cross_talk, divergent, reference, tool_ids
+
+#: Every family: those of one reply in the order they are applied, then the run-level
+#: ones. Their order is the order of a reply's lines in the reports.
+FAMILIES: tuple[Family, ...] = (
+    *REPLY_FAMILIES, tool_ids.FAMILY, cross_talk.FAMILY, reference.FAMILY, divergent.FAMILY)
+_KINDS: dict[str, Any] = {key: kind for f in FAMILIES for key, kind in f.findings.items()}
+_OWNERS: dict[str, Family] = {key: f for f in FAMILIES for key in f.findings}
 
 
-class _Finding(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
+class Findings:
+    """Every family's findings of one reply, each read through its declared type: an
+    attribute per key (`findings.loop.unit`), None or an empty list where a family found
+    nothing."""
 
+    __slots__ = ("_found",)
 
-class LoopFinding(_Finding):
-    """Where a loop was found (`judge.reply.loops`), for the report's forensics."""
-
-    field: str = ""
-    kind: str = ""  # "period", "counted period", "ngram", or a loop by meaning's kind
-    unit: str = ""
-    repeats: int = 0
-
-
-class GarbleFinding(_Finding):
-    """Where salad was found and what was measured (`judge.reply.garbled`)."""
-
-    field: str = ""  # "reasoning", "content", or "call 0 change_plan.reason"
-    kind: str = ""  # the detector: markers, scripts, glued_fragments, spaced_letters, ...
-    detail: str = ""  # what it measured against its threshold
-    excerpt: str = ""  # the offending window, at most garbled.EXCERPT_CHARS characters
-
-
-class WrongFinding(_Finding):
-    """A verifiable field that disagrees with the request's own facts (`judge.reply.substance`)."""
-
-    field: str = ""  # where: "call 0 change_plan.account_id", "calls", "content"
-    fact: str = ""  # the fact it should state
-    expected: str = ""
-    got: str | None = None  # None: the reply does not state it at all
-    #: The earlier turn's fact the reply gave instead (`stale_answer`), if that is what
-    #: it did.
-    stale_of: str | None = None
-
-
-class LanguageFinding(_Finding):
-    language: str = ""
-    confidence: float = 0.0
-    request_languages: list[str] = []
-
-
-class UnfinishedFinding(_Finding):
-    why: str = ""
-    tail: str = ""
-
-
-class CrossTalkSource(_Finding):
-    """One foreign code in a reply, and the request it belongs to."""
-
-    code: str = ""
-    written: str | None = None
-    part: bool = False
-    where: list[str] = []
-    source_item: str | None = None
-    source_seq: int = -1
-    in_flight_together: bool = False
-
-
-class CrossTalkFinding(_Finding):
-    sources: list[CrossTalkSource] = []
-
-
-class ReferenceMismatch(_Finding):
-    """How a loaded reply differs from its solo reply (the reference rule)."""
-
-    reference_seq: int = -1
-    field: str = ""
-    loaded: str = ""
-    reference: str = ""
-    detail: str = ""
-
-
-class Findings(_Finding):
-    """Every rule family's finding of one reply; None (or empty) where it found nothing."""
-
-    finish: str | None = None
-    stuck: str | None = None
-    loop: LoopFinding | None = None
-    asked_repetition: LoopFinding | None = None
-    leak: str | None = None
-    usage: str | None = None
-    stream: list[str] = []
-    garbled: GarbleFinding | None = None
-    tool_calls: list[str] = []
-    wrong_answer: list[WrongFinding] = []
-    stale_answer: list[WrongFinding] = []
-    wrong_language: LanguageFinding | None = None
-    unfinished: UnfinishedFinding | None = None
-    cross_talk: CrossTalkFinding | None = None
-    tool_call_ids: list[str] = []
-    reference_mismatch: ReferenceMismatch | None = None
+    def __init__(self, found: Mapping[str, Any] | None = None) -> None:
+        given = found or {}
+        self._found = {key: given.get(key, empty(kind)) for key, kind in _KINDS.items()}
 
     @classmethod
     def read(cls, data: Any) -> Findings:
         """A record's findings as written; a finding of another shape is left out."""
-        if not isinstance(data, dict):
-            return cls()
-        known = {k: v for k, v in data.items() if k in cls.model_fields}
-        for _ in range(len(known) + 1):
-            try:
-                return cls.model_validate(known)
-            except ValidationError as exc:
-                bad = {str(e["loc"][0]) for e in exc.errors() if e["loc"]}
-                known = {k: v for k, v in known.items() if k not in bad}
-        return cls()
+        return cls({key: owner.read(data, key) for key, owner in _OWNERS.items()})
+
+    def __getattr__(self, key: str) -> Any:
+        try:
+            return self._found[key]
+        except KeyError:
+            raise AttributeError(key) from None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Findings) and self._found == other._found
+
+    __hash__ = None  # type: ignore[assignment]  # mutable contents, like a dict
+
+    def __repr__(self) -> str:
+        found = {k: v for k, v in self._found.items() if v}
+        return f"Findings({found!r})"
+
+    def lines(self) -> list[str]:
+        """Why the verdicts were given, one line each, as each family words it."""
+        return [line for family in FAMILIES for line in family.describe(self._found)]
+
+
+def findings_lines(findings: Findings) -> list[str]:
+    """The report's lines for a reply's findings (stuck looping or merely long, ...)."""
+    return findings.lines()

@@ -8,12 +8,12 @@ flight, do stuck requests pile up at max_tokens, what was the server doing.
 from __future__ import annotations
 
 from loadgen.exit_codes import EXIT_WORDS
+from loadgen.judge.findings import findings_lines
 from loadgen.judge.gate.aggregate import failure_rate_by_in_flight, failure_rate_by_order
 from loadgen.judge.gate.run_report import RunReport
 from loadgen.judge.gate.session_view import MAX_DETAILS
 from loadgen.report.facts_text import server_words
 from loadgen.report.figures import histogram, page_template, png_data_uri, subplots
-from loadgen.report.markdown import findings_lines
 from loadgen.report.run_text import (
     client_saturation,
     load_text,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from loadgen.bounds import describe_bound
 from loadgen.exit_codes import EXIT_WORDS
-from loadgen.judge.findings import Findings
+from loadgen.judge.findings import findings_lines
 from loadgen.judge.gate.run_report import RunReport
 from loadgen.report.facts_text import server_words
 from loadgen.report.run_text import (
@@ -21,53 +21,6 @@ from loadgen.targets.readiness import BOTH_PROBES
 
 def _fmt(value: float | None, scale: float = 1.0, digits: int = 3) -> str:
     return "-" if value is None else f"{value * scale:.{digits}f}"
-
-
-def findings_lines(findings: Findings) -> list[str]:
-    """Why the verdicts were given, one line each (stuck looping or merely long, ...)."""
-    lines = []
-    if findings.stuck:
-        lines.append(f"stuck: {findings.stuck}")
-    if (loop := findings.loop) is not None:
-        lines.append(f"loop in the {loop.field}: {loop.unit[:80]!r} x{loop.repeats} "
-                     f"({loop.kind})")
-    if findings.leak:
-        lines.append(f"leak: {findings.leak}")
-    if findings.usage:
-        lines.append(f"usage: {findings.usage}")
-    lines += [f"stream: {problem}" for problem in findings.stream]
-    lines += [f"tool call: {problem}" for problem in findings.tool_calls]
-    if findings.finish:
-        lines.append(f"finish_reason: {findings.finish}")
-    for wrong in findings.wrong_answer:
-        got = "nothing" if wrong.got is None else repr(wrong.got)
-        lines.append(f"wrong answer: {wrong.field} states {got}, the request's "
-                     f"{wrong.fact} is {wrong.expected!r}")
-    for stale in findings.stale_answer:
-        lines.append(f"stale answer: {stale.field} states {stale.got!r}, the answer of an "
-                     f"earlier turn ({stale.stale_of}); this turn's {stale.fact} is "
-                     f"{stale.expected!r}")
-    if (other := findings.wrong_language) is not None:
-        lines.append(f"wrong language: the answer is {other.language} "
-                     f"(confidence {other.confidence:.2f}); the request's: "
-                     f"{', '.join(other.request_languages)}")
-    if (cut := findings.unfinished) is not None:
-        lines.append(f"unfinished: {cut.why}; it ends {cut.tail[-40:]!r}")
-    lines += [f"cross-talk: {why}" for why in findings.tool_call_ids]
-    for src in findings.cross_talk.sources if findings.cross_talk is not None else []:
-        how = (f" written {src.written!r}" if src.written and src.written != src.code
-               else "") + (" (a part of it)" if src.part else "")
-        lines.append(f"cross-talk: {src.code}{how} (in {', '.join(src.where)})"
-                     f" belongs to seq {src.source_seq} ({src.source_item}), "
-                     + ("in flight at the same time" if src.in_flight_together
-                        else "not in flight at the same time"))
-    if (garble := findings.garbled) is not None:
-        lines.append(f"garbled {garble.field}: {garble.kind}: {garble.detail}")
-    if (mismatch := findings.reference_mismatch) is not None:
-        lines.append(f"unlike its solo reply (seq {mismatch.reference_seq}): "
-                     f"{mismatch.field}: loaded {mismatch.loaded} vs alone "
-                     f"{mismatch.reference}{mismatch.detail}")
-    return lines
 
 
 def _fence(text: str) -> str:

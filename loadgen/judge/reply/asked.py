@@ -12,11 +12,10 @@ many times as asked (and once more: a model may write the example before the cop
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
+from typing import Any, Protocol
 
 import regex
 
-from loadgen.judge.findings import LoopFinding
 from loadgen.judge.text.scripts import message_texts
 
 _QUOTED = regex.compile(r"\"([^\"]{6,400})\"|“([^”]{6,400})”|«\s*([^»]{6,400}?)\s*»"
@@ -73,7 +72,18 @@ def asked_repetition(messages: list[dict[str, Any]], languages: list[str]
     return {"sentences": sorted(set(quoted)), "times": max(counts)}
 
 
-def loop_was_asked(loop: LoopFinding, asked: Any) -> bool:
+class _Loop(Protocol):
+    """A loop as the loop family found it (`loops.LoopFinding`)."""
+
+    @property
+    def field(self) -> str: ...
+    @property
+    def unit(self) -> str: ...
+    @property
+    def repeats(self) -> int: ...
+
+
+def loop_was_asked(loop: _Loop, asked: Any) -> bool:
     """The loop repeats a sentence the request quoted, no more often than it asked."""
     if not isinstance(asked, dict) or loop.field != "content":
         return False

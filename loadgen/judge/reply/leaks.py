@@ -45,15 +45,52 @@ from __future__ import annotations
 import bisect
 import functools
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
+from pydantic import Field, PrivateAttr, model_validator
+
+from loadgen.judge.reply.family import Family, Found, Knobs
 from loadgen.judge.text.visible import is_blank
 from loadgen.records import RequestRecord
-from loadgen.scenario import VerdictConfig
+from loadgen.taxonomy import Verdict
+from loadgen.tokenizer_files import special_tokens
 
 # One "<" in front of every branch: the engine then looks for "<" at C speed instead of
 # trying each branch at every position of a 64 KB text.
+
+class LeakKnobs(Knobs):
+    """The leak family's knobs: the special tokens of the served model."""
+
+    special_tokens: list[str] = Field(default_factory=list)
+    tokenizer: str | None = Field(
+        default=None,
+        description="The served model's tokenizer files (its directory, tokenizer.json "
+        "or tokenizer_config.json): every special token they declare is a token_leak in "
+        "an answer that is not about markup (outside code), and where it is not talked "
+        "about in one that is. Read when the scenario is loaded.")
+    _served_tokens: tuple[str, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="after")
+    def _read_tokenizer(self) -> Self:
+        if self.tokenizer:
+            self._served_tokens = special_tokens(self.tokenizer)
+        return self
+
+    @property
+    def served_tokens(self) -> tuple[str, ...]:
+        """The special tokens `tokenizer` declares, with those the server declared (longest
+        first)."""
+        return self._served_tokens
+
+    def add_served_tokens(self, tokens: tuple[str, ...] | list[str]) -> None:
+        """The server's own declared tokens, read before the first request
+        (targets.tokenizer_info), judged as the files' are."""
+        found = set(self._served_tokens) | {t for t in tokens if t}
+        self._served_tokens = tuple(sorted(found, key=lambda t: (-len(t), t)))
+
+
 _MARKUP = re.compile(
     r"<(?:(?P<dsml>/?｜DSML｜[A-Za-z_]+(?:\s[^<>\n]{0,200})?>)"
     r"|(?P<special>\|[A-Za-z0-9_▁:.\-]{1,48}\|>|｜[^｜\n]{1,48}｜>?"
@@ -268,7 +305,7 @@ _CONTENT_KINDS = frozenset({"dsml", "tool", "special", "think"})
 _REASONING_KINDS = frozenset({"dsml", "special", "think"})  # DSML is special tokens too
 
 
-def find_leak(record: RequestRecord, cfg: VerdictConfig) -> str | None:
+def find_leak(record: RequestRecord, cfg: LeakKnobs) -> str | None:
     """The first leaked token or tag (or invented turn), as the report shows it, or None.
     A record that does not say what its request was about (written before the judge
     asked) is judged by where its markup stands alone."""
@@ -322,3 +359,17 @@ def served_leak(text: str, tokens: re.Pattern[str], *, about_markup: bool) -> st
         elif not _inside(code, m.start(), m.end()):
             return m.group()
     return None
+
+
+def _check(record: RequestRecord, cfg: LeakKnobs) -> Found | None:
+    leak = find_leak(record, cfg)
+    return None if leak is None else Found(frozenset({Verdict.TOKEN_LEAK}), {"leak": leak})
+
+
+def _describe(found: Mapping[str, Any]) -> list[str]:
+    return [f"leak: {found['leak']}"] if found["leak"] else []
+
+
+FAMILY = Family(name="leaks", verdicts=frozenset({Verdict.TOKEN_LEAK}),
+                findings={"leak": str | None}, describe=_describe, check=_check,
+                knobs=LeakKnobs)

@@ -39,18 +39,65 @@ from __future__ import annotations
 import itertools
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any, ClassVar
 
 import regex
+from pydantic import Field
 
-from loadgen.judge.findings import LoopFinding
-from loadgen.judge.reply.restatement import find_restatement
+from loadgen.judge.reply.asked import loop_was_asked
+from loadgen.judge.reply.family import Family, Finding, Found, Ordered
+from loadgen.judge.reply.finish import is_stuck
+from loadgen.judge.reply.restatement import RestateKnobs, find_restatement
 from loadgen.judge.text.prose import is_prose
 from loadgen.judge.text.visible import without_hidden
 from loadgen.records import RequestRecord
-from loadgen.scenario import VerdictConfig
+from loadgen.taxonomy import Verdict
+
+
+class LoopKnobs(RestateKnobs):
+    """The loop family's knobs: a tail that repeats a period, or an n-gram that keeps
+    coming back, unless each repeat brings enough new words to be a template (and, from
+    `RestateKnobs`, loops by meaning)."""
+
+    loop_min_period_chars: int = Field(default=8, ge=1, le=100_000)
+    loop_max_period_chars: int = Field(default=2000, ge=1, le=1_000_000)
+    loop_min_repeats: int = Field(default=4, ge=2, le=1_000_000)
+    loop_min_chars: int = Field(
+        default=200, ge=1, description="A loop must cover at least this many tail characters."
+    )
+    ngram_words: int = Field(default=8, ge=2, le=1000)
+    ngram_min_repeats: int = Field(default=6, ge=2, le=1_000_000)
+    ngram_tail_words: int = Field(default=400, ge=10, le=10_000_000)
+    loop_ended_min_repeats: int = Field(
+        default=6, ge=2, le=1_000_000,
+        description="In a reply that finished (stop, tool_calls), prose must repeat this "
+        "many times to be a loop; structured data that ends never is by itself.",
+    )
+    template_min_novelty: float = Field(
+        default=0.05, ge=0, le=1,
+        description="A repetition in the content or a tool-call argument is a template, "
+        "not a loop, when at least this share of each repeat's words is new (values it had not "
+        "shown before; numbering is never new).",
+    )
+    reasoning_template_min_novelty: float = Field(
+        default=0.1, ge=0, le=1,
+        description="The same for the reasoning, which restates where an answer lists.",
+    )
+
+    ORDERED: ClassVar[Ordered] = (("loop_min_period_chars", "loop_max_period_chars", False),)
+
+
+class LoopFinding(Finding):
+    """Where a loop was found, for the report's forensics."""
+
+    field: str = ""
+    kind: str = ""  # "period", "counted period", "ngram", or a loop by meaning's kind
+    unit: str = ""
+    repeats: int = 0
+
 
 FINISHED = frozenset({"stop", "tool_calls"})
 
@@ -253,13 +300,13 @@ def tail_period_loop(
             return unit, repeats
 
 
-def _exact_period(text: str, cfg: VerdictConfig) -> Repetition | None:
+def _exact_period(text: str, cfg: LoopKnobs) -> Repetition | None:
     hit = tail_period_loop(text, cfg.loop_min_period_chars, cfg.loop_max_period_chars,
                            cfg.loop_min_repeats, cfg.loop_min_chars)
     return Repetition("period", hit[0], hit[1], 0.0) if hit else None
 
 
-def _counted_period(text: str, cfg: VerdictConfig, repeats_wanted: int) -> Repetition | None:
+def _counted_period(text: str, cfg: LoopKnobs, repeats_wanted: int) -> Repetition | None:
     """A tail period once bare numbers are one placeholder; novelty from the numbers
     that walk (a counter steps, a loop's numbers return, a table's numbers walk)."""
     lo, hi = cfg.loop_min_period_chars, cfg.loop_max_period_chars
@@ -395,7 +442,7 @@ def ngram_loop(text: str, n: int, min_repeats: int, tail_words: int,
 
 # --------------------------------------------------------------------------- judging
 
-def _is_loop(rep: Repetition, cfg: VerdictConfig, cut: bool, min_novelty: float) -> bool:
+def _is_loop(rep: Repetition, cfg: LoopKnobs, cut: bool, min_novelty: float) -> bool:
     if rep.novelty >= min_novelty:
         return False  # a template: it walks through values
     if cut:
@@ -403,7 +450,7 @@ def _is_loop(rep: Repetition, cfg: VerdictConfig, cut: bool, min_novelty: float)
     return rep.repeats >= cfg.loop_ended_min_repeats and is_prose(rep.unit)
 
 
-def _repetitions(text: str, cfg: VerdictConfig, cut: bool,
+def _repetitions(text: str, cfg: LoopKnobs, cut: bool,
                  known: frozenset[str] = frozenset()) -> Iterator[Repetition]:
     wanted = cfg.loop_min_repeats if cut else max(cfg.loop_min_repeats,
                                                   cfg.loop_ended_min_repeats)
@@ -427,7 +474,7 @@ def _repetitions(text: str, cfg: VerdictConfig, cut: bool,
     yield from ngram_repetitions(tail, cfg.ngram_words, least, cfg.ngram_tail_words, known)
 
 
-def _too_short(text: str, cfg: VerdictConfig, cut: bool) -> bool:
+def _too_short(text: str, cfg: LoopKnobs, cut: bool) -> bool:
     """Too short for any repetition `_repetitions` finds (a tool call's `plan`, a short
     answer): a period needs `tail_period_loop`'s least length (the tails it reads, with
     numbers or hidden characters taken out, are never longer than the text), and an
@@ -440,7 +487,7 @@ def _too_short(text: str, cfg: VerdictConfig, cut: bool) -> bool:
         and n < 2 * (cfg.ngram_words + least - 1) - 1
 
 
-def text_loop(text: str, cfg: VerdictConfig, *, cut: bool, min_novelty: float,
+def text_loop(text: str, cfg: LoopKnobs, *, cut: bool, min_novelty: float,
               known: frozenset[str] = frozenset()) -> tuple[str, str, int] | None:
     """(kind, unit, repeats) when the text goes round in circles (see the module doc).
 
@@ -456,7 +503,7 @@ def text_loop(text: str, cfg: VerdictConfig, *, cut: bool, min_novelty: float,
     return None
 
 
-def find_loop(record: RequestRecord, cfg: VerdictConfig) -> LoopFinding | None:
+def find_loop(record: RequestRecord, cfg: LoopKnobs) -> LoopFinding | None:
     """The first loop in the reasoning, then the content.
 
     A reply that did not finish (length, or any finish but stop and tool_calls) is cut
@@ -477,7 +524,7 @@ def find_loop(record: RequestRecord, cfg: VerdictConfig) -> LoopFinding | None:
     return None
 
 
-def find_meaning_loop(record: RequestRecord, cfg: VerdictConfig) -> LoopFinding | None:
+def find_meaning_loop(record: RequestRecord, cfg: LoopKnobs) -> LoopFinding | None:
     """A loop by meaning (`judge.reply.restatement`: restated in other words, counted on, an
     answer written again and again) in the reasoning or the content, or None. Judged in
     the run-level pass (`run_level.restated`), not as each reply completes: comparing a
@@ -506,3 +553,39 @@ def request_values(record: RequestRecord) -> list[str]:
     if isinstance(facts, dict):
         out += [str(v) for v in facts.values() if isinstance(v, str | int | float)]
     return out
+
+
+def _check(record: RequestRecord, cfg: LoopKnobs) -> Found:
+    verdicts: set[Verdict] = set()
+    findings: dict[str, object] = {}
+    loop = find_loop(record, cfg)
+    if loop is not None and loop_was_asked(loop, record.params.get("asked_repetition")):
+        # "write it ten times", done as asked
+        findings["asked_repetition"] = loop.model_dump(mode="json")
+        loop = None
+    if loop is not None:
+        verdicts.add(Verdict.REASONING_LOOP)
+        findings["loop"] = loop.model_dump(mode="json")
+    if is_stuck(record):
+        # A reasoning that runs in circles and one that was merely long read the same
+        # by their finish; the report tells them apart.
+        findings["stuck"] = "looping" if loop is not None and loop.field == "reasoning" \
+            else "long (no loop in the reasoning)"
+    return Found(frozenset(verdicts), findings)
+
+
+def _describe(found: Mapping[str, Any]) -> list[str]:
+    lines = [f"stuck: {found['stuck']}"] if found["stuck"] else []
+    if (loop := found["loop"]) is not None:
+        lines.append(f"loop in the {loop.field}: {loop.unit[:80]!r} x{loop.repeats} "
+                     f"({loop.kind})")
+    return lines
+
+
+#: `reasoning_loop` as each reply completes (loops by meaning: `run_level.restated`); it
+#: also says whether a reply stuck in its reasoning went round in circles.
+FAMILY = Family(
+    name="loops", verdicts=frozenset({Verdict.REASONING_LOOP}),
+    findings={"loop": LoopFinding | None, "asked_repetition": LoopFinding | None,
+              "stuck": str | None},
+    describe=_describe, check=_check, knobs=LoopKnobs)

@@ -24,17 +24,20 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import regex
+from pydantic import Field
 
-from loadgen.judge.findings import LanguageFinding, UnfinishedFinding
+from loadgen.judge.reply.family import Family, Finding, Found
 from loadgen.judge.reply.garbled.words import _UNSPACED, Words, runs, words
 from loadgen.judge.text import language, language_names
 from loadgen.judge.text.scripts import message_texts, script_of
 from loadgen.records import RequestRecord
+from loadgen.taxonomy import Verdict
 
 #: A language identified with less confidence than this is not held against a reply.
 CONFIDENCE = 0.9
@@ -67,6 +70,17 @@ _CLAUSE = regex.compile(r"[.,;:!?\n]+")
 #: answer's language to count as English mixed in ("to", "a", "do" are Polish words).
 _MORE_ENGLISH = 1.0
 _ORDER_TABLE = Path(__file__).with_name("garbled") / "english_order.json"
+
+
+class LanguageFinding(Finding):
+    language: str = ""
+    confidence: float = 0.0
+    request_languages: list[str] = Field(default_factory=list)
+
+
+class UnfinishedFinding(Finding):
+    why: str = ""
+    tail: str = ""
 
 
 def named_languages(text: str) -> frozenset[str]:
@@ -274,3 +288,34 @@ def find_unfinished(record: RequestRecord) -> UnfinishedFinding | None:
             why=f"its last word {last!r} is no English word: cut inside a word", tail=tail)
     return None
 
+
+
+def _check(record: RequestRecord, cfg: object) -> Found | None:
+    verdicts: set[Verdict] = set()
+    findings: dict[str, Any] = {}
+    other = find_wrong_language(record)
+    if other is not None:
+        verdicts.add(Verdict.WRONG_LANGUAGE)
+        findings["wrong_language"] = other.model_dump(mode="json")
+    cut = find_unfinished(record)
+    if cut is not None:
+        verdicts.add(Verdict.UNFINISHED)
+        findings["unfinished"] = cut.model_dump(mode="json")
+    return Found(frozenset(verdicts), findings) if verdicts else None
+
+
+def _describe(found: Mapping[str, Any]) -> list[str]:
+    lines = []
+    if (other := found["wrong_language"]) is not None:
+        lines.append(f"wrong language: the answer is {other.language} "
+                     f"(confidence {other.confidence:.2f}); the request's: "
+                     f"{', '.join(other.request_languages)}")
+    if (cut := found["unfinished"]) is not None:
+        lines.append(f"unfinished: {cut.why}; it ends {cut.tail[-40:]!r}")
+    return lines
+
+
+FAMILY = Family(
+    name="reply_language", verdicts=frozenset({Verdict.WRONG_LANGUAGE, Verdict.UNFINISHED}),
+    findings={"wrong_language": LanguageFinding | None, "unfinished": UnfinishedFinding | None},
+    describe=_describe, check=_check)

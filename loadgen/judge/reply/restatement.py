@@ -56,11 +56,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import regex
+from pydantic import Field
 
+from loadgen.judge.reply.family import Knobs
 from loadgen.judge.text.prose import is_sentence
 from loadgen.judge.text.scripts import message_texts
 from loadgen.judge.text.visible import without_hidden
-from loadgen.scenario import VerdictConfig
 
 _MIN_TOKENS = 5  # a segment holds at least this many words (short sentences are joined)
 _MAX_TOKENS = 40  # and a run-on sentence is cut into pieces of this many
@@ -98,6 +99,38 @@ _STOPS = frozenset(".!?。！？…\"'”’)")
 _LABEL = regex.compile(r"\s*(?=[^\n]{1,64}$)(?:#{1,6}[ \t]*[^\n]+|(?:\S+[ \t]+){0,7}\S+:)\s*")
 #: The most numbers a record keeps of its request (`params.values`).
 MAX_REQUEST_VALUES = 256
+
+
+class RestateKnobs(Knobs):
+    """The loop family's knobs for loops by meaning (restated, counted on, an answer
+    written again)."""
+
+    restate_min_similarity: float = Field(
+        default=0.4, gt=0, le=1,
+        description="Two segments (sentences) say the same when the Jaccard similarity of "
+        "their word sets (case folded, cut to six letters, numbers one placeholder) reaches "
+        "this (loadgen.judge.reply.restatement).")
+    restate_min_segments: int = Field(
+        default=8, ge=2, le=1_000_000,
+        description="In a reply cut by length, this many stale segments in a row (each like "
+        "an earlier one and bringing almost no new words) are a loop by meaning.")
+    restate_ended_min_segments: int = Field(
+        default=16, ge=2, le=1_000_000,
+        description="The same in a reply that finished: a loop that ends in an answer is "
+        "still a loop when it went round this long (prose only).")
+    repeated_answer_min_share: float = Field(
+        default=0.4, gt=0, le=1,
+        description="A finished text whose stale run (three sentences or more) covers this "
+        "share of it is an answer written again.")
+    repeated_answer_min_similarity: float = Field(
+        default=0.6, gt=0, le=1,
+        description="... when each of its segments is this like an earlier one.")
+    repeated_answer_max_novelty: float = Field(
+        default=0.15, ge=0, le=1,
+        description="... and at most this share of the copy's words is new.")
+    restate_tail_chars: int = Field(
+        default=48_000, ge=100, le=10_000_000,
+        description="How many characters at the end of a text the rule by meaning reads.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -424,7 +457,7 @@ def _ended_at_most(said: list[str]) -> int:
                if s.rstrip()[-1:] in _STOPS)
 
 
-def find_restatement(text: str, cfg: VerdictConfig, *, cut: bool, min_novelty: float,
+def find_restatement(text: str, cfg: RestateKnobs, *, cut: bool, min_novelty: float,
                      request_values: Iterable[str] = ()) -> Restatement | None:
     """A loop by meaning in the text (see the module doc), or None.
 
@@ -438,7 +471,7 @@ def find_restatement(text: str, cfg: VerdictConfig, *, cut: bool, min_novelty: f
     return judge(said, cfg, cut=cut, min_novelty=min_novelty, request_values=request_values)
 
 
-def screen(text: str, cfg: VerdictConfig, *, cut: bool) -> list[str] | None:
+def screen(text: str, cfg: RestateKnobs, *, cut: bool) -> list[str] | None:
     """The sentences of the part of the text the rule reads, or None when that part
     cannot hold a loop by meaning: a finished text whose sentences cannot make
     `restate_ended_min_segments` (or six, an answer written three times) segments that
@@ -453,7 +486,7 @@ def screen(text: str, cfg: VerdictConfig, *, cut: bool) -> list[str] | None:
     return said
 
 
-def judge(said: list[str], cfg: VerdictConfig, *, cut: bool, min_novelty: float,
+def judge(said: list[str], cfg: RestateKnobs, *, cut: bool, min_novelty: float,
           request_values: Iterable[str] = ()) -> Restatement | None:
     """`find_restatement` on the sentences of the text's tail, unscreened."""
     segs = segments(said)
@@ -477,7 +510,7 @@ def judge(said: list[str], cfg: VerdictConfig, *, cut: bool, min_novelty: float,
     return _repeated_answer(segs, reads, cfg)
 
 
-def _repeated_answer(segs: list[_Segment], reads: list[_Read], cfg: VerdictConfig
+def _repeated_answer(segs: list[_Segment], reads: list[_Read], cfg: RestateKnobs
                      ) -> Restatement | None:
     """A finished text that writes its answer again: a run of segments each like an
     earlier one at `repeated_answer_min_similarity`, three or more of them copied in

@@ -35,14 +35,16 @@ rules are therefore stated by class, with their thresholds:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import accumulate, compress
 from operator import eq
 from typing import Any
 
 import regex
 
+from loadgen.judge.reply.family import Family, Found
 from loadgen.records import RequestRecord
+from loadgen.taxonomy import Verdict
 
 MIN_REPLAY_CHARS = 32
 MAX_REPLAY_CHARS = 1024
@@ -224,3 +226,17 @@ def sequence_problems(record: RequestRecord) -> list[str]:
         problems.append(f"the content holds the whole reasoning ({len(reasoning)} "
                         f"characters) and an answer after it: {reasoning[:60]!r}")
     return problems
+
+
+def _check(record: RequestRecord, cfg: object) -> Found | None:
+    disorder = sequence_problems(record)
+    return Found(frozenset({Verdict.DISORDERED_STREAM}), {"stream": disorder}) \
+        if disorder else None
+
+
+def _describe(found: Mapping[str, Any]) -> list[str]:
+    return [f"stream: {problem}" for problem in found["stream"]]
+
+
+FAMILY = Family(name="sequence", verdicts=frozenset({Verdict.DISORDERED_STREAM}),
+                findings={"stream": list[str]}, describe=_describe, check=_check)

@@ -26,6 +26,7 @@ cannot see: a fluent reply that states the right facts and gets the rest wrong.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from itertools import pairwise
 from typing import Any
 
@@ -33,10 +34,23 @@ import orjson
 
 from loadgen import fields
 from loadgen.expectations import Expectation, find_codes, is_code
-from loadgen.judge.findings import WrongFinding
+from loadgen.judge.reply.family import Family, Finding, Found
 from loadgen.judge.reply.known_answers import answer_problems, argument_problems
 from loadgen.judge.text.code_forms import states
 from loadgen.records import RequestRecord
+from loadgen.taxonomy import Verdict
+
+
+class WrongFinding(Finding):
+    """A verifiable field that disagrees with the request's own facts."""
+
+    field: str = ""  # where: "call 0 change_plan.account_id", "calls", "content"
+    fact: str = ""  # the fact it should state
+    expected: str = ""
+    got: str | None = None  # None: the reply does not state it at all
+    #: The earlier turn's fact the reply gave instead (`stale_answer`), if that is what
+    #: it did.
+    stale_of: str | None = None
 
 
 def _norm(value: Any) -> str:
@@ -170,3 +184,40 @@ def find_wrong(record: RequestRecord) -> list[WrongFinding]:
     if exp.checks:
         wrong += _known_answers(exp, record)
     return wrong
+
+
+def _check(record: RequestRecord, cfg: object) -> Found | None:
+    found = find_wrong(record)
+    if not found:
+        return None
+    verdicts: set[Verdict] = set()
+    findings: dict[str, Any] = {}
+    wrong = [w for w in found if w.stale_of is None]
+    stale = [w for w in found if w.stale_of is not None]
+    if wrong:
+        verdicts.add(Verdict.WRONG_ANSWER)
+        findings["wrong_answer"] = [w.model_dump(mode="json") for w in wrong]
+    if stale:
+        verdicts.add(Verdict.STALE_ANSWER)
+        findings["stale_answer"] = [w.model_dump(mode="json") for w in stale]
+    return Found(frozenset(verdicts), findings)
+
+
+def _describe(found: Mapping[str, Any]) -> list[str]:
+    lines = []
+    for wrong in found["wrong_answer"]:
+        got = "nothing" if wrong.got is None else repr(wrong.got)
+        lines.append(f"wrong answer: {wrong.field} states {got}, the request's "
+                     f"{wrong.fact} is {wrong.expected!r}")
+    for stale in found["stale_answer"]:
+        lines.append(f"stale answer: {stale.field} states {stale.got!r}, the answer of an "
+                     f"earlier turn ({stale.stale_of}); this turn's {stale.fact} is "
+                     f"{stale.expected!r}")
+    return lines
+
+
+#: `wrong_answer` and, where the value given is an earlier turn's, `stale_answer`.
+FAMILY = Family(
+    name="substance", verdicts=frozenset({Verdict.WRONG_ANSWER, Verdict.STALE_ANSWER}),
+    findings={"wrong_answer": list[WrongFinding], "stale_answer": list[WrongFinding]},
+    describe=_describe, check=_check)

@@ -13,19 +13,19 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import orjson
 
 from loadgen import fields
-from loadgen.judge.reply.loops import text_loop
+from loadgen.judge.reply.family import Family, Found
+from loadgen.judge.reply.loops import LoopKnobs, text_loop
 from loadgen.records import RequestRecord
-from loadgen.scenario import VerdictConfig
 from loadgen.taxonomy import Verdict
 
 
-def tool_call_problems(record: RequestRecord, cfg: VerdictConfig
+def tool_call_problems(record: RequestRecord, cfg: LoopKnobs
                        ) -> tuple[set[Verdict], list[str]]:
     """The tool-turn verdicts of a record and, for the forensics, why each was given."""
     found: set[Verdict] = set()
@@ -121,7 +121,7 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
-def _arguments_loop(raw: str, args: Any, cfg: VerdictConfig, cut: bool) -> str | None:
+def _arguments_loop(raw: str, args: Any, cfg: LoopKnobs, cut: bool) -> str | None:
     """Why the arguments loop, or None.
 
     Parsed arguments are judged value by value, each string as finished text: repeated
@@ -136,3 +136,19 @@ def _arguments_loop(raw: str, args: Any, cfg: VerdictConfig, cut: bool) -> str |
         if hit:
             return f"an argument value loops: {hit[1]!r} x{hit[2]}"
     return None
+
+
+def _check(record: RequestRecord, cfg: LoopKnobs) -> Found | None:
+    verdicts, why = tool_call_problems(record, cfg)
+    return Found(frozenset(verdicts), {"tool_calls": why} if why else {})
+
+
+def _describe(found: Mapping[str, Any]) -> list[str]:
+    return [f"tool call: {problem}" for problem in found["tool_calls"]]
+
+
+#: Reads the loop family's knobs for a looping argument (`loops.LoopKnobs`).
+FAMILY = Family(
+    name="tool_calls",
+    verdicts=frozenset({Verdict.NO_TOOL_CALL, Verdict.BAD_TOOL_CALL, Verdict.TOOL_ARGS_LOOP}),
+    findings={"tool_calls": list[str]}, describe=_describe, check=_check)

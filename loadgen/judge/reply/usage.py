@@ -30,7 +30,12 @@ here.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+from loadgen.judge.reply.family import Family, Found
 from loadgen.records import RequestRecord
+from loadgen.taxonomy import Verdict
 
 #: Reasoning deltas a stream may carry beyond its reasoning tokens (see the module doc).
 REASONING_SLACK = 1
@@ -67,3 +72,17 @@ def usage_problem(record: RequestRecord) -> str | None:
         return (f"usage says {reasoning} reasoning tokens, fewer than the {thought} "
                 "reasoning deltas streamed (each carries at least one)")
     return None
+
+
+def _check(record: RequestRecord, cfg: object) -> Found | None:
+    usage = usage_problem(record)
+    return None if usage is None else Found(frozenset({Verdict.USAGE_MISMATCH}),
+                                            {"usage": usage})
+
+
+def _describe(found: Mapping[str, Any]) -> list[str]:
+    return [f"usage: {found['usage']}"] if found["usage"] else []
+
+
+FAMILY = Family(name="usage", verdicts=frozenset({Verdict.USAGE_MISMATCH}),
+                findings={"usage": str | None}, describe=_describe, check=_check)

@@ -25,12 +25,16 @@ fact as well (`run_level.tool_ids`, judged as part of this rule).
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import Field
+
 from loadgen.expectations import Expectation, is_code
-from loadgen.judge.findings import CrossTalkFinding, CrossTalkSource, Findings, WrongFinding
+from loadgen.judge.reply import substance
+from loadgen.judge.reply.family import Family, Finding
+from loadgen.judge.reply.substance import WrongFinding
 from loadgen.judge.run_level import Revision, completed
 from loadgen.judge.run_level.tool_ids import ToolCallIds
 from loadgen.judge.run_level.value_index import ValueIndex, normal
@@ -43,6 +47,22 @@ from loadgen.judge.text.code_forms import (
 )
 from loadgen.records import RequestRecord
 from loadgen.taxonomy import Verdict
+
+
+class CrossTalkSource(Finding):
+    """One foreign code in a reply, and the request it belongs to."""
+
+    code: str = ""
+    written: str | None = None
+    part: bool = False
+    where: list[str] = Field(default_factory=list)
+    source_item: str | None = None
+    source_seq: int = -1
+    in_flight_together: bool = False
+
+
+class CrossTalkFinding(Finding):
+    sources: list[CrossTalkSource] = Field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,7 +223,7 @@ class CrossTalk:
             found = _forms_in(fields, given, index.scan)
             values = self._foreign_values(reply, fields)
             if found or values:
-                wrong = Findings.read(reply.findings).wrong_answer
+                wrong = substance.FAMILY.read(reply.findings, "wrong_answer")
                 suspects.append(_Suspect(reply.seq, reply.item_id, reply.start, reply.end,
                                          found, wrong, values))
         return suspects
@@ -293,3 +313,21 @@ class CrossTalk:
 
     def summary(self) -> None:
         return None
+
+
+def _describe(found: Mapping[str, Any]) -> list[str]:
+    lines = []
+    for src in found["cross_talk"].sources if found["cross_talk"] is not None else []:
+        how = (f" written {src.written!r}" if src.written and src.written != src.code
+               else "") + (" (a part of it)" if src.part else "")
+        lines.append(f"cross-talk: {src.code}{how} (in {', '.join(src.where)})"
+                     f" belongs to seq {src.source_seq} ({src.source_item}), "
+                     + ("in flight at the same time" if src.in_flight_together
+                        else "not in flight at the same time"))
+    return lines
+
+
+#: `cross_talk` by the run's codes and distinctive values (by tool-call id:
+#: `tool_ids.FAMILY`); it explains away the `wrong_answer` it accounts for.
+FAMILY = Family(name="cross_talk", verdicts=frozenset({Verdict.CROSS_TALK}),
+                findings={"cross_talk": CrossTalkFinding | None}, describe=_describe)

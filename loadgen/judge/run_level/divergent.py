@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import orjson
 
+from loadgen.judge.reply.family import Family
 from loadgen.judge.run_level import Revision, completed
 from loadgen.records import RequestRecord
 from loadgen.taxonomy import Verdict
@@ -79,3 +80,12 @@ class Divergent:
 
     def summary(self) -> None:
         return None
+
+
+def _describe(found: Mapping[str, Any]) -> list[str]:
+    return []  # the reports count divergent replies (report.run_text.run_level_text)
+
+
+#: An opt-in signal (`taxonomy.OPT_IN`); it writes no findings of a reply.
+FAMILY = Family(name="divergent", verdicts=frozenset({Verdict.DIVERGENT}), findings={},
+                describe=_describe)

@@ -41,7 +41,7 @@ a reference phase that left no oracle at all makes the run invalid (`judge.gate.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -51,13 +51,23 @@ import regex
 from rapidfuzz.distance import Indel, Prefix
 
 from loadgen.expectations import Expectation, is_code
-from loadgen.judge.findings import ReferenceMismatch
+from loadgen.judge.reply.family import Family, Finding
 from loadgen.judge.run_level import Revision, completed
 from loadgen.judge.text.code_forms import fold_code, forms
 from loadgen.judge.text.quantities import Figure, contradictions, figures
 from loadgen.records import RequestRecord
 from loadgen.scenario import ReferenceConfig
 from loadgen.taxonomy import DEFAULT_FAIL_ON, Verdict
+
+
+class ReferenceMismatch(Finding):
+    """How a loaded reply differs from its solo reply (the reference rule)."""
+
+    reference_seq: int = -1
+    field: str = ""
+    loaded: str = ""
+    reference: str = ""
+    detail: str = ""
 
 #: Similarity is measured on this many leading characters of each answer (the cost of an
 #: edit distance grows with the product of the lengths).
@@ -354,3 +364,16 @@ def _quantiles(values: list[float]) -> dict[str, float | None]:
         return values[min(len(values) - 1, int(p * (len(values) - 1) + 0.5))]
 
     return {"min": values[0], "p10": q(0.10), "p50": q(0.50), "max": values[-1]}
+
+
+def _describe(found: Mapping[str, Any]) -> list[str]:
+    mismatch = found["reference_mismatch"]
+    return [] if mismatch is None else [
+        f"unlike its solo reply (seq {mismatch.reference_seq}): {mismatch.field}: loaded "
+        f"{mismatch.loaded} vs alone {mismatch.reference}{mismatch.detail}"]
+
+
+#: Its knobs are the scenario's `[reference]` section, which also sets the phase.
+FAMILY = Family(name="reference", verdicts=frozenset({Verdict.REFERENCE_MISMATCH}),
+                findings={"reference_mismatch": ReferenceMismatch | None},
+                describe=_describe)

@@ -14,10 +14,9 @@ verbatim rule spares it.
 from __future__ import annotations
 
 from loadgen.judge.reply.asked import loop_was_asked
-from loadgen.judge.reply.loops import find_meaning_loop
+from loadgen.judge.reply.loops import LoopKnobs, find_meaning_loop
 from loadgen.judge.run_level import Revision, completed
 from loadgen.records import RequestRecord
-from loadgen.scenario import VerdictConfig
 from loadgen.taxonomy import Verdict
 
 
@@ -26,7 +25,7 @@ class Restated:
 
     name = "restated"
 
-    def __init__(self, cfg: VerdictConfig) -> None:
+    def __init__(self, cfg: LoopKnobs) -> None:
         self._cfg = cfg
         self._found: dict[int, Revision] = {}
 

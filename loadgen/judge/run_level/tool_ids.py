@@ -15,8 +15,11 @@ random_part`). Within one reply, two calls of one such id are `bad_tool_call`
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from loadgen.judge.reply.family import Family
 from loadgen.judge.reply.tool_calls import random_part
 from loadgen.judge.run_level import Revision, completed
 from loadgen.records import RequestRecord
@@ -27,7 +30,7 @@ from loadgen.taxonomy import Verdict
 class SharedId:
     """A random tool-call id a reply shares with the replies to `others`. The finding is
     its sentence: findings' `tool_call_ids` is a list of these sentences
-    (`judge.findings.Findings.tool_call_ids`), one per id, as report.md prints them."""
+    (`FAMILY`), one per id, as report.md prints them."""
 
     call_id: str
     others: tuple[int, ...]  # the seqs of the other replies that carry it
@@ -74,3 +77,12 @@ class ToolCallIds:
 
     def summary(self) -> None:
         return None
+
+
+def _describe(found: Mapping[str, Any]) -> list[str]:
+    return [f"cross-talk: {why}" for why in found["tool_call_ids"]]
+
+
+#: `cross_talk` by tool-call id; its finding is the sentence itself.
+FAMILY = Family(name="tool_ids", verdicts=frozenset({Verdict.CROSS_TALK}),
+                findings={"tool_call_ids": list[str]}, describe=_describe)

@@ -64,17 +64,18 @@ garbage too short to be any of the above (a tool argument of a dozen characters)
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
 import orjson
 
 from loadgen import fields
-from loadgen.judge.findings import GarbleFinding
+from loadgen.judge.reply.family import Family, Finding, Found
 from loadgen.judge.reply.garbled.english_screen import could_fire
 from loadgen.judge.reply.garbled.evidence import adds_up
 from loadgen.judge.reply.garbled.fragments import ASCII_LETTER, CASED, glued, runs, spaced_letters
+from loadgen.judge.reply.garbled.knobs import GarbledKnobs
 from loadgen.judge.reply.garbled.markers import _may_have_markers, markers
 from loadgen.judge.reply.garbled.script_mix import may_switch, script_switches
 from loadgen.judge.reply.garbled.statistics import may_be_shuffled, noise, shuffled
@@ -88,14 +89,24 @@ from loadgen.judge.reply.garbled.words import (
 from loadgen.judge.text.language import has_lexicon, language_of
 from loadgen.judge.text.scripts import INHERITED, code_points, language_scripts, scripts_of
 from loadgen.records import RequestRecord
-from loadgen.scenario import VerdictConfig
+from loadgen.taxonomy import Verdict
 
 EXCERPT_CHARS = 120
+
+
+class GarbleFinding(Finding):
+    """Where salad was found and what was measured."""
+
+    field: str = ""  # "reasoning", "content", or "call 0 change_plan.reason"
+    kind: str = ""  # the detector: markers, scripts, glued_fragments, spaced_letters, ...
+    detail: str = ""  # what it measured against its threshold
+    excerpt: str = ""  # the offending window, at most EXCERPT_CHARS characters
+
 #: Fewer words than this: too short for the word detectors' windows.
 _MIN_WORDS = 12
 
 
-def _shortest_ascii(cfg: VerdictConfig) -> int:
+def _shortest_ascii(cfg: GarbledKnobs) -> int:
     """The shortest ASCII text any detector but the markers' can fire on under these
     keys (32 with the defaults): a chain of spaced letters (2 x letters - 1), a run of
     glued letters, a window of words of two letters one space apart, a noise window."""
@@ -130,7 +141,7 @@ def _may_chain(raw: bytes, letters: int) -> bool:
     return b" ".join([b"x"] * letters) in raw.translate(_AS_CHAIN)
 
 
-def _may_be_noise(raw: bytes, cfg: VerdictConfig) -> bool:
+def _may_be_noise(raw: bytes, cfg: GarbledKnobs) -> bool:
     """Some window of the noise rule could hold its share of punctuation: the blocks that
     cover any window hold at least as much."""
     size, block = cfg.garbled_noise_window_chars, _NOISE_BLOCK
@@ -158,7 +169,7 @@ def _letter_runs(points: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return cased, edges[0::2], edges[1::2]
 
 
-def _ascii_garble(text: str, cfg: VerdictConfig, languages: tuple[str, ...] = ()
+def _ascii_garble(text: str, cfg: GarbledKnobs, languages: tuple[str, ...] = ()
                   ) -> tuple[str, str, str] | None:
     """The detectors an ASCII text can trip, each only past its screen: one script, so
     no script switches; its letters are the cased ones. The runs of letters, as numpy
@@ -204,7 +215,7 @@ def _ascii_garble(text: str, cfg: VerdictConfig, languages: tuple[str, ...] = ()
     return None
 
 
-def garble_in_text(text: str, explained: frozenset[str], cfg: VerdictConfig,
+def garble_in_text(text: str, explained: frozenset[str], cfg: GarbledKnobs,
                    languages: tuple[str, ...] = (), dialect: bool = False
                    ) -> tuple[str, str, str] | None:
     """(kind, detail, excerpt) of the first salad found in one text, or None; `languages`
@@ -261,7 +272,7 @@ def _may_space(spaces: int, letters: int) -> bool:
     return spaces >= letters - 1
 
 
-def _may_be_noisy(text: str, cfg: VerdictConfig) -> bool:
+def _may_be_noisy(text: str, cfg: GarbledKnobs) -> bool:
     """A text of any script could hold a noise window: as long as one, and with the
     window's share of ASCII punctuation in it all told (UTF-8 writes characters past
     ASCII in bytes past it, so the punctuation is counted in the bytes)."""
@@ -271,7 +282,7 @@ def _may_be_noisy(text: str, cfg: VerdictConfig) -> bool:
         _count(text.encode("utf-8", "surrogatepass"), _ASCII_PUNCTUATION) >= need
 
 
-def _word_garble(text: str, languages: tuple[str, ...], cfg: VerdictConfig,
+def _word_garble(text: str, languages: tuple[str, ...], cfg: GarbledKnobs,
                  dialect: bool = False) -> tuple[str, str, str] | None:
     """The word detectors (`garbled.words`, `garbled.word_order`), in the text's
     languages and the request's; plain English is screened first (`english_screen`).
@@ -341,7 +352,7 @@ def _texts(record: RequestRecord) -> Iterator[tuple[str, str]]:
         yield from _string_values(args, f"call {i} {name}")
 
 
-def find_garble(record: RequestRecord, cfg: VerdictConfig) -> GarbleFinding | None:
+def find_garble(record: RequestRecord, cfg: GarbledKnobs) -> GarbleFinding | None:
     """The first salad in a reply's reasoning, content or tool-call argument values."""
     if not cfg.garbled:
         return None
@@ -358,3 +369,19 @@ def find_garble(record: RequestRecord, cfg: VerdictConfig) -> GarbleFinding | No
             kind, detail, excerpt = found
             return GarbleFinding(field=field, kind=kind, detail=detail, excerpt=excerpt)
     return None
+
+
+def _check(record: RequestRecord, cfg: GarbledKnobs) -> Found | None:
+    garble = find_garble(record, cfg)
+    return None if garble is None else Found(frozenset({Verdict.GARBLED}),
+                                             {"garbled": garble.model_dump(mode="json")})
+
+
+def _describe(found: Mapping[str, Any]) -> list[str]:
+    garble = found["garbled"]
+    return [] if garble is None else [f"garbled {garble.field}: {garble.kind}: {garble.detail}"]
+
+
+FAMILY = Family(name="garbled", verdicts=frozenset({Verdict.GARBLED}),
+                findings={"garbled": GarbleFinding | None}, describe=_describe,
+                check=_check, knobs=GarbledKnobs)

@@ -22,9 +22,9 @@ from functools import cache
 
 import numpy as np
 
+from loadgen.judge.reply.garbled.knobs import GarbledKnobs
 from loadgen.judge.reply.garbled.word_order import _model
 from loadgen.judge.text import language
-from loadgen.scenario import VerdictConfig
 
 # Possessive (nothing after a run of letters could make it give any back): the same
 # tokens, found faster.
@@ -96,7 +96,7 @@ def _may_have_unknown_window(known: bytes, need: int, size: int) -> bool:
     return False
 
 
-def could_fire(text: str, cfg: VerdictConfig) -> set[str] | None:
+def could_fire(text: str, cfg: GarbledKnobs) -> set[str] | None:
     """The word detectors that could fire on an ASCII text, or None where the text is
     not plain English (then every detector reads it)."""
     tokens = _TOKEN.findall(text.lower())

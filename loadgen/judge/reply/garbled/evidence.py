@@ -21,10 +21,10 @@ import itertools
 import numpy as np
 
 from loadgen.judge.reply.garbled.fragments import spaced_letters
+from loadgen.judge.reply.garbled.knobs import GarbledKnobs
 from loadgen.judge.reply.garbled.markers import markers
 from loadgen.judge.reply.garbled.script_mix import script_switches
 from loadgen.judge.text import language
-from loadgen.scenario import VerdictConfig
 
 #: A glued run this long (half a glued run) that is no word is half a finding.
 _HALF_GLUED_LETTERS = 16
@@ -48,7 +48,7 @@ def _glued_run(text: str, cased: np.ndarray, starts: np.ndarray, ends: np.ndarra
 
 def halves(text: str, points: np.ndarray, scr: np.ndarray | None, cased: np.ndarray,
            run_bounds: tuple[np.ndarray, np.ndarray], languages: tuple[str, ...],
-           explained: frozenset[str], cfg: VerdictConfig) -> list[tuple[str, int, int]]:
+           explained: frozenset[str], cfg: GarbledKnobs) -> list[tuple[str, int, int]]:
     """(kind, start, end) of each kind of half a finding in the text, the first of each."""
     half = cfg.model_copy(update={
         "garbled_marker_burst": max(2, cfg.garbled_marker_burst // 2),
@@ -73,7 +73,7 @@ def halves(text: str, points: np.ndarray, scr: np.ndarray | None, cased: np.ndar
 
 def adds_up(text: str, points: np.ndarray, scr: np.ndarray | None, cased: np.ndarray,
             run_bounds: tuple[np.ndarray, np.ndarray], languages: tuple[str, ...],
-            explained: frozenset[str], cfg: VerdictConfig) -> tuple[str, int, int] | None:
+            explained: frozenset[str], cfg: GarbledKnobs) -> tuple[str, int, int] | None:
     """Two kinds of half a finding within the evidence span: one finding."""
     found = halves(text, points, scr, cased, run_bounds, languages, explained, cfg)
     span = cfg.garbled_evidence_span_chars

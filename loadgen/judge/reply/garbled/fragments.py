@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 
+from loadgen.judge.reply.garbled.knobs import GarbledKnobs
 from loadgen.judge.reply.garbled.points import TABLE_SIZE, lookup
 from loadgen.judge.reply.garbled.words import candidates
 from loadgen.judge.text import language
@@ -16,7 +17,6 @@ from loadgen.judge.text.scripts import (
     SCRIPT_ID,
     script_of,
 )
-from loadgen.scenario import VerdictConfig
 
 ASCII_LETTER = np.zeros(0x100, dtype=bool)
 ASCII_LETTER[[*range(0x41, 0x5B), *range(0x61, 0x7B)]] = True
@@ -45,7 +45,7 @@ def runs(mask: np.ndarray, scr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def glued(text: str, cased: np.ndarray, starts: np.ndarray, ends: np.ndarray,
-           cfg: VerdictConfig) -> tuple[str, int, int] | None:
+           cfg: GarbledKnobs) -> tuple[str, int, int] | None:
     lengths = ends - starts
     long = np.flatnonzero(lengths >= cfg.garbled_glued_run_letters)
     flat = []
@@ -98,7 +98,7 @@ def _spells_a_word(text: str, start: int, end: int, letters: list[str]) -> bool:
     return any(language.is_known(w.casefold(), ("en",)) for w in candidates)
 
 
-def spaced_letters(text: str, points: np.ndarray, cfg: VerdictConfig
+def spaced_letters(text: str, points: np.ndarray, cfg: GarbledKnobs
                     ) -> tuple[str, int, int] | None:
     """Characters one space apart ("T h e _ u s e r"): a chain of one-character tokens."""
     n = len(points)

@@ -8,9 +8,9 @@ from collections import Counter
 
 import numpy as np
 
+from loadgen.judge.reply.garbled.knobs import GarbledKnobs
 from loadgen.judge.reply.garbled.points import lookup
 from loadgen.judge.reply.leaks import code_spans, talked_about
-from loadgen.scenario import VerdictConfig
 
 # UTF-8 read as Latin-1 or cp1252: a lead byte's character, then one continuation byte's
 # (two-byte Latin: "é" -> "Ã©"), two (three-byte CJK) or three (four-byte emoji).
@@ -56,7 +56,7 @@ def _may_have_markers(text: str, points: np.ndarray) -> bool:
     return bool(lookup(_SCREEN, points).any())
 
 
-def markers(text: str, points: np.ndarray, cfg: VerdictConfig) -> tuple[str, int, int] | None:
+def markers(text: str, points: np.ndarray, cfg: GarbledKnobs) -> tuple[str, int, int] | None:
     if not _may_have_markers(text, points):
         return None
     need, width = cfg.garbled_marker_burst, cfg.garbled_marker_window_chars

@@ -7,6 +7,7 @@ from functools import cache
 
 import numpy as np
 
+from loadgen.judge.reply.garbled.knobs import GarbledKnobs
 from loadgen.judge.reply.garbled.points import SPACES, TABLE_SIZE, lookup
 from loadgen.judge.text.scripts import (
     FIRST_SCRIPT,
@@ -15,7 +16,6 @@ from loadgen.judge.text.scripts import (
     SCRIPT_ID,
     SCRIPTS,
 )
-from loadgen.scenario import VerdictConfig
 
 _CJK = ("Han", "Hiragana", "Katakana", "Bopomofo")
 _GREEK = SCRIPT_ID["Greek"]
@@ -84,7 +84,7 @@ def may_switch(scr: np.ndarray, explained: frozenset[str]) -> bool:
 
 
 def script_switches(points: np.ndarray, scr: np.ndarray, explained: frozenset[str],
-                     cfg: VerdictConfig) -> tuple[str, int, int] | None:
+                     cfg: GarbledKnobs) -> tuple[str, int, int] | None:
     scr = _symbols(points, scr)
     alone, pairs = _explained(explained)
     letter = scr >= FIRST_SCRIPT

@@ -9,13 +9,13 @@ from itertools import compress
 
 import numpy as np
 
+from loadgen.judge.reply.garbled.knobs import GarbledKnobs
 from loadgen.judge.reply.garbled.points import SPACES, TABLE_SIZE, lookup
 from loadgen.judge.text.scripts import (
     FIRST_SCRIPT,
     HAN,
     SCRIPT_ID,
 )
-from loadgen.scenario import VerdictConfig
 
 _ASCII_UPPER = np.zeros(0x81, dtype=np.uint64)  # what folds an ASCII capital to lower case
 _ASCII_UPPER[0x41:0x5B] = 0x20
@@ -146,7 +146,7 @@ def _rough_key(word: str) -> int:
             ^ (ord(word[-1]) | 0x20)) & 0xFFFF
 
 
-def may_be_shuffled(text: str, cfg: VerdictConfig) -> bool:
+def may_be_shuffled(text: str, cfg: GarbledKnobs) -> bool:
     """False only where `shuffled` finds nothing in this ASCII text: its first screen
     (some window of its words with few enough distinct 16-bit keys), computed in
     Python, the same words, keys and windows; for a short reply this costs a few
@@ -167,7 +167,7 @@ def may_be_shuffled(text: str, cfg: VerdictConfig) -> bool:
 
 
 def shuffled(points: np.ndarray, scr: np.ndarray | None,
-              letter_runs: tuple[np.ndarray, np.ndarray] | None, cfg: VerdictConfig
+              letter_runs: tuple[np.ndarray, np.ndarray] | None, cfg: GarbledKnobs
               ) -> tuple[str, int, int] | None:
     size = cfg.garbled_shuffle_window_words
     word_starts, word_ends = _words(points, scr, letter_runs)
@@ -293,7 +293,7 @@ def _drop(keep: np.ndarray, run: list[tuple[int, int, int]]) -> None:
         keep[run[0][0]:run[-1][1]] = False
 
 
-def _noisy(text: str, points: np.ndarray, cfg: VerdictConfig) -> tuple[str, int, int] | None:
+def _noisy(text: str, points: np.ndarray, cfg: GarbledKnobs) -> tuple[str, int, int] | None:
     """The first window of random printable characters whose lines are no list of
     strings (`text` is what `points` spell: its lines are read only for such a window)."""
     size = cfg.garbled_noise_window_chars
@@ -328,7 +328,7 @@ def _noisy(text: str, points: np.ndarray, cfg: VerdictConfig) -> tuple[str, int,
     return None
 
 
-def noise(text: str, points: np.ndarray, cfg: VerdictConfig) -> tuple[str, int, int] | None:
+def noise(text: str, points: np.ndarray, cfg: GarbledKnobs) -> tuple[str, int, int] | None:
     """The first noisy window that is no list; where lists of strings of one length lie
     in the text, the first in what is left once they are taken out (looked for only
     then: it costs a pass over the lines)."""

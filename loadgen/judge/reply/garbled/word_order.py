@@ -26,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from loadgen.judge.reply.garbled.knobs import GarbledKnobs
 from loadgen.judge.reply.garbled.words import Words, distinct_enough, runs, windows
-from loadgen.scenario import VerdictConfig
 
 _TABLE = Path(__file__).with_name("english_order.json")
 _ALPHA = 0.5  # add-half smoothing of the counts
@@ -74,7 +74,7 @@ def _steps(found: Words, first: int, last: int, index: dict[str, int],
     return np.concatenate(([0.0], np.cumsum(step)))
 
 
-def word_order(text: str, found: Words, cfg: VerdictConfig) -> tuple[str, int, int] | None:
+def word_order(text: str, found: Words, cfg: GarbledKnobs) -> tuple[str, int, int] | None:
     size = cfg.garbled_order_window_words
     index, score = _model()
     for first, last in runs(found, size):

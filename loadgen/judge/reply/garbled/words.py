@@ -44,6 +44,7 @@ from functools import cache, cached_property, lru_cache
 import numpy as np
 import regex
 
+from loadgen.judge.reply.garbled.knobs import GarbledKnobs
 from loadgen.judge.text import language
 from loadgen.judge.text.scripts import (
     SCRIPT_ID,
@@ -52,7 +53,6 @@ from loadgen.judge.text.scripts import (
     script_of,
     script_table,
 )
-from loadgen.scenario import VerdictConfig
 
 #: What may stand between two words of running text: a space, a punctuation mark before
 #: it (Arabic's comma, semicolon and question mark and Devanagari's danda among them),
@@ -301,7 +301,7 @@ def _of_script(found: Words, script: str) -> np.ndarray:
 
 
 def unknown_words(text: str, found: Words, text_languages: tuple[str, ...],
-                  cfg: VerdictConfig) -> tuple[str, int, int] | None:
+                  cfg: GarbledKnobs) -> tuple[str, int, int] | None:
     size = cfg.garbled_lexicon_window_words
     share = cfg.garbled_lexicon_unknown_share
     need = math.ceil(share * _MIN_CHECKED)  # unknown words a window needs at the least
@@ -342,7 +342,7 @@ def _common(found: Words, i: int, text_languages: tuple[str, ...]) -> bool:
 
 
 def alternating_scripts(text: str, found: Words, text_languages: tuple[str, ...],
-                        cfg: VerdictConfig) -> tuple[str, int, int] | None:
+                        cfg: GarbledKnobs) -> tuple[str, int, int] | None:
     need = cfg.garbled_alternation_switches
     if len(set(found.scripts)) < 2:
         return None
@@ -380,7 +380,7 @@ def _has_function_words(lang: str) -> bool:
 
 
 def no_function_words(text: str, found: Words, text_languages: tuple[str, ...],
-                      cfg: VerdictConfig) -> tuple[str, int, int] | None:
+                      cfg: GarbledKnobs) -> tuple[str, int, int] | None:
     size = cfg.garbled_function_window_words
     if len(found) < size:
         return None

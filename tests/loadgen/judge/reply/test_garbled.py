@@ -22,8 +22,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from loadgen.engine.requests import RequestMaker
-from loadgen.judge.findings import GarbleFinding
-from loadgen.judge.reply.garbled import EXCERPT_CHARS, find_garble, garble_in_text
+from loadgen.judge.reply.garbled import EXCERPT_CHARS, GarbleFinding, find_garble, garble_in_text
 from loadgen.judge.text.scripts import request_scripts, text_scripts
 from loadgen.judge.verdicts import classify
 from loadgen.records import RequestRecord

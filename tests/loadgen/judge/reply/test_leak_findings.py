@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import orjson
 
-from loadgen.judge.findings import Findings
+from loadgen.judge.findings import Findings, findings_lines
 from loadgen.judge.verdicts import classify
 from loadgen.records import RequestRecord
-from loadgen.report.markdown import findings_lines
 from loadgen.scenario import VerdictConfig
 
 CFG = VerdictConfig()

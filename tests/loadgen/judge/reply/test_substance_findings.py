@@ -11,11 +11,10 @@ from __future__ import annotations
 import orjson
 
 from loadgen.expectations import Expectation, ExpectedCall
-from loadgen.judge.findings import Findings, WrongFinding
-from loadgen.judge.reply.substance import find_wrong
+from loadgen.judge.findings import Findings, findings_lines
+from loadgen.judge.reply.substance import WrongFinding, find_wrong
 from loadgen.judge.verdicts import classify
 from loadgen.records import RequestRecord
-from loadgen.report.markdown import findings_lines
 from loadgen.scenario import VerdictConfig
 from tests.loadgen.judge.reply.test_substance import ANSWER, OFFERED, answer, call, turn
 

@@ -14,13 +14,12 @@ from typing import Any
 import orjson
 import pytest
 
-from loadgen.judge.findings import Findings
+from loadgen.judge.findings import Findings, findings_lines
 from loadgen.judge.run_level import own_verdicts
 from loadgen.judge.run_level.cross_talk import CrossTalk
 from loadgen.judge.run_level.reference import ReferenceAgreement
 from loadgen.judge.verdicts import classify
 from loadgen.records import RequestRecord
-from loadgen.report.markdown import findings_lines
 from loadgen.scenario import ReferenceConfig, VerdictConfig
 from tests.loadgen.judge.reply.test_judge_families import ENGLISH, _codes, _reply, record
 from tests.support import broken_servers, broken_text
