@@ -161,7 +161,7 @@ class CrossTalk:
 
     def _own(self, record: RequestRecord) -> Expectation | None:
         item = str(record.item_id or "")
-        exp = Expectation.from_dict(record.expected)
+        exp = Expectation.read(record.expected)
         if exp is not None and item not in self._facts:
             self._facts[item] = dict(exp.facts)
             for value in exp.distinctive_values():
