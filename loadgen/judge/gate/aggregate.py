@@ -229,6 +229,9 @@ class RunStats:
     changed: list[RunLevelLine] = field(default_factory=list)
     #: What each run-level rule says beyond its revisions (the reference agreement).
     rule_summaries: dict[str, RuleSummary] = field(default_factory=dict)
+    #: Where the lines of session turns (records whose params have a `turn`) lie in
+    #: records.jsonl, in file order: the session views read these alone. None: not known.
+    turn_lines: list[tuple[int, int]] | None = None
 
     @property
     def reference(self) -> ReferenceSummary | None:
@@ -283,9 +286,13 @@ def aggregate(out_dir: Path, fail_on: list[str], rules: list[Rule] | None = None
         return RunStats({}, 0, None)
     rules = rules or []
     lines: dict[int, list[tuple[int, int]]] = {}  # seq -> where its lines lie in the file
+    turn_lines: list[tuple[int, int]] = []  # where the session turns' lines lie
     with open(path, "rb") as fh:
         for at, size, d in iter_record_lines(fh):
             total += 1
+            params = d.get("params")
+            if isinstance(params, dict) and "turn" in params:
+                turn_lines.append((at, size))
             rec = RequestRecord.read(d)
             seq = int(rec.seq)
             phase = str(rec.phase or "measurement")
@@ -305,7 +312,7 @@ def aggregate(out_dir: Path, fail_on: list[str], rules: list[Rule] | None = None
             st.timeline = [p._replace(sent_s=p.sent_s - run_start) for p in st.timeline]
     summaries = {rule.name: summary for rule in rules
                  if (summary := rule.summary()) is not None}
-    return RunStats(phases, total, run_start, changed, summaries)
+    return RunStats(phases, total, run_start, changed, summaries, turn_lines)
 
 
 def _apply(revisions: dict[int, Revision], seen: dict[int, tuple[str, str, list[str]]],

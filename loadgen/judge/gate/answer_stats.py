@@ -77,7 +77,7 @@ class AnswerStats:
         if not replied:
             return
         seq = int(rec.seq)
-        exp = Expectation.from_dict(rec.expected)
+        exp = Expectation.read(rec.expected)
         if exp is not None and exp.checkable:
             self.checked.add(seq)
         self.groups[seq] = groups_of(rec)

@@ -114,7 +114,7 @@ class RunReport:
     @functools.cached_property
     def sessions(self) -> list[SessionView]:
         """The measured sessions turn by turn (none unless the workload has sessions)."""
-        return session_views(self.out_dir, self.stats.changed)
+        return session_views(self.out_dir, self.stats.changed, lines=self.stats.turn_lines)
 
     @functools.cached_property
     def phase_summaries(self) -> dict[str, PhaseSummary]:

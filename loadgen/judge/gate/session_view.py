@@ -4,17 +4,21 @@ A session's turns are separate records; a person reading a failed session needs 
 in order, with the verdict of each, so a face that starts at one turn (the first cache
 hit over a long prefix, a new user turn) shows as such. Read from records.jsonl after
 the counting pass, each line as the counting pass reads it (`RequestRecord.read`), a
-bounded number of sessions: memory stays small for long soaks.
+bounded number of sessions: memory stays small for long soaks. The counting pass notes
+where the lines of session turns lie (`RunStats.turn_lines`), so only those are read
+again, not the whole file (most runs have no session, and read none).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from loadgen.expectations import Expectation
 from loadgen.judge.run_level import own_verdicts
-from loadgen.records import RequestRecord, iter_record_dicts
+from loadgen.records import RequestRecord, iter_record_dicts, record_at
 from loadgen.results import RECORDS_FILE
 from loadgen.results.run_level import RunLevelLine
 
@@ -81,15 +85,27 @@ def got_text(record: RequestRecord) -> str:
     return _clip(" ".join(parts)) or "(nothing)"
 
 
-def session_views(out_dir: Path, changed: list[RunLevelLine], phase: str = "measurement"
-                  ) -> list[SessionView]:
-    """The phase's sessions, turn by turn (failed sessions first, then by name)."""
+def _lines_at(path: Path, lines: Sequence[tuple[int, int]]) -> Iterator[dict[str, Any]]:
+    """The records on the lines at (offset, length), in the order given."""
+    if not lines:
+        return
+    with open(path, "rb") as fh:
+        for at, size in lines:
+            yield record_at(fh, at, size)
+
+
+def session_views(out_dir: Path, changed: list[RunLevelLine], phase: str = "measurement",
+                  lines: Sequence[tuple[int, int]] | None = None) -> list[SessionView]:
+    """The phase's sessions, turn by turn (failed sessions first, then by name).
+
+    `lines`: where the records of session turns lie in records.jsonl (offset, length, in
+    file order), as the counting pass found them; None: every line is read."""
     path = out_dir / RECORDS_FILE
     if not path.exists():
         return []
     final = {c.seq: c.verdicts for c in changed}
     sessions: dict[str, SessionView] = {}
-    for d in iter_record_dicts(path):
+    for d in iter_record_dicts(path) if lines is None else _lines_at(path, lines):
         if not isinstance(d.get("params"), dict) or "turn" not in d["params"]:
             continue  # no session's turn (most runs have none): not worth reading whole
         rec = RequestRecord.read(d)

@@ -181,7 +181,7 @@ class CrossTalk:
 
     def _own(self, record: RequestRecord) -> Expectation | None:
         item = str(record.item_id or "")
-        exp = Expectation.from_dict(record.expected)
+        exp = Expectation.read(record.expected)
         if exp is not None and item not in self._facts:
             self._facts[item] = dict(exp.facts)
             for value in exp.distinctive_values():
@@ -217,8 +217,14 @@ class CrossTalk:
         """The completed replies that write forms of the run's codes or distinctive
         values their own facts do not explain, in the order they were observed."""
         suspects = []
+        # The forms a request's own facts explain, worked out once for each set of facts
+        # (every request of an item has the same facts; a run sends an item many times).
+        explained: dict[tuple[str, ...], set[str]] = {}
         for reply in self._replies:
-            given = {part for value in reply.facts for part in fragments(value)}
+            given = explained.get(reply.facts)
+            if given is None:
+                given = explained[reply.facts] = {part for value in reply.facts
+                                                  for part in fragments(value)}
             fields = reply.fields
             found = _forms_in(fields, given, index.scan)
             values = self._foreign_values(reply, fields)

@@ -200,7 +200,7 @@ class _Reply:
 
 
 def _steps(record: RequestRecord) -> frozenset[str]:
-    exp = Expectation.from_dict(record.expected)
+    exp = Expectation.read(record.expected)
     return frozenset(exp.call.steps) if exp is not None and exp.call is not None \
         else frozenset()
 

@@ -74,3 +74,14 @@ def test_codes_are_found_as_the_whole_token_rule_says_on_any_text(text: str) -> 
 
     rule = re.compile(r"(?<![A-Za-z0-9])[A-Z0-9]{6,12}(?![A-Za-z0-9])")
     assert find_codes(text) == {m for m in rule.findall(text) if is_code(m)}
+
+
+def test_read_parses_the_same_object_once_and_reads_as_from_dict() -> None:
+    # The counting pass shows a record to several readers: its `expected` is parsed once.
+    data = Expectation(facts={"order_id": "O1X2Y3"}, distinctive=("order_id",)).to_dict()
+    first = Expectation.read(data)
+    assert first is not None and first == Expectation.from_dict(data)
+    assert Expectation.read(data) is first
+    other = dict(data)  # another record's: read anew, the same expectation
+    assert Expectation.read(other) is not first and Expectation.read(other) == first
+    assert Expectation.read(None) is None and Expectation.read({"facts": 1}) is None

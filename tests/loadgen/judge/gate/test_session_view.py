@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.expectations import Expectation, ExpectedCall
+from loadgen.judge.gate.aggregate import aggregate
 from loadgen.judge.gate.session_view import session_views
 from loadgen.results.run_level import RunLevelLine
 from tests.support.raw_records import write_records
@@ -74,3 +75,22 @@ def test_a_line_a_writer_cut_short_is_still_shown(tmp_path: Path) -> None:
     nothing = turn(0, "a", 0, tool_calls=None, content=None)
     (view,) = session_views(write_records(tmp_path / "b", [nothing]), [])
     assert view.turns[0].got == "(nothing)"
+
+
+def test_the_counting_pass_says_which_lines_to_read_again(tmp_path: Path) -> None:
+    # The counting pass notes where the session turns lie (`RunStats.turn_lines`): the
+    # views read from those lines alone are the views read from the whole file.
+    plain = turn(1, "a", 1)
+    plain["params"] = {"ask": "hi"}
+    junk_turn = turn(2, "a", 2)
+    junk_turn["params"]["turn"] = "not an object"
+    records = [turn(5, "b", 1, verdicts=["wrong_answer"], content="It shipped.",
+                    tool_calls=[]), turn(0, "a", 0), plain, junk_turn,
+               turn(3, "a", 3, phase="priming"), turn(4, "b", 0)]
+    out = write_records(tmp_path, records)
+    stats = aggregate(out, ["wrong_answer"])
+    assert stats.turn_lines is not None and len(stats.turn_lines) == 5  # not `plain`
+    whole = session_views(out, stats.changed)
+    assert session_views(out, stats.changed, lines=stats.turn_lines) == whole
+    assert [[t.seq for t in v.turns] for v in whole] == [[4, 5], [0]]
+    assert session_views(out, [], lines=[]) == []

@@ -200,3 +200,26 @@ def test_an_honest_server_walking_the_request_passes(fake_server, tmp_path) -> N
     code, summary = serve(fake_server, tmp_path, replay_script(cases), scenario)
     assert code == 0, (summary["phases"]["measurement"]["verdicts"], summary["gate"]["reasons"])
     assert summary["phases"]["measurement"]["verdicts"] == {"ok": len(cases)}
+
+
+def test_replies_alike_are_judged_once_and_as_each_alone() -> None:
+    # One rule over a run: a reply written again word for word gets what the first got;
+    # the same texts with other request values, or cut, are judged on their own.
+    def read(seq: int, reply: Reply) -> RequestRecord:
+        record = RequestRecord(run_id="r", scenario="s", phase="measurement", seq=seq,
+                               endpoint="http://x", item_id=reply.name, params=reply.params,
+                               finish_reason=reply.finish_reason, reasoning=reply.reasoning,
+                               content=reply.content, tool_calls=reply.tool_calls)
+        return RequestRecord.read(orjson.loads(record.to_json()))
+
+    walk = HONEST["consecutive_ids"](0, 8000)
+    bare = Reply(walk.name, "Check the orders.", reasoning=walk.reasoning, content=walk.content)
+    looping = broken_reply("stepped", 0, 4000, "reasoning", "stop")
+    replies = [looping, looping, walk, bare, walk, bare]
+    rule = Restated(CFG)
+    for seq, reply in enumerate(replies):
+        rule.observe(read(seq, reply), ["ok"])
+    found = rule.revisions()
+    alone = {seq for seq, reply in enumerate(replies) if judged(reply).verdicts != ["ok"]}
+    assert set(found) == alone == {0, 1, 3, 5}
+    assert found[0].findings == found[1].findings and found[3].findings == found[5].findings
