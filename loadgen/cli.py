@@ -8,15 +8,17 @@ import sys
 from collections.abc import Callable
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from loadgen import __version__
 from loadgen.engine.transport import TRANSPORTS
 from loadgen.exit_codes import BadInputError, DsvQualError, ExitCode
-from loadgen.scenario import Scenario, load_scenario
 from loadgen.targets.embedded import SERVER_EXTRA
+
+if TYPE_CHECKING:  # the scenario brings the judge's rules: loaded by the commands that read one
+    from loadgen.scenario import Scenario
 
 COMMAND_PLUGINS_GROUP = "dsv4_qual.commands"
 
@@ -148,6 +150,8 @@ def validate(scenario_ref: str, as_json: bool) -> None:
       dsv4-qual validate scenarios/smoke.toml
       dsv4-qual validate release-gate --json | jq .gate
     """
+    from loadgen.scenario import load_scenario
+
     scenario = load_scenario(scenario_ref)
     if as_json:
         doc = {"scenario": scenario.name, "valid": True,
@@ -166,6 +170,8 @@ def validate(scenario_ref: str, as_json: bool) -> None:
 
 def _scenario_from(ref: str, options: dict[str, Any]) -> Scenario:
     """The scenario file with the command line's overrides; `options` loses the keys it used."""
+    from loadgen.scenario import load_scenario
+
     overrides = {key: options.pop(key, None) for key in OVERRIDE_KEYS}
     overrides["base_urls"] = list(overrides["base_urls"] or [])
     insecure = options.pop("insecure", False)

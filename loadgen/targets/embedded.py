@@ -13,10 +13,12 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from importlib.metadata import entry_points
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from loadgen.exit_codes import BadInputError
-from loadgen.scenario import Scenario
+
+if TYPE_CHECKING:  # read, never built here: the CLI imports SERVER_EXTRA before any scenario
+    from loadgen.scenario import Scenario
 
 TARGETS_GROUP = "dsv4_qual.targets"
 #: How to get the server extra: not from an index (the project is installed from its
