@@ -32,7 +32,10 @@ client's reading, so the steady-state window is where the stub has written from 
 
 Beside it, the whole run (process start to exit: interpreter start-up, imports, the
 readiness wait, the reports after the run) from getrusage(RUSAGE_CHILDREN) around each
-client: its CPU seconds and tokens per CPU-second. The stub's CPU in the window is shown
+client: its CPU seconds and tokens per CPU-second. Every client imports compiled
+modules: locust's from its installed environment, this project's two trees from a
+bytecode cache in the benchmark's temporary directory, filled by one short untimed run
+of each before the first round (`compiled_env`). The stub's CPU in the window is shown
 as a share of the client's (the stub must not be the bottleneck), and `others` is how
 many cores' worth every other process on the machine used in the window (the machine's
 load while measuring; the sampler itself is left out).
@@ -330,6 +333,24 @@ class Sampler:
         return Sample(*(y - x for x, y in zip(at(lo), at(hi), strict=True)))
 
 
+def compiled_env(tmp: Path) -> dict[str, str]:
+    """The environment of this project's clients: their modules read compiled, from a
+    cache of the run's own (`warm_up` fills it), as an installed package's and locust's
+    are. Without it, a machine that writes no bytecode (PYTHONDONTWRITEBYTECODE) makes a
+    client run from a source tree compile every module it imports on every run."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(tmp / "bytecode")
+    return env
+
+
+def warm_up(client: str, args: argparse.Namespace, url: str, stub_pid: int,
+            trees: dict[str, Path], tmp: Path) -> None:
+    """One short untimed run of a tree's client, which compiles every module it imports
+    into the cache `compiled_env` names."""
+    short = argparse.Namespace(**{**vars(args), "requests": 20 * args.concurrency})
+    run_one(client, 0, short, url, stub_pid, trees, None, tmp)
+
+
 def _pin(core: int):
     return lambda: os.sched_setaffinity(0, {core})
 
@@ -353,7 +374,7 @@ def run_one(client: str, rnd: int, args: argparse.Namespace, url: str, stub_pid:
                                                   requests=args.requests, tokens=args.tokens))
         cmd = [sys.executable, "-m", "loadgen", "run", str(scenario), "--base-url", url,
                "--out", str(work / "out"), "--quiet"]
-        env = dict(os.environ)
+        env = compiled_env(tmp)
         cwd = trees[client]
     sampler = Sampler(stub_pid, args.sample_interval)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -486,6 +507,9 @@ def main() -> None:
         print(f"stub on core {args.stub_core}, clients on core {args.client_core}; "
               f"{args.requests} requests of {args.tokens} tokens at {args.concurrency} in flight, "
               f"{args.repeats} rounds; load average {os.getloadavg()[0]:.2f}", flush=True)
+        for client in ("after", "before"):
+            if client in clients:
+                warm_up(client, args, url, stub.pid, trees, tmp)
         runs = []
         for rnd in range(1, args.repeats + 1):
             order = clients[rnd - 1:] + clients[:rnd - 1]  # rotate who goes first
