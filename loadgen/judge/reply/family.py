@@ -2,8 +2,8 @@
 findings it writes and the report's sentence for each.
 
 A family module ends with its `FAMILY`; `judge.reply` registers the families of one
-reply (and composes their knobs into the scenario's `[verdicts]` section),
-`judge.run_level` the run-level ones, and `judge.findings` reads a record's findings
+reply (and composes their knobs into the scenario's `[verdicts]` section), and
+`judge.findings` registers them with the run-level ones and reads a record's findings
 back through the types the families declare. Adding a family is its module, its tests
 and its line in the register; its verdicts' names and their place in the severity
 order are the public list of `taxonomy.Verdict`, which the family names.
