@@ -3,23 +3,40 @@ closest known name and those there are), never empty tables or "no node reported
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
 from tests.loadgen.commands.test_soak import scenario
 from tests.loadgen.conftest import run_cli
+from tests.support.openai_fake import FakeOpenAI, ServerThread
+
+
+@pytest.fixture(scope="module")
+def soaked(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A history of one soak round, recorded once for the module (its tests only read
+    it, each from a copy of its own)."""
+    folder = tmp_path_factory.mktemp("soaked")
+    db = folder / "h.sqlite"
+    srv = ServerThread(FakeOpenAI(("ok",)).app).start()
+    try:
+        proc = run_cli("soak", str(scenario(folder)), "--base-url", srv.url, "--rounds", "1",
+                       "--out", str(folder / "soak"), "--history", str(db), "--quiet",
+                       env={"DSV4_QUAL_HOST": "gb300-node-07"})
+    finally:
+        srv.stop()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return db
 
 
 @pytest.fixture
-def history(fake_server, tmp_path: Path) -> str:
-    _, srv = fake_server(("ok",))
-    db = str(tmp_path / "h.sqlite")
-    proc = run_cli("soak", str(scenario(tmp_path)), "--base-url", srv.url, "--rounds", "1",
-                   "--out", str(tmp_path / "soak"), "--history", db, "--quiet",
-                   env={"DSV4_QUAL_HOST": "gb300-node-07"})
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return db
+def history(soaked: Path, tmp_path: Path) -> str:
+    """The soaked history, copied for this test alone (the database and any file beside
+    it that it keeps)."""
+    for path in soaked.parent.glob(soaked.name + "*"):
+        shutil.copy2(path, tmp_path / path.name)
+    return str(tmp_path / soaked.name)
 
 
 def run(command: str, db: str, *args: str):

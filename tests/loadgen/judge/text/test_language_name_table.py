@@ -22,12 +22,19 @@ def cache_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
     ln._scan.cache_clear()
 
 
+@pytest.fixture(scope="module")
+def built() -> ln.Table:
+    """The table the libraries build (no cache read or written): built once for the
+    module, as every test compares what the cache gave with the same build."""
+    return ln._build_table()
+
+
 def _same(a: ln.Table, b: ln.Table) -> bool:
     return sorted(a[0].keys()) == sorted(b[0].keys()) and a[1] == b[1] and a[2] == b[2]
 
 
-def test_the_kept_table_is_the_one_the_libraries_build(cache_root: Path) -> None:
-    built = ln._build_table()
+def test_the_kept_table_is_the_one_the_libraries_build(cache_root: Path,
+                                                       built: ln.Table) -> None:
     first = ln._table()  # builds and keeps it
     kept = list((cache_root / "language-names").glob("*.json"))
     assert len(kept) == 1 and _same(first, built)
@@ -63,17 +70,19 @@ def test_a_table_kept_for_other_libraries_or_another_source_is_not_read(
                                      b'{"format": 1, "sets": [], "keys": ["a"], '
                                      b'"entries": [[0, true, false, false]], "full": [], '
                                      b'"trie": ""}'])
-def test_a_broken_cache_file_is_built_around(cache_root: Path, content: bytes) -> None:
+def test_a_broken_cache_file_is_built_around(cache_root: Path, built: ln.Table,
+                                            content: bytes) -> None:
     path = ln._cache_file()
     assert path is not None
     path.parent.mkdir(parents=True)
     path.write_bytes(content)
     assert ln._read_table(path) is None
-    assert _same(ln._table(), ln._build_table())
+    assert _same(ln._table(), built)
     assert ln._read_table(path) is not None  # rewritten whole
 
 
-def test_a_cache_that_cannot_be_written_changes_nothing(cache_root: Path) -> None:
+def test_a_cache_that_cannot_be_written_changes_nothing(cache_root: Path,
+                                                        built: ln.Table) -> None:
     (cache_root / "language-names").write_text("a file where the folder would be")
-    assert _same(ln._table(), ln._build_table())
+    assert _same(ln._table(), built)
     assert (cache_root / "language-names").is_file()
