@@ -61,11 +61,9 @@ class Findings:
         found = {k: v for k, v in self._found.items() if v}
         return f"Findings({found!r})"
 
-    def lines(self) -> list[str]:
-        """Why the verdicts were given, one line each, as each family words it."""
-        return [line for family in FAMILIES for line in family.describe(self._found)]
 
 
 def findings_lines(findings: Findings) -> list[str]:
-    """The report's lines for a reply's findings (stuck looping or merely long, ...)."""
-    return findings.lines()
+    """Why the verdicts were given, one line each, as each family words it (stuck looping
+    or merely long, ...)."""
+    return [line for family in FAMILIES for line in family.describe(findings._found)]

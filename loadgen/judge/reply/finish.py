@@ -39,7 +39,7 @@ def is_stuck(record: RequestRecord) -> bool:
         and bool(record.reasoning.strip())
 
 
-def _check(record: RequestRecord, cfg: object) -> Found:
+def _check(record: RequestRecord, cfg: object) -> Found | None:
     verdicts: set[Verdict] = set()
     findings: dict[str, Any] = {}
     answered = has_answer(record)
@@ -55,7 +55,7 @@ def _check(record: RequestRecord, cfg: object) -> Found:
     if record.finish_reason not in NORMAL_FINISHES:
         verdicts.add(Verdict.ABNORMAL_FINISH)
         findings["finish"] = record.finish_reason or "none"
-    return Found(frozenset(verdicts), findings)
+    return Found(frozenset(verdicts), findings) if verdicts else None
 
 
 def _describe(found: Mapping[str, Any]) -> list[str]:

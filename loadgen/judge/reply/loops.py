@@ -555,7 +555,7 @@ def request_values(record: RequestRecord) -> list[str]:
     return out
 
 
-def _check(record: RequestRecord, cfg: LoopKnobs) -> Found:
+def _check(record: RequestRecord, cfg: LoopKnobs) -> Found | None:
     verdicts: set[Verdict] = set()
     findings: dict[str, object] = {}
     loop = find_loop(record, cfg)
@@ -571,7 +571,7 @@ def _check(record: RequestRecord, cfg: LoopKnobs) -> Found:
         # by their finish; the report tells them apart.
         findings["stuck"] = "looping" if loop is not None and loop.field == "reasoning" \
             else "long (no loop in the reasoning)"
-    return Found(frozenset(verdicts), findings)
+    return Found(frozenset(verdicts), findings) if verdicts or findings else None
 
 
 def _describe(found: Mapping[str, Any]) -> list[str]:

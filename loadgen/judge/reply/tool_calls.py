@@ -140,6 +140,8 @@ def _arguments_loop(raw: str, args: Any, cfg: LoopKnobs, cut: bool) -> str | Non
 
 def _check(record: RequestRecord, cfg: LoopKnobs) -> Found | None:
     verdicts, why = tool_call_problems(record, cfg)
+    if not (verdicts or why):
+        return None
     return Found(frozenset(verdicts), {"tool_calls": why} if why else {})
 
 
