@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import struct
 import tempfile
+import zlib
 from pathlib import Path
 
 import pytest
@@ -29,6 +31,41 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
         else os.cpu_count() or 1
     return cores + 1
+
+
+#: Where the tests of the pictures themselves live: every figure there is drawn.
+_DRAWING_TESTS = Path(__file__).parent / "loadgen" / "report"
+
+
+def _one_pixel_png() -> bytes:
+    """A valid PNG of one white pixel: what a reader of a page's images can decode."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(
+            ">I", zlib.crc32(kind + data))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(b"\x00\xff\xff\xff")) + chunk(b"IEND", b""))
+
+
+_PIXEL = _one_pixel_png()
+
+
+@pytest.fixture(autouse=True)
+def _figures_built_not_drawn(request: pytest.FixtureRequest,
+                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Drawing a report's figures (matplotlib's tick and text layout, rasterising,
+    encoding) was a quarter of the fast tier's CPU, spent by tests that never look at a
+    picture. Outside the tests of the pictures (tests/loadgen/report/, or marked
+    `figures`), each figure is still built exactly as a report builds it, and one fixed
+    valid PNG stands in for its pixels (`figures.encode_png`). Runs in processes of their
+    own (the slow, vLLM and docker tiers) draw every figure."""
+    if request.node.get_closest_marker("figures") or \
+            _DRAWING_TESTS in request.node.path.parents:
+        return
+    try:
+        from loadgen.report import figures
+    except ImportError:  # pragma: no cover - a GPU host without the reports' packages
+        return
+    monkeypatch.setattr(figures, "encode_png", lambda fig, dpi, **savefig: _PIXEL)
 
 
 #: Tiers whose tools want short socket paths under the machine's own temp dir.

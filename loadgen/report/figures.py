@@ -80,14 +80,20 @@ def png_data_uri(fig: Any, dpi: int = 90) -> str:
     width, height = fig.get_size_inches()
     fig.subplots_adjust(left=MARGINS_IN["left"] / width, right=1 - MARGINS_IN["right"] / width,
                         bottom=MARGINS_IN["bottom"] / height, top=1 - MARGINS_IN["top"] / height)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+    return "data:image/png;base64," + base64.b64encode(encode_png(fig, dpi)).decode()
 
 
 def png_bytes(fig: Any, dpi: int = 100) -> bytes:
+    return encode_png(fig, dpi, bbox_inches="tight")
+
+
+def encode_png(fig: Any, dpi: int, **savefig: Any) -> bytes:
+    """The one place a built figure becomes pixels: matplotlib lays out its ticks and
+    text, rasterises and encodes, nearly all of a report's drawing time. Every figure of
+    every page passes here, so a caller that needs the pages but not their pictures
+    (the fast test tier) can stand one fixed image in for it."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=dpi, **savefig)
     return buf.getvalue()
 
 
