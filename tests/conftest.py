@@ -54,18 +54,22 @@ def _figures_built_not_drawn(request: pytest.FixtureRequest,
                              monkeypatch: pytest.MonkeyPatch) -> None:
     """Drawing a report's figures (matplotlib's tick and text layout, rasterising,
     encoding) was a quarter of the fast tier's CPU, spent by tests that never look at a
-    picture. Outside the tests of the pictures (tests/loadgen/report/, or marked
-    `figures`), each figure is still built exactly as a report builds it, and one fixed
+    picture. Outside the tests of the pictures (tests/loadgen/report/, or a test that asks
+    for `drawn_figures`), each figure is still built exactly as a report builds it, and one fixed
     valid PNG stands in for its pixels (`figures.encode_png`). Runs in processes of their
     own (the slow, vLLM and docker tiers) draw every figure."""
-    if request.node.get_closest_marker("figures") or \
-            _DRAWING_TESTS in request.node.path.parents:
+    if "drawn_figures" in request.fixturenames or _DRAWING_TESTS in request.node.path.parents:
         return
     try:
         from loadgen.report import figures
     except ImportError:  # pragma: no cover - a GPU host without the reports' packages
         return
     monkeypatch.setattr(figures, "encode_png", lambda fig, dpi, **savefig: _PIXEL)
+
+
+@pytest.fixture
+def drawn_figures() -> None:
+    """Asked for by a test that reads a report's pictures: its figures are drawn."""
 
 
 #: Tiers whose tools want short socket paths under the machine's own temp dir.

@@ -22,8 +22,8 @@ def test_a_test_that_reads_no_picture_gets_one_valid_pixel_for_each() -> None:
     assert figures.png_data_uri(fig).startswith("data:image/png;base64,")
 
 
-@pytest.mark.figures
-def test_a_test_marked_figures_gets_the_figure_drawn() -> None:
+@pytest.mark.usefixtures("drawn_figures")
+def test_a_test_that_asks_for_drawn_figures_gets_them_drawn() -> None:
     fig, ax = figures.subplots(figsize=(4, 2))
     ax.plot([0, 1], [1, 0])
     assert _size(figures.encode_png(fig, 50)) == (200, 100)
