@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from loadgen.exit_codes import EXIT_WORDS
 from loadgen.judge.findings import findings_lines
-from loadgen.judge.gate.aggregate import failure_rate_by_in_flight, failure_rate_by_order
 from loadgen.judge.gate.run_report import RunReport
 from loadgen.judge.gate.session_view import MAX_DETAILS
 from loadgen.report.facts_text import server_words
@@ -137,10 +136,10 @@ Plot = tuple[str, str | None, str]  # (title, PNG data URI, or the sentence inst
 def _plots(report: RunReport) -> list[Plot]:
     plots: list[Plot] = []
     phases = report.stats.phases
-    timeline = report.stats.timeline()
+    timeline = report.timeline
     if timeline:
         fig, ax = subplots(figsize=(9, 3))
-        bucket, xs, ys = failure_rate_by_order(timeline)
+        bucket, xs, ys = report.failure_by_order
         ax.step(xs, ys, where="post", label=f"failure rate per {bucket} requests")
         bad = [p.seq for p in timeline if p.failed]
         if bad:
@@ -157,7 +156,7 @@ def _plots(report: RunReport) -> list[Plot]:
         title = "Failure rate against the number in flight"
         if bad:
             fig, ax = subplots(figsize=(9, 3))
-            ax.bar(*failure_rate_by_in_flight(timeline))
+            ax.bar(*report.failure_by_in_flight)
             ax.set_ylim(0, 100)
             ax.set_xlabel("requests in flight when sent")
             ax.set_ylabel("% failed")

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from loadgen.judge.gate.aggregate import failure_rate_by_in_flight, failure_rate_by_order
 from loadgen.judge.gate.qualification import Qualification
 from loadgen.judge.gate.run_report import RunReport
 from loadgen.report.figures import histogram, page_template, png_data_uri, subplots
@@ -67,17 +66,15 @@ def _failure_rate(xlabel: str, draw: Callable[[Any], None]) -> str:
 
 
 def _plots(sides: dict[str, RunReport]) -> list[tuple[str, str]]:
-    timelines = {name: report.stats.timeline() for name, report in sides.items()}
-
     def by_order(ax: Any) -> None:
-        for name, timeline in timelines.items():
-            if timeline:
-                bucket, xs, ys = failure_rate_by_order(timeline)
+        for name, report in sides.items():
+            if report.timeline:
+                bucket, xs, ys = report.failure_by_order
                 ax.step(xs, ys, where="post", color=COLORS[name], label=f"{name} (per {bucket})")
 
     def by_in_flight(ax: Any) -> None:
-        for name, timeline in timelines.items():
-            keys, rates = failure_rate_by_in_flight(timeline)
+        for name, report in sides.items():
+            keys, rates = report.failure_by_in_flight
             if keys:
                 ax.plot(keys, rates, marker="o", color=COLORS[name], label=name)
 

@@ -13,7 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.exit_codes import BadInputError
-from loadgen.judge.gate.aggregate import PhaseStats, RunStats, aggregate, percentiles
+from loadgen.judge.gate.aggregate import (
+    PhaseStats,
+    RunStats,
+    TimelinePoint,
+    aggregate,
+    failure_rate_by_in_flight,
+    failure_rate_by_order,
+    percentiles,
+)
 from loadgen.judge.gate.gate import GateContext, GateResult, evaluate, replies
 from loadgen.judge.gate.session_view import SessionView, session_views
 from loadgen.judge.run_level import Rule
@@ -120,6 +128,22 @@ class RunReport:
     def phase_summaries(self) -> dict[str, PhaseSummary]:
         """Every phase's figures, worked out once for summary.json and every report."""
         return {name: phase_summary(st) for name, st in self.stats.phases.items()}
+
+    @functools.cached_property
+    def timeline(self) -> list[TimelinePoint]:
+        """Every phase's requests in request order, sorted once for every page."""
+        return self.stats.timeline()
+
+    @functools.cached_property
+    def failure_by_order(self) -> tuple[int, list[int], list[float]]:
+        """(bucket size, first seq of each bucket, % failed in it) over `timeline`: the
+        run's page and a qualification's page plot the same series."""
+        return failure_rate_by_order(self.timeline)
+
+    @functools.cached_property
+    def failure_by_in_flight(self) -> tuple[list[int], list[float]]:
+        """(requests in flight when sent, % of them that failed) over `timeline`."""
+        return failure_rate_by_in_flight(self.timeline)
 
 
 def judge_run(out_dir: Path) -> RunReport:

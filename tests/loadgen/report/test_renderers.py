@@ -8,12 +8,14 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from loadgen.files import rounded
+from loadgen.judge.gate import run_report
 from loadgen.judge.gate.qualification import decide
 from loadgen.report import write_qualify_reports, write_run_reports
 from loadgen.report.html import render_html
 from loadgen.report.junit import render_junit
 from loadgen.report.markdown import render_markdown
 from loadgen.report.qualify_doc import qualify_document
+from loadgen.report.qualify_html import render_qualify_html
 from loadgen.report.qualify_junit import render_qualify_junit
 from loadgen.report.qualify_markdown import render_qualify_markdown
 from loadgen.report.summary import summary_document
@@ -83,6 +85,36 @@ def test_html_is_one_escaped_page_with_decodable_plots(tmp_path: Path) -> None:
     assert len(uris) >= 2  # request order, number in flight
     for uri in uris:
         assert base64.b64decode(uri.split('"', 1)[0])[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_each_page_plots_the_series_its_run_worked_out_once(tmp_path: Path,
+                                                          monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    worked_out: list[tuple[str, int]] = []
+    real = {name: getattr(run_report, name)
+            for name in ("failure_rate_by_order", "failure_rate_by_in_flight")}
+
+    def counting(name: str):  # type: ignore[no-untyped-def]
+        def counted(timeline):  # type: ignore[no-untyped-def]
+            worked_out.append((name, len(timeline)))
+            return real[name](timeline)
+        return counted
+
+    for name in real:
+        monkeypatch.setattr(run_report, name, counting(name))
+    control = judged(tmp_path / "q" / "control",
+                     [record(i) for i in range(4)] + [stuck(i) for i in range(4, 10)],
+                     scenario=Scenario(name="mixed", gate=GateConfig(role="control")))
+    candidate = judged(tmp_path / "q" / "candidate", [record(i) for i in range(10)] + [stuck(10)],
+                       scenario=Scenario(name="mixed", gate=GateConfig(prove_below=0.5)))
+    q = decide(tmp_path / "q", "mixed", control, candidate)
+    for side in (control, candidate):
+        render_html(side)
+    render_qualify_html(q, qualify_document(q))
+    # Each run's series once, for its own page and the qualification's, from its timeline.
+    assert sorted(worked_out) == [("failure_rate_by_in_flight", 10),
+                                  ("failure_rate_by_in_flight", 11),
+                                  ("failure_rate_by_order", 10), ("failure_rate_by_order", 11)]
+    assert control.failure_by_order == real["failure_rate_by_order"](control.stats.timeline())
 
 
 def test_every_run_report_is_written(tmp_path: Path) -> None:
