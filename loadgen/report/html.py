@@ -195,7 +195,7 @@ def render_html(report: RunReport) -> str:
     return page_template(_TEMPLATE).render(
         r=report, g=gate, word=EXIT_WORDS.get(gate.exit_code, "?"),
         phases=report.phase_summaries,
-        plots=_plots(report) + telemetry_plots(report.server.samples),
+        plots=_plots(report) + telemetry_plots(report.server.samples_by_server),
         server=server_words(report.server),
         forensics=[(n, st.failures) for n, st in report.stats.phases.items() if st.failures],
         findings=findings_lines, load=load_text(report), derived=run_level_text(report),

@@ -10,17 +10,18 @@ from __future__ import annotations
 from typing import Any
 
 from loadgen.report.figures import png_data_uri, subplots
-from loadgen.targets.telemetry_summary import MIN_SAMPLES, by_server, gauge_series, intervals
+from loadgen.targets.telemetry_summary import MIN_SAMPLES, gauge_series, intervals
 
 
 def _label(url: str, many: bool, name: str) -> str:
     return f"{name} ({url})" if many else name
 
 
-def telemetry_plots(samples: list[dict[str, Any]]) -> list[tuple[str, str | None, str]]:
+def telemetry_plots(every: dict[str, list[dict[str, Any]]]
+                    ) -> list[tuple[str, str | None, str]]:
     """(title, PNG data URI or None, the sentence instead) for every telemetry question the
-    /metrics samples can answer; a run too short to sample says so."""
-    every = by_server(samples)
+    /metrics samples can answer (`every`: each server's, in time order, as
+    `ServerFacts.samples_by_server` holds them); a run too short to sample says so."""
     series = {url: points for url, points in every.items() if len(points) >= MIN_SAMPLES}
     if not series:
         return [("Server telemetry over time", None,

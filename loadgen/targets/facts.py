@@ -23,6 +23,7 @@ from loadgen.targets.telemetry_summary import (
     PrefixReuse,
     TelemetrySummary,
     acceptance_by_server,
+    by_server,
     phase_acceptance,
     prefix_reuse,
     summarize,
@@ -67,7 +68,9 @@ class ServerFacts:
     acceptance: dict[str, dict[str, float]] = field(default_factory=dict)
     #: ...and per server (`telemetry_summary.acceptance_by_server`).
     acceptance_by_server: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
-    samples: list[dict[str, Any]] = field(default_factory=list)  # /metrics over time
+    #: /metrics over time, each server's samples in time order (`telemetry_summary.by_server`):
+    #: grouped once here, for every page that plots them.
+    samples_by_server: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     model_roots: dict[str, list[str]] = field(default_factory=dict)  # model id -> roots
     #: The prefix cache per phase, from the server's counters (`prefix_reuse`).
     prefix_cache: dict[str, PrefixReuse] = field(default_factory=dict)
@@ -85,7 +88,7 @@ class ServerFacts:
             looks=endpoint_looks(selected),
             acceptance=phase_acceptance(selected),
             acceptance_by_server=acceptance_by_server(selected),
-            samples=list(selected.get("samples") or []),
+            samples_by_server=by_server(list(selected.get("samples") or [])),
             model_roots=model_roots(selected),
             prefix_cache=prefix_reuse(selected),
         )

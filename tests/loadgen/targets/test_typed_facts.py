@@ -11,6 +11,7 @@ from dataclasses import asdict
 
 from loadgen.results.run import RunFile
 from loadgen.run_facts import ClientReport, ReadyProbe, RunFacts
+from loadgen.targets.facts import ServerFacts
 from loadgen.targets.receipts import Device
 from loadgen.targets.telemetry_summary import GAUGES, summarize
 
@@ -80,6 +81,18 @@ def test_telemetry_totals_are_the_servers_summed() -> None:
         drafted = summary.total.spec_draft_tokens
         assert summary.total.spec_acceptance_rate == (
             summary.total.spec_accepted_tokens / drafted if drafted else None)
+
+
+def test_each_servers_samples_are_grouped_once_in_time_order() -> None:
+    rng = random.Random(7)
+    for _ in range(50):
+        samples = _samples(rng)
+        rng.shuffle(samples)
+        grouped = ServerFacts.from_document({"samples": samples}).samples_by_server
+        assert sorted(grouped) == sorted({s["server"] for s in samples})
+        for url, points in grouped.items():
+            assert points == sorted((s for s in samples if s["server"] == url),
+                                    key=lambda s: s["t"])
 
 
 def test_a_device_is_read_only_where_a_receipt_names_one() -> None:
