@@ -78,6 +78,7 @@ class ServerFacts:
     @classmethod
     def from_document(cls, document: dict[str, Any]) -> ServerFacts:
         selected = select_receipts(document) if document else {}
+        per_server = acceptance_by_server(selected)
         return cls(
             layout=selected.get("c128a_layout"),
             layout_source=selected.get("c128a_layout_source"),
@@ -86,8 +87,8 @@ class ServerFacts:
             versions=server_versions(selected),
             telemetry=summarize(selected),
             looks=endpoint_looks(selected),
-            acceptance=phase_acceptance(selected),
-            acceptance_by_server=acceptance_by_server(selected),
+            acceptance=phase_acceptance(per_server),
+            acceptance_by_server=per_server,
             samples_by_server=by_server(list(selected.get("samples") or [])),
             model_roots=model_roots(selected),
             prefix_cache=prefix_reuse(selected),

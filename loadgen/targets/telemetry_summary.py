@@ -266,11 +266,13 @@ def acceptance_by_server(document: dict[str, Any]) -> dict[str, dict[str, dict[s
     return out
 
 
-def phase_acceptance(document: dict[str, Any]) -> dict[str, dict[str, float]]:
-    """Speculative decoding per phase, summed over the servers (`acceptance_by_server`;
-    phases whose servers drafted nothing are left out)."""
+def phase_acceptance(by_server: dict[str, dict[str, dict[str, Any]]]
+                     ) -> dict[str, dict[str, float]]:
+    """Speculative decoding per phase, summed over the servers of `by_server` (what
+    `acceptance_by_server` worked out, read here rather than worked out again; phases
+    whose servers drafted nothing are left out)."""
     totals: dict[str, dict[str, float]] = {}
-    for phases in acceptance_by_server(document).values():
+    for phases in by_server.values():
         for phase, counted in phases.items():
             t = totals.setdefault(phase, {"drafted": 0.0, "accepted": 0.0})
             t["drafted"] += counted["drafted"]

@@ -99,7 +99,7 @@ def test_one_collapsing_replica_does_not_hide_in_the_pooled_ratio() -> None:
     document = _document(
         a=[(0, 0, 0), (1, 70, 50), (2, 70, 50), (3, 770, 550), (4, 1470, 1050)],
         b=[(0, 0, 0), (1, 70, 50), (2, 70, 50), (3, 770, 150), (4, 1470, 250)])
-    pooled = phase_acceptance(document)
+    pooled = phase_acceptance(acceptance_by_server(document))
     assert pooled["measurement"]["acceptance"] == pytest.approx(1200 / 2800)
     context = GateContext(reference=ReferenceConfig(requests=4), acceptance=pooled,
                           acceptance_by_server=acceptance_by_server(document))
@@ -124,7 +124,7 @@ def test_a_counter_reset_mid_phase_is_counted_across_and_stated() -> None:
                                              "acceptance": 600 / 1400, "resets": 1,
                                              "generated": None}
     context = GateContext(reference=ReferenceConfig(requests=4),
-                          acceptance=phase_acceptance(document), acceptance_by_server=by_server)
+                          acceptance=phase_acceptance(by_server), acceptance_by_server=by_server)
     check = acceptance_check(context)
     assert check is not None and check.passed  # 0.43 of 0.71 alone: 0.6 >= 0.5
     assert "a's spec-decode counters went down 1 time(s) during the measurement (a " \
