@@ -62,7 +62,6 @@ class Findings:
         return f"Findings({found!r})"
 
 
-
 def findings_lines(findings: Findings) -> list[str]:
     """Why the verdicts were given, one line each, as each family words it (stuck looping
     or merely long, ...)."""
