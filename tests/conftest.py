@@ -57,13 +57,14 @@ def _figures_built_not_drawn(request: pytest.FixtureRequest,
     picture. Outside the tests of the pictures (tests/loadgen/report/, or a test that asks
     for `drawn_figures`), each figure is still built exactly as a report builds it, and one fixed
     valid PNG stands in for its pixels (`figures.encode_png`). Runs in processes of their
-    own (the slow, vLLM and docker tiers) draw every figure."""
+    own (the slow, vLLM and docker tiers) draw every figure. GPU tests draw none and never
+    import the reports, whose packages a GPU host may lack."""
     if "drawn_figures" in request.fixturenames or _DRAWING_TESTS in request.node.path.parents \
-            or request.node.get_closest_marker("gpu"):  # a GPU host may lack the reports' packages
+            or request.node.get_closest_marker("gpu"):
         return
     try:
         from loadgen.report import figures
-    except ImportError:  # pragma: no cover - a GPU host without the reports' packages
+    except ImportError:  # pragma: no cover - a host without the reports' packages
         return
     monkeypatch.setattr(figures, "encode_png", lambda fig, dpi, **savefig: _PIXEL)
 
